@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "sparseport/context.hpp"
+
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <mutex>
+
+#include "sparseport/errors.hpp"
+#include "src/core/registry.hpp"
+
+namespace sparseport {
+
+std::vector<std::string> PluginInfo::variants_of(sparseport_op op) const {
+  std::vector<std::string> out;
+  for (const VariantInfo& v : variants)
+    if (v.op == op) out.push_back(v.name);
+  return out;
+}
+
+std::string PluginInfo::vendor_variant(sparseport_op op) const {
+  for (const VariantInfo& v : variants)
+    if (v.op == op && v.is_vendor) return v.name;
+  return {};
+}
+
+namespace {
+
+// Copies of the accepted tables, widened to this build's table size: slots a plugin built against
+// an older (smaller) table does not have read as null.
+std::deque<sparseport_plugin>& table_copies() {
+  static std::deque<sparseport_plugin> copies;
+  return copies;
+}
+
+PluginInfo load(const detail::BuiltinPlugin& b) {
+  PluginInfo info;
+  info.name = b.name;
+  if (b.entry == nullptr) {
+    info.status = PluginStatus::not_compiled;
+    info.reason = b.reason;
+    return info;
+  }
+  const sparseport_plugin* t = b.entry();
+  if (t == nullptr || (t->abi_version >> 16) != SPARSEPORT_ABI_VERSION_MAJOR) {
+    info.status = PluginStatus::broken;
+    info.reason = "plugin ABI " + std::to_string(t ? t->abi_version >> 16 : 0) + " but this library speaks ABI " +
+                  std::to_string(SPARSEPORT_ABI_VERSION_MAJOR);
+    return info;
+  }
+  sparseport_plugin& copy = table_copies().emplace_back();
+  std::memset(&copy, 0, sizeof copy);
+  std::memcpy(&copy, t, std::min<size_t>(t->table_size, sizeof copy));
+  info.table = &copy;
+  info.description = copy.description ? copy.description : "";
+  for (int32_t i = 0; i < copy.n_variants; ++i) {
+    const sparseport_variant& v = copy.variants[i];
+    info.variants.push_back({static_cast<sparseport_op>(v.op), v.name, (v.flags & SPARSEPORT_VARIANT_DEFAULT) != 0,
+                             (v.flags & SPARSEPORT_VARIANT_VENDOR) != 0, v.doc ? v.doc : ""});
+  }
+  info.status = PluginStatus::available;
+  if (copy.device_count != nullptr) {
+    int32_t n = 0;
+    sparseport_status st{};
+    if (copy.device_count(&n, &st) != SPARSEPORT_OK) {
+      info.status = PluginStatus::no_device;
+      info.reason = st.message;
+    } else if (n <= 0) {
+      info.status = PluginStatus::no_device;
+      info.reason = "no device of this kind on this machine";
+    }
+  }
+  return info;
+}
+
+}  // namespace
+
+const std::vector<PluginInfo>& plugins() {
+  static const std::vector<PluginInfo> list = [] {
+    std::vector<PluginInfo> v;
+    for (const detail::BuiltinPlugin& b : detail::builtin_plugins()) v.push_back(load(b));
+    return v;
+  }();
+  return list;
+}
+
+const PluginInfo& plugin(std::string_view token) {
+  std::string known;
+  for (const PluginInfo& p : plugins()) {
+    if (p.name == token) return p;
+    known += (known.empty() ? "" : ", ") + p.name;
+  }
+  throw InvalidArgument("sparseport: unknown backend '" + std::string(token) + "' (known: " + known + ")");
+}
+
+struct Context::Impl {
+  std::string backend;
+  const PluginInfo* plugin = nullptr;
+  int device = 0;
+  int threads = 0;
+  void* state = nullptr;
+
+  ~Impl() {
+    if (plugin != nullptr && plugin->table->context_destroy != nullptr) plugin->table->context_destroy(state);
+  }
+};
+
+Context Context::create(std::string_view backend) {
+  std::string spec(backend);
+  if (spec.empty()) {
+    const char* env = std::getenv("SPARSEPORT_BACKEND");
+    spec = (env != nullptr && *env != '\0') ? env : SPARSEPORT_DEFAULT_BACKEND;
+  }
+  std::string token = spec;
+  int device = 0;
+  if (const size_t colon = spec.find(':'); colon != std::string::npos) {
+    token = spec.substr(0, colon);
+    const char* first = spec.data() + colon + 1;
+    const char* last = spec.data() + spec.size();
+    auto [ptr, ec] = std::from_chars(first, last, device);
+    if (ec != std::errc() || ptr != last || device < 0 || first == last)
+      throw InvalidArgument("sparseport: backend '" + spec + "' has a bad device number (want NAME or NAME:N)");
+  }
+  const PluginInfo& p = plugin(token);
+  if (p.status == PluginStatus::not_compiled) throw NotCompiled("sparseport: backend '" + token + "' is " + p.reason);
+  if (p.status == PluginStatus::broken) throw PluginError("sparseport: backend '" + token + "' was refused: " + p.reason);
+  if (p.status == PluginStatus::no_device)
+    throw Unsupported("sparseport: backend '" + token + "' cannot run here: " + p.reason);
+  if (p.table->device_count != nullptr) {
+    int32_t n = 0;
+    sparseport_status st{};
+    if (p.table->device_count(&n, &st) != SPARSEPORT_OK) detail::throw_status(st, "sparseport: " + token);
+    if (device >= n)
+      throw InvalidArgument("sparseport: backend '" + spec + "' names device " + std::to_string(device) +
+                            " but only " + std::to_string(n) + " exist");
+  } else if (device != 0) {
+    throw InvalidArgument("sparseport: backend '" + token + "' has one device (0), not " + std::to_string(device));
+  }
+
+  auto impl = std::make_shared<Impl>();
+  impl->plugin = &p;
+  impl->device = device;
+  impl->backend = p.table->device_count != nullptr ? token + ":" + std::to_string(device) : token;
+  if (p.table->context_create != nullptr) {
+    sparseport_status st{};
+    if (p.table->context_create(device, &impl->state, &st) != SPARSEPORT_OK) {
+      impl->plugin = nullptr;  // nothing to destroy
+      detail::throw_status(st, "sparseport: creating a context on " + spec);
+    }
+  }
+  Context ctx;
+  ctx.impl_ = std::move(impl);
+  return ctx;
+}
+
+const std::string& Context::backend() const { return impl_->backend; }
+const PluginInfo& Context::plugin() const { return *impl_->plugin; }
+int Context::device() const { return impl_->device; }
+bool Context::device_memory() const { return impl_->plugin->table->memory_space == SPARSEPORT_MEMORY_DEVICE; }
+
+void Context::set_threads(int threads) {
+  if (threads < 0) throw InvalidArgument("sparseport: thread count " + std::to_string(threads) + " is negative");
+  impl_->threads = threads;
+}
+int Context::threads() const { return impl_->threads; }
+
+sparseport_exec Context::exec() const { return {impl_->state, impl_->threads}; }
+
+Buffer::Buffer(Buffer&& o) noexcept { *this = std::move(o); }
+Buffer& Buffer::operator=(Buffer&& o) noexcept {
+  if (this != &o) {
+    if (ptr_ != nullptr) table_->release(state_, ptr_);
+    owner_ = std::move(o.owner_);
+    ptr_ = std::exchange(o.ptr_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+    table_ = o.table_;
+    state_ = o.state_;
+  }
+  return *this;
+}
+Buffer::~Buffer() {
+  if (ptr_ != nullptr) table_->release(state_, ptr_);
+}
+
+Buffer Context::allocate(size_t bytes) const {
+  Buffer b;
+  b.owner_ = impl_;
+  b.table_ = impl_->plugin->table;
+  b.state_ = impl_->state;
+  b.bytes_ = bytes;
+  if (bytes == 0) return b;
+  sparseport_status st{};
+  if (b.table_->alloc(impl_->state, bytes, &b.ptr_, &st) != SPARSEPORT_OK)
+    detail::throw_status(st, "sparseport: allocating " + std::to_string(bytes) + " bytes on " + impl_->backend);
+  return b;
+}
+
+void Context::copy_to_backend(void* dst, const void* src, size_t bytes) const {
+  if (bytes == 0) return;
+  sparseport_status st{};
+  if (impl_->plugin->table->copy(impl_->state, dst, src, bytes, SPARSEPORT_COPY_HOST_TO_DEVICE, &st) != SPARSEPORT_OK)
+    detail::throw_status(st, "sparseport: copying " + std::to_string(bytes) + " bytes to " + impl_->backend);
+}
+
+void Context::copy_to_host(void* dst, const void* src, size_t bytes) const {
+  if (bytes == 0) return;
+  sparseport_status st{};
+  if (impl_->plugin->table->copy(impl_->state, dst, src, bytes, SPARSEPORT_COPY_DEVICE_TO_HOST, &st) != SPARSEPORT_OK)
+    detail::throw_status(st, "sparseport: copying " + std::to_string(bytes) + " bytes from " + impl_->backend);
+}
+
+void Context::synchronize() const {
+  if (impl_->plugin->table->synchronize == nullptr) return;
+  sparseport_status st{};
+  if (impl_->plugin->table->synchronize(impl_->state, &st) != SPARSEPORT_OK)
+    detail::throw_status(st, "sparseport: synchronising " + impl_->backend);
+}
+
+namespace {
+template <class To, class From>
+void append_converted(std::vector<To>& out, const std::vector<From>& in) {
+  out.assign(in.begin(), in.end());
+}
+
+template <class T>
+std::vector<T> fetch(const Context& ctx, const Buffer& b, int64_t n) {
+  std::vector<T> v(static_cast<size_t>(n));
+  ctx.copy_to_host(v.data(), b.data(), static_cast<size_t>(n) * sizeof(T));
+  return v;
+}
+
+template <class To, class A, class B>
+std::vector<To> fetch_as(const Context& ctx, const Buffer& b, int64_t n, bool first_type) {
+  std::vector<To> out;
+  if (first_type)
+    append_converted(out, fetch<A>(ctx, b, n));
+  else
+    append_converted(out, fetch<B>(ctx, b, n));
+  return out;
+}
+}  // namespace
+
+template <class I, class V>
+HostCsr<I, V> Context::to_host(const CsrMatrix& m) const {
+  HostCsr<I, V> h;
+  h.rows = m.rows;
+  h.cols = m.cols;
+  const bool i32 = m.index_type == IndexType::i32;
+  h.rowptr = fetch_as<I, int32_t, int64_t>(*this, m.rowptr, m.rows + 1, i32);
+  h.colind = fetch_as<I, int32_t, int64_t>(*this, m.colind, m.nnz, i32);
+  if (!m.pattern) h.values = fetch_as<V, float, double>(*this, m.values, m.nnz, m.value_type == ValueType::f32);
+  return h;
+}
+
+template HostCsr<int32_t, float> Context::to_host(const CsrMatrix&) const;
+template HostCsr<int32_t, double> Context::to_host(const CsrMatrix&) const;
+template HostCsr<int64_t, float> Context::to_host(const CsrMatrix&) const;
+template HostCsr<int64_t, double> Context::to_host(const CsrMatrix&) const;
+
+}  // namespace sparseport

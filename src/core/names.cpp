@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <array>
+#include <string>
+
+#include "sparseport/context.hpp"
+#include "sparseport/errors.hpp"
+#include "sparseport/ops.hpp"
+#include "sparseport/version.hpp"
+#include "src/core/registry.hpp"
+
+namespace sparseport {
+
+const char* version() { return SPARSEPORT_VERSION_STRING; }
+
+const char* name(ValueType t) { return t == ValueType::f32 ? "f32" : "f64"; }
+const char* name(IndexType t) { return t == IndexType::i32 ? "i32" : "i64"; }
+
+const char* name(PluginStatus s) {
+  switch (s) {
+    case PluginStatus::available: return "available";
+    case PluginStatus::no_device: return "no device";
+    case PluginStatus::not_compiled: return "not compiled";
+    case PluginStatus::broken: return "broken";
+  }
+  return "?";
+}
+
+namespace {
+constexpr std::array<const char*, SPARSEPORT_OP_COUNT> kOpNames = {
+    "spmm",           "sddmm",          "segment_reduce",       "scatter_reduce",       "gather_scatter",
+    "csr_attention",  "csr_slice_rows", "csr_slice_rows_dense", "csr_induced_subgraph", "csr_transpose"};
+constexpr std::array<const char*, 4> kReduceNames = {"sum", "mean", "max", "min"};
+
+template <size_t N>
+std::string joined(const std::array<const char*, N>& names) {
+  std::string s;
+  for (const char* n : names) s += (s.empty() ? "" : ", ") + std::string(n);
+  return s;
+}
+}  // namespace
+
+const char* op_name(sparseport_op op) {
+  return op >= 0 && op < SPARSEPORT_OP_COUNT ? kOpNames[static_cast<size_t>(op)] : "?";
+}
+
+sparseport_op op_from_name(std::string_view n) {
+  for (size_t i = 0; i < kOpNames.size(); ++i)
+    if (n == kOpNames[i]) return static_cast<sparseport_op>(i);
+  throw InvalidArgument("sparseport: unknown op '" + std::string(n) + "' (known: " + joined(kOpNames) + ")");
+}
+
+const char* name(Reduce r) { return kReduceNames[static_cast<size_t>(r)]; }
+
+Reduce reduce_from_name(std::string_view n) {
+  for (size_t i = 0; i < kReduceNames.size(); ++i)
+    if (n == kReduceNames[i]) return static_cast<Reduce>(i);
+  throw InvalidArgument("sparseport: unknown reduce '" + std::string(n) + "' (known: " + joined(kReduceNames) + ")");
+}
+
+namespace detail {
+
+void throw_status(const sparseport_status& st, const std::string& where) {
+  const std::string msg = where + ": " + st.message;
+  switch (st.code) {
+    case SPARSEPORT_ERR_INVALID_ARGUMENT: throw InvalidArgument(msg);
+    case SPARSEPORT_ERR_DIMENSION_MISMATCH: throw DimensionMismatch(msg);
+    case SPARSEPORT_ERR_UNSUPPORTED: throw Unsupported(msg);
+    case SPARSEPORT_ERR_BACKEND: throw BackendError(msg, st.native_code, st.native_name);
+    case SPARSEPORT_ERR_DEVICE_FAULT: throw DeviceFault(msg, st.native_code, st.native_name);
+    default: throw PluginError(msg + " (plugin status " + std::to_string(st.code) + ")");
+  }
+}
+
+}  // namespace detail
+}  // namespace sparseport

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+// What every plugin needs to implement table slots: exceptions turned into a status (no exception
+// may cross the C table), and one type-dispatch helper instead of one slot per type combination.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <string_view>
+#include <type_traits>
+
+#include "sparseport/errors.hpp"
+#include "sparseport/plugin_abi.h"
+
+namespace sparseport::detail {
+
+inline void set_status(sparseport_status* st, int32_t code, std::string_view msg, int native_code = 0,
+                       std::string_view native_name = {}) {
+  if (st == nullptr) return;
+  st->code = code;
+  st->native_code = native_code;
+  std::snprintf(st->native_name, sizeof st->native_name, "%.*s", static_cast<int>(native_name.size()),
+                native_name.data());
+  std::snprintf(st->message, sizeof st->message, "%.*s", static_cast<int>(msg.size()), msg.data());
+}
+
+// Runs f, mapping each exception of errors.hpp to its status code; returns the code.
+template <class F>
+int guarded(sparseport_status* st, F&& f) noexcept {
+  try {
+    f();
+    if (st != nullptr) st->code = SPARSEPORT_OK;
+    return SPARSEPORT_OK;
+  } catch (const DeviceFault& e) {
+    set_status(st, SPARSEPORT_ERR_DEVICE_FAULT, e.what(), e.native_code(), e.native_name());
+  } catch (const BackendError& e) {
+    set_status(st, SPARSEPORT_ERR_BACKEND, e.what(), e.native_code(), e.native_name());
+  } catch (const DimensionMismatch& e) {
+    set_status(st, SPARSEPORT_ERR_DIMENSION_MISMATCH, e.what());
+  } catch (const InvalidArgument& e) {
+    set_status(st, SPARSEPORT_ERR_INVALID_ARGUMENT, e.what());
+  } catch (const Unsupported& e) {
+    set_status(st, SPARSEPORT_ERR_UNSUPPORTED, e.what());
+  } catch (const std::bad_alloc&) {
+    set_status(st, SPARSEPORT_ERR_BACKEND, "out of host memory", 0, "std::bad_alloc");
+  } catch (const std::exception& e) {
+    set_status(st, SPARSEPORT_ERR_PLUGIN, e.what());
+  } catch (...) {
+    set_status(st, SPARSEPORT_ERR_PLUGIN, "unknown exception inside a plugin");
+  }
+  return st != nullptr ? st->code : SPARSEPORT_ERR_PLUGIN;
+}
+
+// Calls f.template operator()<I, V>() for the run-time index and value types:
+//   dispatch(args.a.index_type, args.a.value_type, [&]<class I, class V>() { kernel<I, V>(args); });
+template <class F>
+decltype(auto) dispatch(int32_t index_type, int32_t value_type, F&& f) {
+  const bool i64 = index_type == SPARSEPORT_I64;
+  const bool f64 = value_type == SPARSEPORT_F64;
+  if (i64 && f64) return f.template operator()<int64_t, double>();
+  if (i64) return f.template operator()<int64_t, float>();
+  if (f64) return f.template operator()<int32_t, double>();
+  return f.template operator()<int32_t, float>();
+}
+
+template <class T>
+const T* as(const void* p) {
+  return static_cast<const T*>(p);
+}
+template <class T>
+T* as_mut(void* p) {
+  return static_cast<T*>(p);
+}
+
+}  // namespace sparseport::detail

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+// Context: which backend runs the ops, on which device, with how many threads; plus the plugin
+// registry and backend-owned memory (Buffer, CsrMatrix).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sparseport/plugin_abi.h"
+#include "sparseport/views.hpp"
+
+namespace sparseport {
+
+enum class PluginStatus {
+  available,     // compiled in and usable
+  no_device,     // compiled in, but no device of its kind on this machine (reason says why)
+  not_compiled,  // not built into this library (reason names the option)
+  broken,        // compiled in but its table was refused (ABI mismatch)
+};
+const char* name(PluginStatus s);
+
+struct VariantInfo {
+  sparseport_op op;
+  std::string name;  // "spmm.rows"
+  bool is_default = false;
+  bool is_vendor = false;
+  std::string doc;
+};
+
+struct PluginInfo {
+  std::string name;  // backend token
+  PluginStatus status = PluginStatus::not_compiled;
+  std::string reason;  // why not available; empty when available
+  std::string description;
+  std::vector<VariantInfo> variants;
+  const sparseport_plugin* table = nullptr;  // null unless compiled in and accepted
+
+  // Variant names this plugin offers for op, in its own order.
+  std::vector<std::string> variants_of(sparseport_op op) const;
+  // The vendor baseline for op, or "" when there is none.
+  std::string vendor_variant(sparseport_op op) const;
+};
+
+// Every backend this library knows of, compiled or not, in priority order.
+const std::vector<PluginInfo>& plugins();
+// One plugin by token; throws InvalidArgument for an unknown token.
+const PluginInfo& plugin(std::string_view token);
+
+// Name of an op as in DESIGN.md ("spmm", "csr_slice_rows_dense", ...) and back.
+const char* op_name(sparseport_op op);
+sparseport_op op_from_name(std::string_view name);  // throws InvalidArgument
+
+class Context;
+
+// Memory owned by a context's backend (device memory on a GPU backend). Move-only.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Buffer&&) noexcept;
+  Buffer& operator=(Buffer&&) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+
+  void* data() const { return ptr_; }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  friend class Context;
+  std::shared_ptr<void> owner_;  // keeps the backend state alive while the buffer lives
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+  const sparseport_plugin* table_ = nullptr;
+  void* state_ = nullptr;
+};
+
+// A CSR matrix whose arrays live in a context's memory space (results of structural ops).
+struct CsrMatrix {
+  int64_t rows = 0, cols = 0, nnz = 0;
+  IndexType index_type = IndexType::i32;
+  ValueType value_type = ValueType::f32;
+  bool pattern = false;
+  Buffer rowptr, colind, values;
+
+  CsrView view() const {
+    return {rows, cols, nnz, rowptr.data(), colind.data(), pattern ? nullptr : values.data(), index_type, value_type};
+  }
+};
+
+class Context {
+ public:
+  // backend: "reference", "openmp", "kokkos", "cuda" or "cuda:N". Empty: the SPARSEPORT_BACKEND
+  // environment variable, else the configure-time default (SPARSEPORT_DEFAULT_BACKEND).
+  // Throws NotCompiled for a backend not built in, InvalidArgument for an unknown name or device.
+  static Context create(std::string_view backend = {});
+
+  const std::string& backend() const;  // as resolved, e.g. "cuda:0" or "reference"
+  const PluginInfo& plugin() const;
+  int device() const;
+  bool device_memory() const;  // true when op pointers must be device pointers
+
+  // Threads for CPU backends; 0 (the default) means the backend's own default (OMP_NUM_THREADS).
+  void set_threads(int threads);
+  int threads() const;
+
+  Buffer allocate(size_t bytes) const;
+  // Copies between host memory and this context's memory space (plain memcpy on host backends).
+  void copy_to_backend(void* dst, const void* src, size_t bytes) const;
+  void copy_to_host(void* dst, const void* src, size_t bytes) const;
+  void synchronize() const;
+
+  // Bring a backend CSR result to the host, converting its types.
+  template <class I, class V>
+  HostCsr<I, V> to_host(const CsrMatrix& m) const;
+
+  sparseport_exec exec() const;  // for the front end and the scheduler
+
+ private:
+  struct Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+}  // namespace sparseport

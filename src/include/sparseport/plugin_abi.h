@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The plugin ABI: one plain-C table of function pointers per backend.
+ *
+ * Rules (append-only, versioned):
+ *  - Fields are only ever appended. A plugin fills `abi_version` and `table_size`; the loader
+ *    refuses a table whose major version differs, and treats slots beyond `table_size` as null.
+ *  - No C++ type and no exception crosses this boundary. A slot returns 0 on success, or a
+ *    sparseport_error_code and a whole-sentence message in *status.
+ *  - A null op slot means "not provided": the front end raises Unsupported.
+ *  - Every op slot receives the variant name (for example "spmm.rows"), already checked by the
+ *    front end to be one the plugin lists for that op and that applies to the arguments.
+ *  - All pointers in the argument structs live in the plugin's memory space (host or device).
+ */
+#ifndef SPARSEPORT_PLUGIN_ABI_H
+#define SPARSEPORT_PLUGIN_ABI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SPARSEPORT_ABI_VERSION_MAJOR 1
+#define SPARSEPORT_ABI_VERSION_MINOR 0
+#define SPARSEPORT_ABI_VERSION ((SPARSEPORT_ABI_VERSION_MAJOR << 16) | SPARSEPORT_ABI_VERSION_MINOR)
+
+typedef enum sparseport_value_type { SPARSEPORT_F32 = 1, SPARSEPORT_F64 = 2 } sparseport_value_type;
+typedef enum sparseport_index_type { SPARSEPORT_I32 = 1, SPARSEPORT_I64 = 2 } sparseport_index_type;
+typedef enum sparseport_reduce {
+  SPARSEPORT_REDUCE_SUM = 0,
+  SPARSEPORT_REDUCE_MEAN = 1,
+  SPARSEPORT_REDUCE_MAX = 2,
+  SPARSEPORT_REDUCE_MIN = 3
+} sparseport_reduce;
+
+/* One id per operator of DESIGN.md section 1 (the dense-row form of csr_slice_rows has its own). */
+typedef enum sparseport_op {
+  SPARSEPORT_OP_SPMM = 0,
+  SPARSEPORT_OP_SDDMM = 1,
+  SPARSEPORT_OP_SEGMENT_REDUCE = 2,
+  SPARSEPORT_OP_SCATTER_REDUCE = 3,
+  SPARSEPORT_OP_GATHER_SCATTER = 4,
+  SPARSEPORT_OP_CSR_ATTENTION = 5,
+  SPARSEPORT_OP_CSR_SLICE_ROWS = 6,
+  SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE = 7,
+  SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH = 8,
+  SPARSEPORT_OP_CSR_TRANSPOSE = 9,
+  SPARSEPORT_OP_COUNT = 10
+} sparseport_op;
+
+typedef enum sparseport_error_code {
+  SPARSEPORT_OK = 0,
+  SPARSEPORT_ERR_INVALID_ARGUMENT = 1,
+  SPARSEPORT_ERR_DIMENSION_MISMATCH = 2,
+  SPARSEPORT_ERR_UNSUPPORTED = 3,
+  SPARSEPORT_ERR_BACKEND = 4,
+  SPARSEPORT_ERR_DEVICE_FAULT = 5,
+  SPARSEPORT_ERR_PLUGIN = 6
+} sparseport_error_code;
+
+typedef struct sparseport_status {
+  int32_t code;            /* sparseport_error_code */
+  int32_t native_code;     /* backend's own code (cudaError_t, ...) for BACKEND/DEVICE_FAULT */
+  char native_name[64];    /* its name, e.g. "cudaErrorIllegalAddress" */
+  char message[1024];      /* a whole sentence */
+} sparseport_status;
+
+typedef enum sparseport_memory_space { SPARSEPORT_MEMORY_HOST = 0, SPARSEPORT_MEMORY_DEVICE = 1 } sparseport_memory_space;
+typedef enum sparseport_copy_kind {
+  SPARSEPORT_COPY_HOST_TO_DEVICE = 0,
+  SPARSEPORT_COPY_DEVICE_TO_HOST = 1,
+  SPARSEPORT_COPY_DEVICE_TO_DEVICE = 2
+} sparseport_copy_kind;
+
+/* Data descriptors. `values == NULL` in a CSR/COO means a pattern (every value is 1);
+ * value_type then still names the type of the op's dense operands. */
+typedef struct sparseport_csr {
+  int64_t rows, cols, nnz;
+  const void* rowptr; /* rows + 1 entries */
+  const void* colind; /* nnz entries */
+  const void* values; /* nnz entries or NULL */
+  int32_t index_type, value_type;
+} sparseport_csr;
+
+typedef struct sparseport_csr_mut {
+  int64_t rows, cols, nnz;
+  void* rowptr;
+  void* colind;
+  void* values; /* NULL when the input was a pattern */
+  int32_t index_type, value_type;
+} sparseport_csr_mut;
+
+typedef struct sparseport_coo {
+  int64_t rows, cols, nnz;
+  const void* row;
+  const void* col;
+  const void* values; /* nnz entries or NULL */
+  int32_t index_type, value_type;
+} sparseport_coo;
+
+typedef struct sparseport_index_array {
+  int64_t n;
+  const void* data;
+  int32_t index_type;
+} sparseport_index_array;
+
+/* Row-major dense matrix with leading dimension ld >= cols. */
+typedef struct sparseport_dense {
+  int64_t rows, cols, ld;
+  const void* data;
+  int32_t value_type;
+} sparseport_dense;
+
+typedef struct sparseport_dense_mut {
+  int64_t rows, cols, ld;
+  void* data;
+  int32_t value_type;
+} sparseport_dense_mut;
+
+/* Execution: the plugin's per-context state (stream, handles) and the thread count (0 = default). */
+typedef struct sparseport_exec {
+  void* state;
+  int32_t threads;
+} sparseport_exec;
+
+/* Argument structs, one per op. Shapes are already checked by the front end. */
+typedef struct sparseport_spmm_args {
+  sparseport_csr a;       /* m x k */
+  sparseport_dense b;     /* k x F */
+  sparseport_dense_mut c; /* m x F */
+  int32_t reduce;         /* sparseport_reduce */
+  double alpha, beta;     /* C = alpha * reduce(...) + beta * C; beta == 0 ignores C's old contents */
+} sparseport_spmm_args;
+
+typedef struct sparseport_sddmm_args {
+  sparseport_csr a;         /* m x k */
+  sparseport_dense x;       /* m x F */
+  sparseport_dense y;       /* k x F */
+  sparseport_dense_mut out; /* nnz x 1 */
+} sparseport_sddmm_args;
+
+/* segment_reduce (index sorted ascending) and scatter_reduce (any order). */
+typedef struct sparseport_segment_args {
+  sparseport_index_array index; /* E entries in [0, out.rows) */
+  sparseport_dense src;         /* E x F */
+  sparseport_dense_mut out;     /* N x F, overwritten; empty segments get 0 */
+  int32_t reduce;
+} sparseport_segment_args;
+
+typedef struct sparseport_gather_scatter_args {
+  sparseport_coo edges;     /* row = dst (sorted ascending), col = src, values = weights or NULL */
+  sparseport_dense x;       /* edges.cols x F */
+  sparseport_dense_mut out; /* edges.rows x F, overwritten; rows without edges get 0 */
+  int32_t reduce;
+} sparseport_gather_scatter_args;
+
+typedef struct sparseport_attention_args {
+  sparseport_csr a;         /* m x k; its values are ignored (the pattern selects keys) */
+  sparseport_dense q;       /* m x F */
+  sparseport_dense k;       /* k x F */
+  sparseport_dense v;       /* k x Fv */
+  sparseport_dense_mut out; /* m x Fv, overwritten; empty rows get 0 */
+  double scale;
+} sparseport_attention_args;
+
+/* Two phases for structural ops whose output size the caller cannot know:
+ * phase 0 writes out.rowptr (out.rows + 1 entries, out.rowptr[0] = 0);
+ * phase 1, after the caller allocated out.colind/out.values of out.nnz = rowptr[out.rows], fills them. */
+typedef struct sparseport_slice_rows_args {
+  sparseport_csr a;
+  sparseport_index_array rows; /* s entries in [0, a.rows), any order, repeats allowed */
+  int32_t phase;
+  sparseport_csr_mut out;      /* s x a.cols */
+} sparseport_slice_rows_args;
+
+typedef struct sparseport_slice_rows_dense_args {
+  sparseport_csr a;
+  sparseport_index_array rows;
+  sparseport_dense_mut out; /* s x a.cols: zeroed, then out[t, col] += val (duplicates add up) */
+} sparseport_slice_rows_dense_args;
+
+typedef struct sparseport_induced_subgraph_args {
+  sparseport_csr a;                /* square */
+  sparseport_index_array vertices; /* s distinct entries in [0, a.rows) */
+  int32_t phase;
+  sparseport_csr_mut out;          /* s x s, column t means vertices[t] */
+} sparseport_induced_subgraph_args;
+
+typedef struct sparseport_transpose_args {
+  sparseport_csr a;       /* m x k */
+  sparseport_csr_mut out; /* k x m with a.nnz entries, all buffers allocated by the caller */
+} sparseport_transpose_args;
+
+enum { SPARSEPORT_VARIANT_DEFAULT = 1u, SPARSEPORT_VARIANT_VENDOR = 2u };
+
+typedef struct sparseport_variant {
+  int32_t op;        /* sparseport_op */
+  const char* name;  /* stable, "op.variant": logs, cache, CLI and benchmarks use it */
+  uint32_t flags;    /* SPARSEPORT_VARIANT_* */
+  const char* doc;   /* one line: what it is and when it applies */
+} sparseport_variant;
+
+typedef int (*sparseport_spmm_fn)(const sparseport_exec*, const char* variant, const sparseport_spmm_args*, sparseport_status*);
+typedef int (*sparseport_sddmm_fn)(const sparseport_exec*, const char* variant, const sparseport_sddmm_args*, sparseport_status*);
+typedef int (*sparseport_segment_fn)(const sparseport_exec*, const char* variant, const sparseport_segment_args*, sparseport_status*);
+typedef int (*sparseport_gather_scatter_fn)(const sparseport_exec*, const char* variant, const sparseport_gather_scatter_args*, sparseport_status*);
+typedef int (*sparseport_attention_fn)(const sparseport_exec*, const char* variant, const sparseport_attention_args*, sparseport_status*);
+typedef int (*sparseport_slice_rows_fn)(const sparseport_exec*, const char* variant, const sparseport_slice_rows_args*, sparseport_status*);
+typedef int (*sparseport_slice_rows_dense_fn)(const sparseport_exec*, const char* variant, const sparseport_slice_rows_dense_args*, sparseport_status*);
+typedef int (*sparseport_induced_subgraph_fn)(const sparseport_exec*, const char* variant, const sparseport_induced_subgraph_args*, sparseport_status*);
+typedef int (*sparseport_transpose_fn)(const sparseport_exec*, const char* variant, const sparseport_transpose_args*, sparseport_status*);
+
+typedef struct sparseport_plugin {
+  uint32_t abi_version; /* SPARSEPORT_ABI_VERSION the plugin was built against */
+  uint32_t table_size;  /* sizeof(sparseport_plugin) the plugin was built with */
+  const char* name;     /* the backend token: "reference", "openmp", "cuda", "kokkos" */
+  const char* description;
+  int32_t memory_space; /* sparseport_memory_space */
+
+  const sparseport_variant* variants;
+  int32_t n_variants;
+
+  /* Lifecycle and memory. */
+  int (*device_count)(int32_t* count, sparseport_status*);
+  /* One line per device into buf (NUL-terminated, truncated to len). */
+  int (*describe_devices)(char* buf, size_t len, sparseport_status*);
+  int (*context_create)(int32_t device, void** state, sparseport_status*);
+  void (*context_destroy)(void* state);
+  int (*alloc)(void* state, size_t bytes, void** ptr, sparseport_status*);
+  void (*release)(void* state, void* ptr);
+  int (*copy)(void* state, void* dst, const void* src, size_t bytes, int32_t kind, sparseport_status*);
+  int (*synchronize)(void* state, sparseport_status*);
+
+  /* Whether `variant` applies to `args` (the op's argument struct); 0 = no, with the reason in
+   * why->message. Null means every listed variant applies to every valid input. */
+  int (*applies)(int32_t op, const char* variant, const void* args, sparseport_status* why);
+
+  /* Ops, one slot each, in sparseport_op order. */
+  sparseport_spmm_fn spmm;
+  sparseport_sddmm_fn sddmm;
+  sparseport_segment_fn segment_reduce;
+  sparseport_segment_fn scatter_reduce;
+  sparseport_gather_scatter_fn gather_scatter;
+  sparseport_attention_fn csr_attention;
+  sparseport_slice_rows_fn csr_slice_rows;
+  sparseport_slice_rows_dense_fn csr_slice_rows_dense;
+  sparseport_induced_subgraph_fn csr_induced_subgraph;
+  sparseport_transpose_fn csr_transpose;
+  /* Append new fields here only. */
+} sparseport_plugin;
+
+/* Each compiled plugin exports one entry point, sparseport_plugin_<token>(), returning its table. */
+typedef const sparseport_plugin* (*sparseport_plugin_entry)(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SPARSEPORT_PLUGIN_ABI_H */

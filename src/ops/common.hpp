@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+// The front end's shared checks and the one way an op reaches a plugin slot. Checks that read
+// index contents run only when the context's memory is host memory.
+#pragma once
+
+#include <string>
+
+#include "scheduler/select.hpp"
+#include "sparseport/context.hpp"
+#include "sparseport/errors.hpp"
+#include "sparseport/ops.hpp"
+#include "src/core/registry.hpp"
+
+namespace sparseport::ops {
+
+// "sparseport::spmm[reference]": the prefix of every message an op raises.
+std::string where(const Context& ctx, sparseport_op op);
+
+sparseport_csr to_abi(const CsrView& v);
+sparseport_coo to_abi(const CooView& v);
+sparseport_index_array to_abi(const IndexView& v);
+sparseport_dense to_abi(const DenseView& v);
+sparseport_dense_mut to_abi(const DenseMutView& v);
+
+// Pointers, ld >= cols, non-negative sizes; then the shape must be rows x cols.
+void check_dense(const std::string& w, const char* arg, const DenseView& d, int64_t rows, int64_t cols,
+                 const char* rule);
+// Sizes, pointers, index/value type tags, and (host memory) rowptr and column ranges.
+void check_csr(const Context& ctx, const std::string& w, const char* arg, const CsrView& a);
+// Every entry in [0, bound); sorted ascending when `sorted`; host memory only for the contents.
+void check_index(const Context& ctx, const std::string& w, const char* arg, const IndexView& idx, int64_t bound,
+                 bool sorted);
+void check_same_type(const std::string& w, const char* arg, ValueType got, ValueType want);
+void check_same_type(const std::string& w, const char* arg, IndexType got, IndexType want);
+void check_reduce(const std::string& w, Reduce r);
+
+// Picks the variant (scheduler), calls the slot, turns a failed status into the matching exception.
+template <class Args, class Fn>
+void call_plugin(const Context& ctx, sparseport_op op, Fn slot, const Args& args, const std::string& requested,
+                 const std::string& w) {
+  if (slot == nullptr) throw Unsupported(w + ": backend '" + ctx.plugin().name + "' does not provide this op");
+  const std::string variant = scheduler::select(ctx.plugin(), op, &args, requested, w);
+  const sparseport_exec exec = ctx.exec();
+  sparseport_status st{};
+  if (slot(&exec, variant.c_str(), &args, &st) != SPARSEPORT_OK) detail::throw_status(st, w + "/" + variant);
+}
+
+// Runs a two-phase structural op (phase 0: rowptr; phase 1: fill) into a CsrMatrix in ctx's memory.
+template <class Args, class Fn>
+CsrMatrix call_two_phase(const Context& ctx, sparseport_op op, Fn slot, Args args, const CsrView& a, int64_t rows,
+                         int64_t cols, const std::string& requested, const std::string& w) {
+  CsrMatrix m;
+  m.rows = rows;
+  m.cols = cols;
+  m.index_type = a.index_type;
+  m.value_type = a.value_type;
+  m.pattern = a.is_pattern();
+  const size_t isz = static_cast<size_t>(size_of(a.index_type));
+  m.rowptr = ctx.allocate(static_cast<size_t>(rows + 1) * isz);
+  args.out = {rows, cols, 0, m.rowptr.data(), nullptr, nullptr, static_cast<int32_t>(a.index_type),
+              static_cast<int32_t>(a.value_type)};
+  args.phase = 0;
+  call_plugin(ctx, op, slot, args, requested, w);
+  if (isz == 4) {
+    int32_t last = 0;
+    ctx.copy_to_host(&last, static_cast<const char*>(m.rowptr.data()) + rows * 4, 4);
+    m.nnz = last;
+  } else {
+    ctx.copy_to_host(&m.nnz, static_cast<const char*>(m.rowptr.data()) + rows * 8, 8);
+  }
+  m.colind = ctx.allocate(static_cast<size_t>(m.nnz) * isz);
+  if (!m.pattern) m.values = ctx.allocate(static_cast<size_t>(m.nnz * size_of(a.value_type)));
+  args.out.nnz = m.nnz;
+  args.out.colind = m.colind.data();
+  args.out.values = m.pattern ? nullptr : m.values.data();
+  args.phase = 1;
+  call_plugin(ctx, op, slot, args, requested, w);
+  return m;
+}
+
+}  // namespace sparseport::ops
