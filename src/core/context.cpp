@@ -6,6 +6,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <utility>
 
 #include "sparseport/errors.hpp"
 #include "src/core/registry.hpp"
@@ -122,7 +123,7 @@ Context Context::create(std::string_view backend) {
     if (ec != std::errc() || ptr != last || device < 0 || first == last)
       throw InvalidArgument("sparseport: backend '" + spec + "' has a bad device number (want NAME or NAME:N)");
   }
-  const PluginInfo& p = plugin(token);
+  const PluginInfo& p = sparseport::plugin(token);
   if (p.status == PluginStatus::not_compiled) throw NotCompiled("sparseport: backend '" + token + "' is " + p.reason);
   if (p.status == PluginStatus::broken) throw PluginError("sparseport: backend '" + token + "' was refused: " + p.reason);
   if (p.status == PluginStatus::no_device)
