@@ -38,7 +38,12 @@ option(SPARSEPORT_ENABLE_HWLOC "Read CPU signatures with hwloc" ${_sp_have_hwloc
 # its plugin folder exists; otherwise sparseport::plugins() says why not.
 set(SPARSEPORT_KNOWN_BACKENDS reference openmp cuda kokkos)
 
-set(SPARSEPORT_DEFAULT_BACKEND "reference" CACHE STRING
+# The fastest CPU backend that will be built, so a program that names none is not serial.
+set(_sp_default_backend reference)
+if(SPARSEPORT_ENABLE_OPENMP AND EXISTS ${PROJECT_SOURCE_DIR}/plugins/openmp/CMakeLists.txt)
+  set(_sp_default_backend openmp)
+endif()
+set(SPARSEPORT_DEFAULT_BACKEND "${_sp_default_backend}" CACHE STRING
     "Backend used when the program names none and SPARSEPORT_BACKEND is unset")
 set_property(CACHE SPARSEPORT_DEFAULT_BACKEND PROPERTY STRINGS ${SPARSEPORT_KNOWN_BACKENDS})
 
@@ -55,3 +60,20 @@ if(EXISTS "${PROJECT_SOURCE_DIR}/../shared/data")
 endif()
 set(SPARSEPORT_DATA_DIR "${_sp_data_default}" CACHE PATH
     "Folder of real .mtx/.mtx.gz matrices for tests and benchmarks (empty: none)")
+
+# An option switched on by hand for something this machine lacks is an error, not a silent skip.
+if(SPARSEPORT_ENABLE_CUDA AND NOT CMAKE_CUDA_COMPILER)
+  message(FATAL_ERROR "SPARSEPORT_ENABLE_CUDA=ON but no CUDA compiler was found (set CMAKE_CUDA_COMPILER or put nvcc on PATH)")
+endif()
+if(SPARSEPORT_ENABLE_OPENMP AND NOT OpenMP_CXX_FOUND)
+  message(FATAL_ERROR "SPARSEPORT_ENABLE_OPENMP=ON but the compiler has no OpenMP support")
+endif()
+if(SPARSEPORT_ENABLE_KOKKOS AND NOT KokkosKernels_FOUND)
+  message(FATAL_ERROR "SPARSEPORT_ENABLE_KOKKOS=ON but Kokkos Kernels was not found (Debian: libtrilinos-kokkos-kernels-dev; or set Kokkos_ROOT)")
+endif()
+if(SPARSEPORT_ENABLE_HWLOC AND NOT HWLOC_FOUND)
+  message(FATAL_ERROR "SPARSEPORT_ENABLE_HWLOC=ON but hwloc >= 2.0 was not found by pkg-config (Debian: libhwloc-dev)")
+endif()
+if(NOT SPARSEPORT_DEFAULT_BACKEND IN_LIST SPARSEPORT_KNOWN_BACKENDS)
+  message(FATAL_ERROR "SPARSEPORT_DEFAULT_BACKEND='${SPARSEPORT_DEFAULT_BACKEND}' is not one of: ${SPARSEPORT_KNOWN_BACKENDS}")
+endif()

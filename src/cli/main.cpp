@@ -1,3 +1,82 @@
 // SPDX-License-Identifier: Apache-2.0
-// placeholder: to be written
-int main() { return 0; }
+// `sparseport`: inspect graphs, run and verify operators, list backends. Public API only.
+#include <cstdio>
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "sparseport/sparseport.hpp"
+
+namespace {
+
+using sparseport::cli::UsageError;
+
+constexpr const char* kUsage =
+    "usage: sparseport [--version] [--help] COMMAND [ARGS]\n"
+    "\n"
+    "Portable sparse operators: inspect graphs, run and verify operators, list backends.\n"
+    "\n"
+    "commands:\n"
+    "  info GRAPH      shape, nnz, degree quantiles, skew, empty rows, symmetry, self-loops\n"
+    "  run --op OP     run one operator on a backend, verify it against the reference, time it\n"
+    "  devices         every backend known, its status, devices and variants per op\n"
+    "  help [COMMAND]  this text, or a command's help\n"
+    "\n"
+    "GRAPH is a Matrix Market file (.mtx or .mtx.gz) or a generator spec (er:N:P, rmat:SCALE:EF,\n"
+    "hubs:N:DEG:NHUBS:HUBDEG, band:N:DEG, megarow:N:DEG:FRACTION, powerlaw).\n"
+    "Run 'sparseport COMMAND --help' for a command's options.\n"
+    "Exit codes: 0 success, 1 runtime error or failed verification, 2 usage error.\n";
+
+int dispatch(const std::vector<std::string>& args) {
+  if (args.empty()) throw UsageError("sparseport", "sparseport: no command given");
+  const std::string& cmd = args.front();
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (cmd == "--help" || cmd == "-h") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (cmd == "--version") {
+    std::printf("sparseport %s (library %s, plugin ABI %d.%d)\n", SPARSEPORT_VERSION_STRING, sparseport::version(),
+                SPARSEPORT_ABI_VERSION_MAJOR, SPARSEPORT_ABI_VERSION_MINOR);
+    return 0;
+  }
+  if (cmd == "info") return sparseport::cli::cmd_info(rest);
+  if (cmd == "run") return sparseport::cli::cmd_run(rest);
+  if (cmd == "devices") return sparseport::cli::cmd_devices(rest);
+  if (cmd == "help") {
+    if (rest.empty()) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (rest.size() > 1) throw UsageError("sparseport", "sparseport help: takes at most one command name");
+    return dispatch({rest.front(), "--help"});
+  }
+  if (!cmd.empty() && cmd[0] == '-') throw UsageError("sparseport", "sparseport: unknown option '" + cmd + "'");
+  throw UsageError("sparseport", "sparseport: unknown command '" + cmd + "' (commands: info, run, devices, help)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    return dispatch(args);
+  } catch (const UsageError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "%s\nRun '%s --help' for usage.\n", e.what(), e.command().c_str());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "sparseport: error: out of memory (the graph or its operands do not fit)\n");
+    return 1;
+  } catch (const std::exception& e) {
+    // Library messages already name their origin ("sparseport::spmm[cuda]: ...").
+    std::fflush(stdout);
+    const std::string what = e.what();
+    std::fprintf(stderr, "%s%s\n", what.starts_with("sparseport") ? "error: " : "sparseport: error: ", what.c_str());
+    return 1;
+  }
+}

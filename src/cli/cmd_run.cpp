@@ -1,0 +1,365 @@
+// SPDX-License-Identifier: Apache-2.0
+// `sparseport run --op OP`: builds seeded operands from a graph, runs one (or every) variant of a
+// backend with one warm-up and R timed repetitions, verifies the result against the reference
+// backend in double, and reports time, GFLOP/s, gathered bandwidth and the vendor baseline.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "args.hpp"
+#include "commands.hpp"
+#include "json.hpp"
+#include "load.hpp"
+#include "progress.hpp"
+#include "sparseport/sparseport.hpp"
+#include "workloads.hpp"
+
+namespace sparseport::cli {
+namespace {
+
+struct RunOptions {
+  std::string graph, backend, variant;
+  bool all_variants = false;
+  sparseport_op op = SPARSEPORT_OP_SPMM;
+  int64_t features = 64;
+  int reps = 10;
+  int threads = 0;
+  Reduce reduce = Reduce::sum;
+  uint64_t seed = 1;
+  int64_t sample = 0;
+  ValueType dtype = ValueType::f32;
+  IndexType itype = IndexType::i32;
+  bool json = false, quiet = false;
+};
+
+struct Timing {
+  double median_ms = 0, min_ms = 0;
+};
+
+// One warm-up (first-touch, lazy plugin setup, caches), then reps timed one by one; the clock stops
+// only after Context::synchronize(), so asynchronous backends are timed to completion.
+Timing time_variant(const Context& ctx, Workload& w, const std::string& variant, int reps, const std::string& label,
+                    bool show_progress) {
+  w.reset();
+  Progress p("timing " + label + ": rep", show_progress);
+  p.step(0, reps);
+  w.run(variant);
+  ctx.synchronize();
+  std::vector<double> ms;
+  ms.reserve(static_cast<size_t>(reps));
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = std::chrono::steady_clock::now();
+    w.run(variant);
+    ctx.synchronize();
+    const auto t1 = std::chrono::steady_clock::now();
+    ms.push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
+    p.step(r + 1, reps);
+  }
+  std::sort(ms.begin(), ms.end());
+  const size_t n = ms.size();
+  return {n % 2 == 1 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]), ms.front()};
+}
+
+std::string fixed(double v, int digits) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+struct Report {
+  const RunOptions& opt;
+  std::string backend;  // as resolved by the context
+  std::string graph;
+  int64_t rows, cols, nnz;
+  int threads;
+  std::string vendor_variant;
+  std::optional<double> vendor_ms;
+  const Workload& work;
+  int name_width = 32;  // the variant column, as wide as the longest name to print
+  bool header_printed = false;
+
+  void print(const std::string& variant, const Timing& t, const Verdict& v) {
+    const std::optional<double> flops = work.flops();
+    std::optional<double> gflops;
+    if (flops) gflops = *flops / t.median_ms / 1e6;
+    const double gbps = work.gathered_bytes() / t.median_ms / 1e6;
+    std::optional<double> speedup;
+    if (vendor_ms) speedup = *vendor_ms / t.median_ms;
+    const bool uses_f = op_uses_features(opt.op);
+    const bool uses_reduce = op_uses_reduce(opt.op);
+    if (opt.json) {
+      JsonObject o;
+      o.add("op", op_name(opt.op))
+          .add("backend", backend)
+          .add("variant", variant)
+          .add("graph", graph)
+          .add("n", rows)
+          .add("cols", cols)
+          .add("nnz", nnz)
+          .add("F", uses_f ? std::optional<int64_t>(opt.features) : std::nullopt)
+          .add("dtype", name(opt.dtype))
+          .add("index", name(opt.itype));
+      if (uses_reduce)
+        o.add("reduce", name(opt.reduce));
+      else
+        o.null("reduce");
+      if (work.selected() > 0)
+        o.add("selected", work.selected());
+      else
+        o.null("selected");
+      o.add("reps", opt.reps)
+          .add("threads", threads)
+          .add("seed", opt.seed)
+          .add("ms", t.median_ms)
+          .add("ms_min", t.min_ms)
+          .add("gflops", gflops)
+          .add("gbps_gathered", gbps)
+          .add("verified", v.ok)
+          .add("err_over_tol", v.worst_ratio)
+          .add("max_abs_err", v.max_abs_err)
+          .add("reference", v.reference_variant);
+      if (vendor_variant.empty())
+        o.null("vendor_variant");
+      else
+        o.add("vendor_variant", vendor_variant);
+      o.add("vendor_ms", vendor_ms).add("speedup_vs_vendor", speedup);
+      std::printf("%s\n", o.str().c_str());
+      std::fflush(stdout);
+      return;
+    }
+    if (!header_printed) {
+      header_printed = true;
+      std::string h = std::string(op_name(opt.op)) + " on " + backend + ", graph " + graph + " (" +
+                      std::to_string(rows) + " x " + std::to_string(cols) + ", nnz " + std::to_string(nnz) + ")";
+      if (uses_f) h += ", F " + std::to_string(opt.features);
+      h += std::string(", ") + name(opt.dtype) + "/" + name(opt.itype);
+      if (uses_reduce) h += std::string(", reduce ") + name(opt.reduce);
+      if (work.selected() > 0)
+        h += ", " + std::to_string(work.selected()) +
+             (opt.op == SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH ? " vertices" : " rows") + " selected";
+      h += ", " + std::to_string(opt.reps) + " reps after 1 warm-up";
+      if (threads > 0) h += ", " + std::to_string(threads) + " threads";
+      std::printf("%s\n", h.c_str());
+      std::printf("vendor baseline: %s\n",
+                  vendor_variant.empty() ? "none"
+                  : vendor_ms           ? (vendor_variant + ", median " + fixed(*vendor_ms, 4) + " ms").c_str()
+                                        : (vendor_variant + " (did not run)").c_str());
+      std::printf("%-*s %12s %12s %10s %14s  %s\n", name_width, "variant", "median ms", "min ms", "GFLOP/s",
+                  "GB/s gathered", vendor_ms ? "speedup  verified" : "verified");
+    }
+    const std::string gf = gflops ? fixed(*gflops, 3) : "-";
+    std::string tail = v.ok ? "yes" : "NO";
+    if (v.exact) {
+      tail += " (exact)";
+    } else {
+      char ratio[32];
+      std::snprintf(ratio, sizeof ratio, " (err/tol %.2g)", v.worst_ratio);
+      tail += ratio;
+    }
+    if (speedup) tail = fixed(*speedup, 3) + "x   " + tail;
+    std::printf("%-*s %12s %12s %10s %14s  %s\n", name_width, variant.c_str(), fixed(t.median_ms, 4).c_str(),
+                fixed(t.min_ms, 4).c_str(), gf.c_str(), fixed(gbps, 3).c_str(), tail.c_str());
+    std::fflush(stdout);
+  }
+};
+
+void note(const std::string& text) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "sparseport run: %s\n", text.c_str());
+}
+
+template <class I, class V>
+int run_typed(const RunOptions& opt, const Args& args) {
+  // The context first: a backend that is not compiled fails before a long load.
+  Context ctx = Context::create(opt.backend);
+  ctx.set_threads(opt.threads);
+  const PluginInfo& plugin = ctx.plugin();
+  const std::vector<std::string> offered = plugin.variants_of(opt.op);
+  std::string offered_list;
+  for (const std::string& v : offered) offered_list += (offered_list.empty() ? "" : ", ") + v;
+  std::vector<std::string> variants;
+  if (opt.all_variants) {
+    if (offered.empty())
+      throw Unsupported("sparseport run: backend '" + plugin.name + "' offers no variant of " + op_name(opt.op));
+    variants = offered;
+  } else if (!opt.variant.empty()) {
+    if (std::find(offered.begin(), offered.end(), opt.variant) == offered.end())
+      args.fail("backend '" + plugin.name + "' has no variant '" + opt.variant + "' for " + op_name(opt.op) +
+                " (it offers: " + (offered_list.empty() ? "none" : offered_list) + ")");
+    variants = {opt.variant};
+  } else {
+    variants = {""};  // the scheduler chooses
+  }
+
+  const HostCsr<I, V> graph = load_with_progress<I, V>(opt.graph, !opt.quiet);
+  WorkloadSpec spec;
+  spec.op = opt.op;
+  spec.features = opt.features;
+  spec.reduce = opt.reduce;
+  spec.seed = opt.seed;
+  spec.sample = opt.sample;
+  spec.show_progress = !opt.quiet;
+  std::unique_ptr<Workload> work;
+  {
+    Progress p("preparing operands", !opt.quiet);
+    work = make_workload<I, V>(ctx, graph, spec);
+  }
+
+  Report report{opt, ctx.backend(), graph_label(opt.graph), graph.rows, graph.cols, graph.nnz(), ctx.threads(),
+                plugin.vendor_variant(opt.op), std::nullopt, *work};
+  for (const std::string& v : variants) report.name_width = std::max(report.name_width, static_cast<int>(v.size()));
+  if (!report.vendor_variant.empty()) {
+    try {
+      report.vendor_ms =
+          time_variant(ctx, *work, report.vendor_variant, opt.reps, report.vendor_variant, !opt.quiet).median_ms;
+    } catch (const Unsupported& e) {
+      note("the vendor baseline " + report.vendor_variant + " did not run: " + e.what());
+    }
+  }
+
+  int failures = 0, ran = 0;
+  for (const std::string& variant : variants) {
+    const std::string label = variant.empty() ? "auto" : variant;
+    Timing t;
+    try {
+      t = time_variant(ctx, *work, variant, opt.reps, label, !opt.quiet);
+    } catch (const Unsupported& e) {
+      if (!opt.all_variants) throw;
+      note("skipping " + variant + ": " + e.what());
+      continue;
+    }
+    ++ran;
+    const Verdict v = work->verify();
+    report.print(label, t, v);
+    if (!v.ok) {
+      ++failures;
+      note(label + " FAILED verification against " + v.reference_variant + ": " + v.detail);
+    }
+  }
+  if (ran == 0)
+    throw Unsupported("sparseport run: no variant of backend '" + plugin.name + "' applies to " + op_name(opt.op) +
+                      " on " + graph_label(opt.graph) + " (offered: " + offered_list + ")");
+  return failures > 0 ? 1 : 0;
+}
+
+constexpr const char* kOps =
+    "spmm, sddmm, segment_reduce, scatter_reduce,\n"
+    "                        gather_scatter, csr_attention, csr_slice_rows, csr_slice_rows_dense,\n"
+    "                        csr_induced_subgraph, csr_transpose";
+
+}  // namespace
+
+int cmd_run(const std::vector<std::string>& argv) {
+  Args args("sparseport run", "--op OP [options] [GRAPH]",
+            "Runs one operator on a backend: 1 warm-up, then R timed repetitions (steady_clock, the\n"
+            "backend synchronised before the clock stops). Checks the result against the reference\n"
+            "backend computing in double and prints the median time, GFLOP/s, gathered GB/s and, where\n"
+            "the backend has a vendor baseline, its time and the speedup over it. Exits with 1 when a\n"
+            "result does not verify.");
+  args.option("--op", "OP", std::string("the operator: ") + kOps)
+      .option("--backend", "B",
+              "reference, openmp, cuda[:N], kokkos (default: $SPARSEPORT_BACKEND, else the\n"
+              "                        build's default)")
+      .option("--variant", "V",
+              "a variant of the backend (see 'sparseport devices'), or 'all' for each in turn;\n"
+              "                        default: the scheduler chooses")
+      .option("--F", "N", "feature width of the dense operands (default 64)")
+      .option("--reps", "R", "timed repetitions after the warm-up (default 10)")
+      .option("--threads", "T", "threads for CPU backends (default 0: the backend's own default)")
+      .option("--reduce", "R",
+              "sum, mean, max or min, for spmm, segment/scatter_reduce and gather_scatter\n"
+              "                        (default sum)")
+      .option("--seed", "S", "seed of the random operands, the shuffle and the samples (default 1)")
+      .option("--sample", "S",
+              "rows (csr_slice_rows*) or vertices (csr_induced_subgraph) to select\n"
+              "                        (default 1024 rows; for the subgraph 3% of the vertices, at least 512)")
+      .option("--dtype", "T", "value type: f32 or f64 (default f32)")
+      .option("--index", "T", "index type: i32 or i64 (default i32)")
+      .flag("--json", "one JSON object per result on stdout (progress and notes go to stderr)")
+      .flag("--quiet", "no progress on stderr", "-q")
+      .positional("GRAPH", "a Matrix Market file or a generator spec (default: powerlaw)", false)
+      .epilog(
+          "Operands: random values in [-1, 1) from the seed; the edge ops use the graph's edges sorted by\n"
+          "destination (row = dst, column = src), scatter_reduce the same edges shuffled. GFLOP/s counts\n"
+          "2*nnz*F for spmm, sddmm and gather_scatter, E*F for segment/scatter_reduce, 4*nnz*F for\n"
+          "csr_attention, nothing for the structural ops. Gathered GB/s counts the dense rows read through\n"
+          "the sparse pattern (sizeof(value)*F*nnz for spmm; 2x that for csr_attention's K and V) and, for\n"
+          "structural ops, the entries read.\n"
+          "\n"
+          "JSON fields: op backend variant graph n cols nnz F dtype index reduce selected reps threads seed\n"
+          "ms ms_min gflops gbps_gathered verified err_over_tol max_abs_err reference vendor_variant\n"
+          "vendor_ms speedup_vs_vendor (null where not applicable). 'variant' is \"auto\" when the\n"
+          "scheduler chose. ms is the median over the reps; err_over_tol is the worst element's error over\n"
+          "its tolerance (verified means <= 1; structural results must match exactly).\n"
+          "\n"
+          "Examples:\n"
+          "  sparseport run --op spmm --json\n"
+          "  sparseport run --op sddmm --backend openmp --variant all --F 32 rmat:14:16\n"
+          "  sparseport run --op segment_reduce --reduce max ../shared/data/cora.mtx.gz");
+  if (!args.parse(argv)) return 0;
+
+  RunOptions opt;
+  if (!args.has("--op")) {
+    std::string ops;
+    for (int op = 0; op < SPARSEPORT_OP_COUNT; ++op)
+      ops += (op ? ", " : "") + std::string(op_name(static_cast<sparseport_op>(op)));
+    args.fail("missing --op OP (one of: " + ops + ")");
+  }
+  try {
+    opt.op = op_from_name(args.get("--op"));
+  } catch (const InvalidArgument& e) {
+    args.fail_with(e);
+  }
+  opt.backend = args.get("--backend");
+  if (!opt.backend.empty()) {
+    // Unknown names are usage errors; a known backend that is not compiled in fails later with
+    // the reason (exit 1), as a runtime condition of this build.
+    try {
+      (void)plugin(opt.backend.substr(0, opt.backend.find(':')));
+    } catch (const InvalidArgument& e) {
+      args.fail_with(e);
+    }
+  }
+  opt.variant = args.get("--variant");
+  opt.all_variants = opt.variant == "all";
+  opt.features = args.get_int("--F", 64, 1, 1 << 20);
+  opt.reps = static_cast<int>(args.get_int("--reps", 10, 1, 1000000));
+  opt.threads = static_cast<int>(args.get_int("--threads", 0, 0, 1 << 16));
+  if (args.has("--reduce")) {
+    try {
+      opt.reduce = reduce_from_name(args.get("--reduce"));
+    } catch (const InvalidArgument& e) {
+      args.fail_with(e);
+    }
+  }
+  opt.seed = args.get_u64("--seed", 1);
+  opt.sample = args.get_int("--sample", 0, 1, INT64_MAX);
+  const std::string dtype = args.get("--dtype", "f32");
+  if (dtype != "f32" && dtype != "f64") args.fail("--dtype is '" + dtype + "' but must be f32 or f64");
+  opt.dtype = dtype == "f32" ? ValueType::f32 : ValueType::f64;
+  const std::string itype = args.get("--index", "i32");
+  if (itype != "i32" && itype != "i64") args.fail("--index is '" + itype + "' but must be i32 or i64");
+  opt.itype = itype == "i32" ? IndexType::i32 : IndexType::i64;
+  opt.json = args.has("--json");
+  opt.quiet = args.has("--quiet");
+  opt.graph = args.positional_value("GRAPH");
+
+  // Flags that do not apply to the op are accepted (scripts loop over ops with one flag set) but
+  // said so, on stderr, so nobody reads a result as "max" that was not.
+  const std::string op = op_name(opt.op);
+  if (args.has("--reduce") && !op_uses_reduce(opt.op)) note("--reduce does not apply to " + op + "; ignored");
+  if (args.has("--F") && !op_uses_features(opt.op)) note("--F does not apply to " + op + "; ignored");
+  const bool selects = opt.op == SPARSEPORT_OP_CSR_SLICE_ROWS || opt.op == SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE ||
+                       opt.op == SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH;
+  if (args.has("--sample") && !selects) note("--sample does not apply to " + op + "; ignored");
+
+  if (opt.itype == IndexType::i32)
+    return opt.dtype == ValueType::f32 ? run_typed<int32_t, float>(opt, args) : run_typed<int32_t, double>(opt, args);
+  return opt.dtype == ValueType::f32 ? run_typed<int64_t, float>(opt, args) : run_typed<int64_t, double>(opt, args);
+}
+
+}  // namespace sparseport::cli
