@@ -53,7 +53,8 @@ struct MmReadOptions {
 // file, no fractional integers). complex and hermitian files are refused. Throws ParseError
 // naming the file and line for any malformed input (line 0: the file as a whole, e.g. it cannot be
 // opened), InvalidArgument when a dimension or the expanded nonzero count does not fit index type I.
-// Cost: one pass over the file (8 MiB chunks) and a counting sort; memory about twice the result.
+// Cost: one pass over the file (8 MiB chunks) and a counting sort; peak memory is the COO entries
+// plus the result (about 2.5x the result for int32_t/float).
 template <class I, class V>
 HostCsr<I, V> read_matrix_market(const std::string& path, const MmReadOptions& opt = {}, MmHeader* header = nullptr);
 
