@@ -1,2 +1,50 @@
 // SPDX-License-Identifier: Apache-2.0
-// placeholder: to be written
+#include <vector>
+
+#include "kernels/reference/kernels.hpp"
+#include "src/core/plugin_support.hpp"
+
+namespace sparseport::reference {
+namespace {
+
+template <class I, class V>
+void induced_subgraph(const sparseport_induced_subgraph_args& args) {
+  const I* rp = detail::as<I>(args.a.rowptr);
+  const I* ci = detail::as<I>(args.a.colind);
+  const V* av = detail::as<V>(args.a.values);
+  const I* vert = detail::as<I>(args.vertices.data);
+  I* orp = detail::as_mut<I>(args.out.rowptr);
+  const int64_t s = args.vertices.n;
+  // The map is rebuilt in each phase: the plugin keeps no state between the two calls.
+  std::vector<int64_t> local(static_cast<size_t>(args.a.rows), -1);
+  for (int64_t t = 0; t < s; ++t) local[static_cast<size_t>(vert[t])] = t;
+  if (args.phase == 0) {
+    orp[0] = 0;
+    for (int64_t t = 0; t < s; ++t) {
+      I kept = 0;
+      for (int64_t e = rp[vert[t]]; e < rp[vert[t] + 1]; ++e) kept += local[static_cast<size_t>(ci[e])] >= 0 ? 1 : 0;
+      orp[t + 1] = orp[t] + kept;
+    }
+    return;
+  }
+  I* oci = detail::as_mut<I>(args.out.colind);
+  V* ov = detail::as_mut<V>(args.out.values);
+  for (int64_t t = 0; t < s; ++t) {
+    int64_t o = orp[t];
+    for (int64_t e = rp[vert[t]]; e < rp[vert[t] + 1]; ++e) {
+      const int64_t c = local[static_cast<size_t>(ci[e])];
+      if (c < 0) continue;
+      oci[o] = static_cast<I>(c);
+      if (ov != nullptr) ov[o] = av[e];
+      ++o;
+    }
+  }
+}
+
+}  // namespace
+
+void csr_induced_subgraph(const sparseport_induced_subgraph_args& args) {
+  detail::dispatch(args.a.index_type, args.a.value_type, [&]<class I, class V>() { induced_subgraph<I, V>(args); });
+}
+
+}  // namespace sparseport::reference

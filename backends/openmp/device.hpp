@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
+// The openmp backend's device is the host: how many threads an op runs on, and a one-line
+// description of the CPU for logs, the CLI and (later) the scheduler's device signature.
+#pragma once
+
+#include <string>
+
+#include "sparseport/plugin_abi.h"
+
+namespace sparseport::openmp {
+
+// The context's thread count when it set one (> 0), else OpenMP's default: OMP_NUM_THREADS, or
+// one thread per available core.
+int resolve_threads(const sparseport_exec* exec);
+
+// "AMD EPYC ...: 2 hardware threads, OpenMP default 2 threads".
+std::string describe_host();
+
+}  // namespace sparseport::openmp
