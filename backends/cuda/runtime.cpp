@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "backends/cuda/runtime.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "sparseport/errors.hpp"
+
+namespace sparseport::cuda {
+
+namespace {
+
+std::string hex(const void* p) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%p", p);
+  return buf;
+}
+
+std::string version_string(int v) {  // CUDA's 1000 * major + 10 * minor
+  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+}  // namespace
+
+int device_count() {
+  int n = 0;
+  const cudaError_t err = cudaGetDeviceCount(&n);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw BackendError(std::string("no usable CUDA device: cudaGetDeviceCount failed with ") + cudaGetErrorName(err) +
+                           " (" + cudaGetErrorString(err) + ")",
+                       static_cast<int>(err), cudaGetErrorName(err));
+  }
+  return n;
+}
+
+DeviceInfo device_info(int device) {
+  DeviceInfo d;
+  d.id = device;
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+  d.name = prop.name;
+  d.cc_major = prop.major;
+  d.cc_minor = prop.minor;
+  d.sms = prop.multiProcessorCount;
+  d.l2_bytes = prop.l2CacheSize;
+  d.memory_bytes = static_cast<int64_t>(prop.totalGlobalMem);
+  int clock_khz = 0, bus_bits = 0;
+  check(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device), "cudaDeviceGetAttribute(memory clock)");
+  check(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device), "cudaDeviceGetAttribute(bus width)");
+  d.peak_gbps = 2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
+  return d;
+}
+
+std::string describe_devices() {
+  const int n = device_count();
+  int driver = 0, runtime = 0, sp_major = 0, sp_minor = 0, sp_patch = 0;
+  check(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
+  check(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
+  check(cusparseGetProperty(MAJOR_VERSION, &sp_major), "cusparseGetProperty(MAJOR_VERSION)");
+  check(cusparseGetProperty(MINOR_VERSION, &sp_minor), "cusparseGetProperty(MINOR_VERSION)");
+  check(cusparseGetProperty(PATCH_LEVEL, &sp_patch), "cusparseGetProperty(PATCH_LEVEL)");
+  const std::string versions = "driver " + version_string(driver) + ", runtime " + version_string(runtime) +
+                               ", cuSPARSE " + std::to_string(sp_major) + "." + std::to_string(sp_minor) + "." +
+                               std::to_string(sp_patch);
+  std::string out;
+  for (int i = 0; i < n; ++i) {
+    const DeviceInfo d = device_info(i);
+    char line[512];
+    std::snprintf(line, sizeof line, "cuda:%d: %s, cc %d.%d, %d SMs, L2 %.1f MiB, %.1f GiB, peak %.0f GB/s; %s", i,
+                  d.name.c_str(), d.cc_major, d.cc_minor, d.sms, d.l2_bytes / 1048576.0,
+                  d.memory_bytes / 1073741824.0, d.peak_gbps, versions.c_str());
+    if (!out.empty()) out += "\n";
+    out += line;
+  }
+  if (n == 0) out = "no CUDA device (" + versions + ")";
+  return out;
+}
+
+// ---- plan cache --------------------------------------------------------------------------------
+
+std::shared_ptr<Plan> PlanCache::find(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = lru_.begin(); it != lru_.end(); ++it) {
+    if (it->first != key) continue;
+    lru_.splice(lru_.begin(), lru_, it);
+    ++stats_.hits;
+    return lru_.front().second;
+  }
+  ++stats_.misses;
+  return nullptr;
+}
+
+void PlanCache::insert(const std::string& key, std::shared_ptr<Plan> plan) {
+  std::shared_ptr<Plan> dropped;  // destroyed outside the lock: its destructor frees device memory
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = lru_.begin(); it != lru_.end(); ++it)
+    if (it->first == key) {
+      lru_.erase(it);
+      break;
+    }
+  lru_.emplace_front(key, std::move(plan));
+  if (lru_.size() > capacity_) {
+    dropped = std::move(lru_.back().second);
+    lru_.pop_back();
+    ++stats_.evicted;
+  }
+}
+
+void PlanCache::invalidate(const void* p, size_t bytes) {
+  if (p == nullptr || bytes == 0) return;
+  const uintptr_t b = reinterpret_cast<uintptr_t>(p), e = b + bytes;
+  std::vector<std::shared_ptr<Plan>> dropped;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = lru_.begin(); it != lru_.end();) {
+    if (it->second->overlaps(b, e)) {
+      dropped.push_back(std::move(it->second));
+      it = lru_.erase(it);
+      ++stats_.invalidated;
+    } else {
+      ++it;
+    }
+  }
+}
+
+void PlanCache::clear() {
+  std::list<std::pair<std::string, std::shared_ptr<Plan>>> dropped;
+  std::lock_guard<std::mutex> lock(mu_);
+  dropped.swap(lru_);
+}
+
+PlanStats PlanCache::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  PlanStats s = stats_;
+  s.entries = lru_.size();
+  return s;
+}
+
+// ---- state -------------------------------------------------------------------------------------
+
+State::State(int device) : device_(device) {
+  check(cudaSetDevice(device), "cudaSetDevice");
+  info_ = device_info(device);
+  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  try {
+    check(cusparseCreate(&sparse_), "cusparseCreate");
+    check(cusparseSetStream(sparse_, stream_), "cusparseSetStream");
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    check(cudaMemPoolCreate(&pool_, &props), "cudaMemPoolCreate");
+    // Keep freed scratch in the pool: the default threshold (0) hands it back to the driver at
+    // every synchronisation, and the next op would map it again.
+    uint64_t keep = std::numeric_limits<uint64_t>::max();
+    check(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+  } catch (...) {
+    if (pool_ != nullptr) (void)cudaMemPoolDestroy(pool_);
+    if (sparse_ != nullptr) (void)cusparseDestroy(sparse_);
+    (void)cudaStreamDestroy(stream_);
+    throw;
+  }
+}
+
+State::~State() {
+  // Errors are ignored: after a sticky fault every call fails, and a destructor cannot report.
+  (void)cudaSetDevice(device_);
+  (void)cudaStreamSynchronize(stream_);
+  plans_.clear();
+  (void)cudaStreamSynchronize(stream_);
+  if (pool_ != nullptr) (void)cudaMemPoolDestroy(pool_);
+  if (sparse_ != nullptr) (void)cusparseDestroy(sparse_);
+  (void)cudaStreamDestroy(stream_);
+  (void)cudaGetLastError();
+}
+
+void State::activate() const {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (poisoned_)
+      throw DeviceFault("the cuda context on device " + std::to_string(device_) +
+                            " is poisoned by an earlier device fault (" + poison_reason_ +
+                            "); start a new process to use the GPU again",
+                        static_cast<int>(cudaErrorIllegalState), "cudaErrorIllegalState");
+  }
+  check(cudaSetDevice(device_), "cudaSetDevice");
+}
+
+void State::poison(const std::string& why) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!poisoned_) poison_reason_ = why;
+  poisoned_ = true;
+}
+
+bool State::poisoned() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return poisoned_;
+}
+
+void* State::alloc(size_t bytes) {
+  activate();
+  void* p = nullptr;
+  const cudaError_t err = cudaMalloc(&p, bytes);
+  if (err != cudaSuccess) raise(err, "cudaMalloc of " + std::to_string(bytes) + " bytes on device " + std::to_string(device_));
+  std::lock_guard<std::mutex> lock(mu_);
+  sizes_[p] = bytes;
+  return p;
+}
+
+void State::release(void* p) noexcept {
+  if (p == nullptr) return;
+  size_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = sizes_.find(p); it != sizes_.end()) {
+      bytes = it->second;
+      sizes_.erase(it);
+    }
+  }
+  plans_.invalidate(p, bytes);
+  (void)cudaSetDevice(device_);
+  (void)cudaFree(p);  // synchronises the device, so no queued kernel still reads p
+  (void)cudaGetLastError();
+}
+
+void State::copy(void* dst, const void* src, size_t bytes, int32_t kind) {
+  activate();
+  const char* what = kind == 0 ? "copy_to_backend" : kind == 1 ? "copy_to_host" : "device-to-device copy";
+  if (kind == 0 || kind == 2) require_device_pointer(*this, dst, what, "dst");
+  if (kind == 1 || kind == 2) require_device_pointer(*this, src, what, "src");
+  if (kind == 0 || kind == 2) plans_.invalidate(dst, bytes);
+  const cudaMemcpyKind k = kind == 0 ? cudaMemcpyHostToDevice : kind == 1 ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice;
+  // Host sides go through cudaMemcpyDefault: the host buffer may be pageable or pinned, and a
+  // device pointer handed as the host side of a copy still copies correctly.
+  check(cudaMemcpyAsync(dst, src, bytes, kind == 2 ? k : cudaMemcpyDefault, stream_),
+        (std::string("cudaMemcpyAsync (") + what + " of " + std::to_string(bytes) + " bytes)").c_str());
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize after a copy");
+}
+
+void State::synchronize() const {
+  activate();
+  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+}
+
+void State::set_note(std::string note) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  note_ = std::move(note);
+}
+
+std::string State::note() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return note_;
+}
+
+// ---- scratch -----------------------------------------------------------------------------------
+
+Scratch::Scratch(const State& s, size_t bytes) : stream_(s.stream()) {
+  if (bytes == 0) return;
+  const cudaError_t err = cudaMallocFromPoolAsync(&ptr_, bytes, s.pool(), stream_);
+  if (err != cudaSuccess) {
+    ptr_ = nullptr;
+    raise(err, "cudaMallocFromPoolAsync of " + std::to_string(bytes) + " bytes of scratch");
+  }
+}
+
+void Scratch::reset() noexcept {
+  if (ptr_ != nullptr) (void)cudaFreeAsync(ptr_, stream_);
+  ptr_ = nullptr;
+}
+
+// ---- pointers ----------------------------------------------------------------------------------
+
+void require_device_pointer(const State& s, const void* p, const char* op, const char* arg) {
+  if (p == nullptr) return;
+  cudaPointerAttributes at{};
+  const cudaError_t err = cudaPointerGetAttributes(&at, p);
+  if (err != cudaSuccess) {
+    if (err != cudaErrorInvalidValue) raise(err, std::string("cudaPointerGetAttributes on ") + op + " argument " + arg);
+    (void)cudaGetLastError();
+    at.type = cudaMemoryTypeUnregistered;
+  }
+  if (at.type == cudaMemoryTypeManaged) return;
+  if (at.type == cudaMemoryTypeDevice) {
+    if (at.device == s.device()) return;
+    throw InvalidArgument(std::string(op) + ": " + arg + " (" + hex(p) + ") is memory of device " +
+                          std::to_string(at.device) + " but this cuda context runs on device " +
+                          std::to_string(s.device()));
+  }
+  const char* kind = at.type == cudaMemoryTypeHost ? "page-locked host memory" : "host memory";
+  throw InvalidArgument(std::string(op) + ": " + arg + " (" + hex(p) + ") is " + kind +
+                        ", but the cuda backend needs device memory of device " + std::to_string(s.device()) +
+                        " (allocate it with Context::allocate and fill it with Context::copy_to_backend)");
+}
+
+bool log_enabled() {
+  const char* v = std::getenv("SPARSEPORT_LOG");
+  return v != nullptr && std::strstr(v, "cuda") != nullptr;
+}
+
+}  // namespace sparseport::cuda

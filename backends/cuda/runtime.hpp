@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a device is for the cuda backend: the per-context state (device id, stream, cuSPARSE
+// handle, a stream-ordered memory pool for scratch, a plan cache), device memory and copies,
+// device discovery and description, and the check that an op's pointers are device memory.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <cusparse.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "backends/cuda/errors.hpp"
+
+namespace sparseport::cuda {
+
+struct DeviceInfo {
+  int id = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sms = 0;
+  int64_t l2_bytes = 0, memory_bytes = 0;
+  double peak_gbps = 0.0;  // 2 x memory clock x bus width (the datasheet number, not a measurement)
+};
+
+// Devices the runtime sees; a missing driver or no GPU throws BackendError saying which.
+int device_count();
+DeviceInfo device_info(int device);
+// One line per device: name, compute capability, SMs, L2, memory, peak bandwidth, and the
+// driver, runtime and cuSPARSE versions.
+std::string describe_devices();
+
+// State kept across calls for one input (vendor descriptors and buffers, hub partitions). A plan
+// lists the device byte ranges its key depends on; writing or freeing any of them through this
+// backend drops the plan, so a matrix rebuilt at the same address is never served a stale plan.
+class Plan {
+ public:
+  struct Range {
+    uintptr_t begin = 0, end = 0;
+  };
+  virtual ~Plan() = default;
+  void watch(const void* p, size_t bytes) {
+    if (p != nullptr && bytes > 0)
+      watched_.push_back({reinterpret_cast<uintptr_t>(p), reinterpret_cast<uintptr_t>(p) + bytes});
+  }
+  bool overlaps(uintptr_t begin, uintptr_t end) const {
+    for (const Range& r : watched_)
+      if (r.begin < end && begin < r.end) return true;
+    return false;
+  }
+
+ private:
+  std::vector<Range> watched_;
+};
+
+struct PlanStats {
+  size_t entries = 0;
+  uint64_t hits = 0, misses = 0, invalidated = 0, evicted = 0;
+};
+
+class PlanCache {
+ public:
+  explicit PlanCache(size_t capacity) : capacity_(capacity) {}
+  std::shared_ptr<Plan> find(const std::string& key);  // counts a hit or a miss
+  void insert(const std::string& key, std::shared_ptr<Plan> plan);
+  void invalidate(const void* p, size_t bytes);
+  void clear();
+  PlanStats stats() const;
+
+ private:
+  mutable std::mutex mu_;
+  size_t capacity_;
+  std::list<std::pair<std::string, std::shared_ptr<Plan>>> lru_;  // most recent first
+  PlanStats stats_;
+};
+
+class State {
+ public:
+  explicit State(int device);
+  ~State();
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+
+  int device() const { return device_; }
+  const DeviceInfo& info() const { return info_; }
+  cudaStream_t stream() const { return stream_; }
+  cusparseHandle_t sparse() const { return sparse_; }
+  cudaMemPool_t pool() const { return pool_; }
+  PlanCache& plans() const { return plans_; }
+
+  // Makes the device current for this thread; throws DeviceFault once the context is poisoned.
+  void activate() const;
+  // Marks the context unusable after a sticky fault; every later op says why.
+  void poison(const std::string& why);
+  bool poisoned() const;
+
+  void* alloc(size_t bytes);
+  void release(void* p) noexcept;
+  void copy(void* dst, const void* src, size_t bytes, int32_t kind);
+  void synchronize() const;
+
+  // What the last spmm.cusparse plan chose ("ALG2" or "ALG3" with both timings), for logs and tests.
+  void set_note(std::string note) const;
+  std::string note() const;
+
+ private:
+  int device_;
+  DeviceInfo info_;
+  cudaStream_t stream_ = nullptr;
+  cusparseHandle_t sparse_ = nullptr;
+  cudaMemPool_t pool_ = nullptr;
+  mutable PlanCache plans_{32};
+  mutable std::mutex mu_;
+  std::unordered_map<void*, size_t> sizes_;  // allocations made by alloc(), for plan invalidation
+  bool poisoned_ = false;
+  std::string poison_reason_;
+  mutable std::string note_;
+};
+
+// Stream-ordered scratch from the state's pool; freed in stream order when it goes out of scope,
+// so kernels queued before the free still see it.
+class Scratch {
+ public:
+  Scratch() = default;
+  Scratch(const State& s, size_t bytes);
+  Scratch(Scratch&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), stream_(o.stream_) {}
+  Scratch& operator=(Scratch&& o) noexcept {
+    if (this != &o) {
+      reset();
+      ptr_ = std::exchange(o.ptr_, nullptr);
+      stream_ = o.stream_;
+    }
+    return *this;
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  ~Scratch() { reset(); }
+
+  template <class T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+  void* get() const { return ptr_; }
+
+ private:
+  void reset() noexcept;
+  void* ptr_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+};
+
+// Throws InvalidArgument naming op and arg unless p is null or memory the state's device can
+// read (device memory of that device, or managed memory).
+void require_device_pointer(const State& s, const void* p, const char* op, const char* arg);
+
+// Whether SPARSEPORT_LOG names "cuda" (the plugin then prints its plan decisions on stderr).
+bool log_enabled();
+
+}  // namespace sparseport::cuda

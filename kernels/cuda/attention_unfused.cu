@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// csr_attention.unfused: three passes through an nnz-long score buffer, as a framework would run
+// it: scores = sddmm(Q, K) (sddmm.nnz_balanced on A's pattern), a row softmax of scale * score
+// in place, then out = spmm(P, V) (spmm.nnz_balanced, sum). The softmax gives a warp to each row
+// of up to kLongRow entries and a whole CTA to each longer one.
+#include <algorithm>
+
+#include "kernels/cuda/attention.cuh"
+
+namespace sparseport::cuda {
+namespace {
+
+constexpr int64_t kLongRow = 1024;
+
+template <class V>
+__device__ __forceinline__ V warp_max(V x) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) {
+    const V y = __shfl_xor_sync(0xffffffffu, x, o);
+    x = y > x ? y : x;
+  }
+  return x;
+}
+
+template <class V>
+__device__ __forceinline__ V warp_sum(V x) {
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
+template <class I, class V>
+__global__ void __launch_bounds__(kBlock) softmax_rows(const I* rowptr, int64_t m, V* s, V scale) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int64_t nwarps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
+  for (int64_t row = warp; row < m; row += nwarps) {
+    const int64_t e0 = rowptr[row], e1 = rowptr[row + 1];
+    if (e1 - e0 > kLongRow || e0 == e1) continue;
+    V mx = red_identity<Red::max, V>();
+    for (int64_t e = e0 + lane; e < e1; e += 32) mx = s[e] * scale > mx ? s[e] * scale : mx;
+    mx = warp_max(mx);
+    V sum = V(0);
+    for (int64_t e = e0 + lane; e < e1; e += 32) sum += vexp(s[e] * scale - mx);
+    sum = warp_sum(sum);
+    for (int64_t e = e0 + lane; e < e1; e += 32) s[e] = vexp(s[e] * scale - mx) / sum;
+  }
+}
+
+// Each CTA scans rows kBlock at a time and runs the softmax of every long one with all threads.
+template <class I, class V>
+__global__ void __launch_bounds__(kBlock) softmax_long_rows(const I* rowptr, int64_t m, V* s, V scale) {
+  __shared__ V red[kBlock / 32];
+  __shared__ int64_t longs[kBlock];
+  __shared__ int nlong;
+  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) / 32;
+  for (int64_t base = static_cast<int64_t>(blockIdx.x) * kBlock; base < m; base += static_cast<int64_t>(gridDim.x) * kBlock) {
+    if (threadIdx.x == 0) nlong = 0;
+    __syncthreads();
+    const int64_t r = base + threadIdx.x;
+    if (r < m && rowptr[r + 1] - rowptr[r] > kLongRow) longs[atomicAdd(&nlong, 1)] = r;
+    __syncthreads();
+    const int n = nlong;
+    for (int t = 0; t < n; ++t) {
+      const int64_t row = longs[t];
+      const int64_t e0 = rowptr[row], e1 = rowptr[row + 1];
+      V mx = red_identity<Red::max, V>();
+      for (int64_t e = e0 + threadIdx.x; e < e1; e += kBlock) mx = s[e] * scale > mx ? s[e] * scale : mx;
+      mx = warp_max(mx);
+      if (lane == 0) red[warp] = mx;
+      __syncthreads();
+      mx = red[0];
+      for (int w = 1; w < kBlock / 32; ++w) mx = red[w] > mx ? red[w] : mx;
+      __syncthreads();
+      V sum = V(0);
+      for (int64_t e = e0 + threadIdx.x; e < e1; e += kBlock) sum += vexp(s[e] * scale - mx);
+      sum = warp_sum(sum);
+      if (lane == 0) red[warp] = sum;
+      __syncthreads();
+      sum = V(0);
+      for (int w = 0; w < kBlock / 32; ++w) sum += red[w];
+      __syncthreads();
+      for (int64_t e = e0 + threadIdx.x; e < e1; e += kBlock) s[e] = vexp(s[e] * scale - mx) / sum;
+    }
+    __syncthreads();
+  }
+}
+
+}  // namespace
+
+void csr_attention_unfused(const State& s, const sparseport_attention_args& a) {
+  dispatch_types(a.a.index_type, a.q.value_type, [&](auto i, auto v) {
+    using I = decltype(i);
+    using V = decltype(v);
+    const int64_t nnz = a.a.nnz;
+    if (nnz == 0) {
+      dense_fill(s, a.out.data, a.out.rows, a.out.cols, a.out.ld, a.out.value_type, 0.0);
+      return;
+    }
+    Scratch scores(s, static_cast<size_t>(nnz) * sizeof(V));
+    sparseport_csr pattern = a.a;
+    pattern.values = nullptr;  // attention ignores A's values
+    const sparseport_sddmm_args sd{pattern, a.q, a.k, {nnz, 1, 1, scores.get(), a.q.value_type}};
+    if (a.q.cols == 0)
+      dense_fill(s, scores.get(), nnz, 1, 1, a.q.value_type, 0.0);
+    else
+      sddmm_nnz_balanced(s, sd);
+    const I* rowptr = static_cast<const I*>(a.a.rowptr);
+    softmax_rows<I, V><<<blocks_for(a.a.rows * 32), kBlock, 0, s.stream()>>>(rowptr, a.a.rows, scores.as<V>(),
+                                                                            static_cast<V>(a.scale));
+    check_launch("csr_attention.unfused (softmax)");
+    const unsigned long_blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(a.a.rows, kBlock), 4 * s.info().sms));
+    softmax_long_rows<I, V><<<long_blocks, kBlock, 0, s.stream()>>>(rowptr, a.a.rows, scores.as<V>(),
+                                                                    static_cast<V>(a.scale));
+    check_launch("csr_attention.unfused (softmax of long rows)");
+    sparseport_csr weighted = a.a;
+    weighted.values = scores.get();
+    const sparseport_spmm_args sp{weighted, a.v, a.out, SPARSEPORT_REDUCE_SUM, 1.0, 0.0};
+    spmm_nnz_balanced(s, sp);
+  });
+}
+
+}  // namespace sparseport::cuda

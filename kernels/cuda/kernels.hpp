@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+// The cuda kernels as host functions: each takes the state (stream, pool, plans, device facts)
+// and the op's ABI argument struct, already validated by the front end and checked by the plugin
+// (device pointers, a variant that applies). They queue work on the state's stream and return
+// without waiting; errors are exceptions from errors.hpp. Plain C++: plugin.cpp includes this.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "backends/cuda/runtime.hpp"
+#include "sparseport/plugin_abi.h"
+
+namespace sparseport::cuda {
+
+// ---- when a variant applies (shared by the plugin's `applies` and the kernels) -----------------
+
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// Vectors of 4 values along F: F % 4 == 0, every row start 16-byte aligned.
+inline bool vec4_rows(const void* data, int64_t ld, int64_t cols) {
+  return cols % 4 == 0 && ld % 4 == 0 && aligned16(data);
+}
+
+// The largest F for spmm.row_subwarp: a group of at most 16 lanes, one column each.
+constexpr int64_t kSubwarpMaxF = 16;
+
+// ---- spmm ----------------------------------------------------------------------------------------
+
+// C = beta * C (or 0 when beta == 0): every spmm variant when A has no entries.
+void spmm_empty(const State& s, const sparseport_spmm_args& a);
+
+void spmm_row_warp(const State& s, const sparseport_spmm_args& a);
+void spmm_row_warp_vec4(const State& s, const sparseport_spmm_args& a);
+void spmm_row_subwarp(const State& s, const sparseport_spmm_args& a);
+void spmm_row_cache(const State& s, const sparseport_spmm_args& a);
+void spmm_hub_split(const State& s, const sparseport_spmm_args& a);
+void spmm_nnz_balanced(const State& s, const sparseport_spmm_args& a);
+// cusparseSpMM (sum only). The first call on a matrix builds a plan: descriptors, the buffer, and
+// a timing of CSR ALG2 against ALG3 (after its preprocessing); the faster one is kept and reused.
+void spmm_cusparse(const State& s, const sparseport_spmm_args& a);
+
+// Hub threshold for spmm.hub_split: rows with more entries than this get whole CTAs.
+int64_t hub_threshold();
+
+// ---- sddmm ---------------------------------------------------------------------------------------
+
+void sddmm_row_warp(const State& s, const sparseport_sddmm_args& a);
+void sddmm_vec4(const State& s, const sparseport_sddmm_args& a);
+void sddmm_nnz_balanced(const State& s, const sparseport_sddmm_args& a);
+void sddmm_cusparse(const State& s, const sparseport_sddmm_args& a);
+
+// ---- segment reductions ---------------------------------------------------------------------
+
+void segment_reduce_nnz_balanced(const State& s, const sparseport_segment_args& a);
+void segment_reduce_atomic(const State& s, const sparseport_segment_args& a);  // also scatter_reduce
+void gather_scatter_nnz_balanced(const State& s, const sparseport_gather_scatter_args& a);
+void gather_scatter_atomic(const State& s, const sparseport_gather_scatter_args& a);
+
+// ---- attention ---------------------------------------------------------------------------------
+
+void csr_attention_unfused(const State& s, const sparseport_attention_args& a);
+void csr_attention_fused(const State& s, const sparseport_attention_args& a);
+
+// ---- structure ---------------------------------------------------------------------------------
+
+void csr_slice_rows(const State& s, const sparseport_slice_rows_args& a);
+void csr_slice_rows_dense(const State& s, const sparseport_slice_rows_dense_args& a);
+void csr_induced_subgraph(const State& s, const sparseport_induced_subgraph_args& a);
+void csr_transpose(const State& s, const sparseport_transpose_args& a);
+
+// ---- helpers other kernels use -----------------------------------------------------------------
+
+// Dense fill and scale (rows x cols with leading dimension ld) in the value type vt.
+void dense_fill(const State& s, void* data, int64_t rows, int64_t cols, int64_t ld, int32_t vt, double value);
+// In-place exclusive prefix sum over n + 1 entries (the last one becomes the total); the CUB
+// algorithms live in cub_algorithms.cu only, so that no other file pays for compiling them.
+void exclusive_scan_inplace(const State& s, void* data, int64_t n_plus_1, int32_t index_type);
+// Stable sort of (key, value) pairs by the low `bits` bits of the keys; keys are non-negative.
+void sort_pairs(const State& s, const void* keys_in, void* keys_out, const void* vals_in, void* vals_out, int64_t n,
+                int bits, int32_t index_type);
+
+}  // namespace sparseport::cuda

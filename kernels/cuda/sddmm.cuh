@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+// The sddmm engine: out[e] = A.val[e] * dot(X[row(e), :], Y[col(e), :]). A group of G lanes (VEC
+// values each along F) computes one dot product and reduces it with shuffles; a warp's groups
+// take different entries. BALANCED = false: a warp per row (its groups stride over the row).
+// BALANCED = true: a warp per equal chunk of entries, each group walking the rows of its entries.
+// Each group has U dot products in flight.
+#pragma once
+
+#include <algorithm>
+
+#include "kernels/cuda/common.cuh"
+
+namespace sparseport::cuda {
+
+template <class I, class V>
+struct SddmmParams {
+  int64_t m = 0, nnz = 0, F = 0;
+  const I* rowptr = nullptr;
+  const I* colind = nullptr;
+  const V* val = nullptr;
+  const V* x = nullptr;
+  int64_t ldx = 0;
+  const V* y = nullptr;
+  int64_t ldy = 0;
+  V* out = nullptr;
+  int64_t ldo = 0;
+};
+
+template <class I, class V>
+SddmmParams<I, V> sddmm_params(const sparseport_sddmm_args& a) {
+  SddmmParams<I, V> p;
+  p.m = a.a.rows;
+  p.nnz = a.a.nnz;
+  p.F = a.x.cols;
+  p.rowptr = static_cast<const I*>(a.a.rowptr);
+  p.colind = static_cast<const I*>(a.a.colind);
+  p.val = static_cast<const V*>(a.a.values);
+  p.x = static_cast<const V*>(a.x.data);
+  p.ldx = a.x.ld;
+  p.y = static_cast<const V*>(a.y.data);
+  p.ldy = a.y.ld;
+  p.out = static_cast<V*>(a.out.data);
+  p.ldo = a.out.ld;
+  return p;
+}
+
+// Entries z0 + grp, z0 + grp + NG, ... below z1; `row` is the row of the group's first entry (or
+// an earlier one) and is walked forward.
+template <class I, class V, int VEC, int G>
+__device__ __forceinline__ void sddmm_span(const SddmmParams<I, V>& p, int64_t z0, int64_t z1, int64_t row) {
+  constexpr int NG = 32 / G;
+  constexpr int U = 2;
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int sub = lane & (G - 1), grp = lane / G;
+  const unsigned mask = group_mask<G>();
+  int64_t re = p.rowptr[row + 1];
+  for (int64_t e = z0 + grp; e < z1; e += int64_t{NG} * U) {
+    int64_t r[U], c[U];
+    bool ok[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t eu = e + int64_t{u} * NG;
+      ok[u] = eu < z1;
+      c[u] = 0;
+      if (ok[u]) {
+        while (eu >= re) {
+          ++row;
+          re = p.rowptr[row + 1];
+        }
+        c[u] = p.colind[eu];
+      }
+      r[u] = row;
+    }
+    V dot[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) dot[u] = V(0);
+    for (int64_t f = int64_t{sub} * VEC; f < p.F; f += int64_t{G} * VEC) {
+      VecN<V, VEC> xv[U], yv[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (ok[u]) {
+          xv[u] = vload<V, VEC>(p.x + r[u] * p.ldx + f);
+          yv[u] = vload<V, VEC>(p.y + c[u] * p.ldy + f);
+        }
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (ok[u]) {
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) dot[u] += xv[u].x[i] * yv[u].x[i];
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) dot[u] = group_sum<G>(dot[u], mask);
+    if (sub == 0) {
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t eu = e + int64_t{u} * NG;
+        if (ok[u]) p.out[eu * p.ldo] = (p.val != nullptr ? p.val[eu] : V(1)) * dot[u];
+      }
+    }
+  }
+}
+
+template <class I, class V, int VEC, int G, bool BALANCED>
+__global__ void __launch_bounds__(kBlock) sddmm_kernel(SddmmParams<I, V> p, int64_t chunk) {
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int64_t nwarps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
+  if constexpr (BALANCED) {
+    for (int64_t z0 = warp * chunk; z0 < p.nnz; z0 += nwarps * chunk) {
+      const int64_t z1 = z0 + chunk < p.nnz ? z0 + chunk : p.nnz;
+      sddmm_span<I, V, VEC, G>(p, z0, z1, row_of(p.rowptr, p.m, z0));
+    }
+  } else {
+    for (int64_t row = warp; row < p.m; row += nwarps) sddmm_span<I, V, VEC, G>(p, p.rowptr[row], p.rowptr[row + 1], row);
+  }
+}
+
+template <int VEC, int G, bool BALANCED>
+void launch_sddmm(const State& s, const sparseport_sddmm_args& a, const char* name) {
+  // Balanced: one chunk per resident warp, at least 256 entries so the row search stays small.
+  const int64_t resident = int64_t{s.info().sms} * 64;
+  const int64_t chunk = BALANCED ? std::max<int64_t>(256, ceil_div(a.a.nnz, resident)) : 0;
+  const int64_t warps = BALANCED ? ceil_div(a.a.nnz, chunk) : a.a.rows;
+  dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
+    using I = decltype(i);
+    using V = decltype(v);
+    sddmm_kernel<I, V, VEC, G, BALANCED><<<blocks_for(warps * 32), kBlock, 0, s.stream()>>>(sddmm_params<I, V>(a),
+                                                                                              chunk);
+  });
+  check_launch(name);
+}
+
+}  // namespace sparseport::cuda

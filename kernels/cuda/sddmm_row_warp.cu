@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
+// sddmm.row_warp: a warp per row, one lane per column of F, each entry's dot product reduced by
+// shuffles across the warp.
+#include "kernels/cuda/sddmm.cuh"
+
+namespace sparseport::cuda {
+
+void sddmm_row_warp(const State& s, const sparseport_sddmm_args& a) {
+  launch_sddmm<1, 32, false>(s, a, "sddmm.row_warp");
+}
+
+}  // namespace sparseport::cuda

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
+// sddmm.vec4: a warp per row, 16-byte vectors along F, a group of F / 4 lanes (4 to 32) per dot
+// product, so at small F one warp works on several entries of its row at once.
+#include "kernels/cuda/sddmm.cuh"
+
+namespace sparseport::cuda {
+
+void sddmm_vec4(const State& s, const sparseport_sddmm_args& a) {
+  switch (vec4_group(a.x.cols, 4)) {
+    case 4: launch_sddmm<4, 4, false>(s, a, "sddmm.vec4"); break;
+    case 8: launch_sddmm<4, 8, false>(s, a, "sddmm.vec4"); break;
+    case 16: launch_sddmm<4, 16, false>(s, a, "sddmm.vec4"); break;
+    default: launch_sddmm<4, 32, false>(s, a, "sddmm.vec4"); break;
+  }
+}
+
+}  // namespace sparseport::cuda

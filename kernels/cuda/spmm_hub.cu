@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: Apache-2.0
+// spmm.hub_split: rows with more than T entries (hubs) are cut into items of at most CH entries,
+// each item a whole CTA; every other row gets a group of lanes as in row_warp(_vec4). Both kinds
+// of work run in one launch (the first blocks take the items), so the regular rows fill the GPU
+// while the hubs run. A hub of several items is combined with atomics into a per-hub accumulator,
+// and the CTA that finishes the row's last item writes C; one giant row is spread over many SMs.
+// The partition depends only on rowptr and is kept in the plan cache.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+
+#include "kernels/cuda/spmm_rows.cuh"
+#include "sparseport/errors.hpp"
+
+namespace sparseport::cuda {
+namespace {
+
+// H100 (cc 9.0), tests/cuda/cuda_timing, 2026-11, fp32: rmat:20:16 at F = 32 / 64 ran 0.99 / 1.21 ms
+// with T = 32, 0.83 / 1.07 with 128, 0.76 / 1.03 with 256 and 512, 0.90 / 1.20 with 2048; er, band
+// and megarow did not move with T. SPARSEPORT_HUB_T overrides it.
+constexpr int64_t kDefaultHubThreshold = 256;
+// Entries per CTA item: 8 warps x 256 entries. A hub longer than 8 items per SM is cut into
+// 8 * SMs items instead, so a mega-row always spreads over every SM.
+constexpr int64_t kHubChunk = 2048;
+constexpr int kHubTile = 128;  // columns of F per pass of an item: 4 per lane
+
+struct HubItem {
+  int64_t row, begin, end;
+  int32_t split;  // index of the hub's accumulator when the hub has several items, else -1
+  int32_t pad;
+};
+
+class HubPlan : public Plan {
+ public:
+  explicit HubPlan(cudaStream_t stream) : stream_(stream) {}
+  ~HubPlan() override {
+    if (items_ != nullptr) (void)cudaFreeAsync(items_, stream_);
+    if (split_items_ != nullptr) (void)cudaFreeAsync(split_items_, stream_);
+  }
+  HubItem* items_ = nullptr;
+  int32_t* split_items_ = nullptr;  // items per split hub
+  int64_t nitems_ = 0;
+  int32_t nsplit_ = 0;
+
+ private:
+  cudaStream_t stream_;
+};
+
+template <class I>
+std::shared_ptr<HubPlan> build_plan(const State& s, const sparseport_csr& a, int64_t threshold) {
+  std::vector<I> rowptr(static_cast<size_t>(a.rows + 1));
+  check(cudaMemcpyAsync(rowptr.data(), a.rowptr, rowptr.size() * sizeof(I), cudaMemcpyDeviceToHost, s.stream()),
+        "cudaMemcpyAsync (hub_split reads rowptr)");
+  check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (hub_split reads rowptr)");
+  std::vector<HubItem> items;
+  std::vector<int32_t> split_items;
+  const int64_t spread = int64_t{8} * s.info().sms;
+  for (int64_t r = 0; r < a.rows; ++r) {
+    const int64_t e0 = rowptr[static_cast<size_t>(r)], e1 = rowptr[static_cast<size_t>(r) + 1];
+    const int64_t deg = e1 - e0;
+    if (deg <= threshold) continue;
+    const int64_t ch = std::max(kHubChunk, ceil_div(deg, spread));
+    const int64_t n = ceil_div(deg, ch);
+    const int32_t split = n > 1 ? static_cast<int32_t>(split_items.size()) : -1;
+    if (n > 1) split_items.push_back(static_cast<int32_t>(n));
+    for (int64_t k = 0; k < n; ++k) items.push_back({r, e0 + k * ch, std::min(e1, e0 + (k + 1) * ch), split, 0});
+  }
+  auto plan = std::make_shared<HubPlan>(s.stream());
+  plan->nitems_ = static_cast<int64_t>(items.size());
+  plan->nsplit_ = static_cast<int32_t>(split_items.size());
+  if (!items.empty()) {
+    check(cudaMallocFromPoolAsync(reinterpret_cast<void**>(&plan->items_), items.size() * sizeof(HubItem), s.pool(),
+                                  s.stream()),
+          "cudaMallocFromPoolAsync (hub_split items)");
+    check(cudaMemcpyAsync(plan->items_, items.data(), items.size() * sizeof(HubItem), cudaMemcpyHostToDevice,
+                          s.stream()),
+          "cudaMemcpyAsync (hub_split items)");
+  }
+  if (!split_items.empty()) {
+    check(cudaMallocFromPoolAsync(reinterpret_cast<void**>(&plan->split_items_), split_items.size() * sizeof(int32_t),
+                                  s.pool(), s.stream()),
+          "cudaMallocFromPoolAsync (hub_split counts)");
+    check(cudaMemcpyAsync(plan->split_items_, split_items.data(), split_items.size() * sizeof(int32_t),
+                          cudaMemcpyHostToDevice, s.stream()),
+          "cudaMemcpyAsync (hub_split counts)");
+  }
+  // The host vectors die here; the copies from pageable memory must be done with them.
+  check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (hub_split plan)");
+  plan->watch(a.rowptr, static_cast<size_t>(a.rows + 1) * sizeof(I));
+  return plan;
+}
+
+template <Red R, class I, class V>
+__device__ __forceinline__ void hub_item(const SpmmParams<I, V>& p, const HubItem& it, V* acc, unsigned* counters,
+                                         const int32_t* split_items) {
+  __shared__ V part[kBlock / 32][kHubTile];
+  __shared__ bool last;
+  constexpr int kWarps = kBlock / 32;
+  constexpr int U = 4;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) & 31;
+  const int64_t n = it.end - it.begin;
+  const int64_t w0 = it.begin + n * warp / kWarps, w1 = it.begin + n * (warp + 1) / kWarps;
+  const int64_t row = it.row;
+  const V count = static_cast<V>(p.rowptr[row + 1] - p.rowptr[row]);
+  V* crow = p.c + row * p.ldc;
+  const I* __restrict__ colind = p.colind;
+  const V* __restrict__ val = p.val;
+  const V* __restrict__ b = p.b;
+  for (int64_t f0 = 0; f0 < p.F; f0 += kHubTile) {
+    V a[kHubTile / 32];
+#pragma unroll
+    for (int k = 0; k < kHubTile / 32; ++k) a[k] = red_identity<R, V>();
+    int64_t e = w0;
+    for (; e + U <= w1; e += U) {
+      V bv[U][kHubTile / 32];
+      V w[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t cc = colind[e + u];
+        w[u] = val != nullptr ? val[e + u] : V(1);
+#pragma unroll
+        for (int k = 0; k < kHubTile / 32; ++k) {
+          const int64_t f = f0 + lane + 32 * k;
+          bv[u][k] = f < p.F ? __ldg(b + cc * p.ldb + f) : V(0);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+#pragma unroll
+        for (int k = 0; k < kHubTile / 32; ++k) a[k] = red_combine<R>(a[k], w[u] * bv[u][k]);
+    }
+    for (; e < w1; ++e) {
+      const int64_t cc = colind[e];
+      const V w = val != nullptr ? val[e] : V(1);
+#pragma unroll
+      for (int k = 0; k < kHubTile / 32; ++k) {
+        const int64_t f = f0 + lane + 32 * k;
+        if (f < p.F) a[k] = red_combine<R>(a[k], w * __ldg(b + cc * p.ldb + f));
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kHubTile / 32; ++k) part[warp][lane + 32 * k] = a[k];
+    __syncthreads();
+    if (threadIdx.x < kHubTile) {
+      const int64_t f = f0 + threadIdx.x;
+      if (f < p.F) {
+        V r = part[0][threadIdx.x];
+        for (int k = 1; k < kWarps; ++k) r = red_combine<R>(r, part[k][threadIdx.x]);
+        if (it.split < 0)
+          crow[f] = p.fin.value(r, count, p.fin.beta != V(0) ? crow[f] : V(0));
+        else
+          atomic_combine<R>(acc + it.split * p.F + f, r);
+      }
+    }
+    __syncthreads();
+  }
+  if (it.split < 0) return;
+  // The last CTA of a split hub finishes it (CUDA's threadFenceReduction pattern): the fence makes
+  // this CTA's atomics visible before its ticket is counted.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(counters + it.split, 1u) == static_cast<unsigned>(split_items[it.split] - 1);
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int64_t f = threadIdx.x; f < p.F; f += blockDim.x) {
+    const V r = __ldcg(acc + it.split * p.F + f);
+    crow[f] = p.fin.value(r, count, p.fin.beta != V(0) ? crow[f] : V(0));
+  }
+}
+
+template <Red R, class I, class V, int VEC, int G>
+__global__ void __launch_bounds__(kBlock)
+    spmm_hub_kernel(SpmmParams<I, V> p, const HubItem* items, int64_t nitems, V* acc, unsigned* counters,
+                    const int32_t* split_items) {
+  if (blockIdx.x < nitems) {
+    hub_item<R>(p, items[blockIdx.x], acc, counters, split_items);
+    return;
+  }
+  const int64_t blk = blockIdx.x - nitems, nblk = gridDim.x - nitems;
+  const int64_t group = (blk * blockDim.x + threadIdx.x) / G;
+  const int64_t ngroups = nblk * blockDim.x / G;
+  spmm_rows_body<R, I, V, VEC, G, false>(p, group, ngroups);
+}
+
+template <int VEC, int G>
+void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold) {
+  dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
+    using I = decltype(i);
+    using V = decltype(v);
+    const std::string key = "spmm.hub_split|" + std::to_string(reinterpret_cast<uintptr_t>(a.a.rowptr)) + "|" +
+                            std::to_string(a.a.rows) + "|" + std::to_string(a.a.nnz) + "|" +
+                            std::to_string(sizeof(I)) + "|" + std::to_string(threshold);
+    std::shared_ptr<HubPlan> plan = std::static_pointer_cast<HubPlan>(s.plans().find(key));
+    if (plan == nullptr) {
+      plan = build_plan<I>(s, a.a, threshold);
+      s.plans().insert(key, plan);
+    }
+    SpmmParams<I, V> p = spmm_params<I, V>(a);
+    p.skip_above = threshold;
+    dispatch_reduce(a.reduce, [&](auto r) {
+      constexpr Red R = decltype(r)::value;
+      Scratch acc, counters;
+      if (plan->nsplit_ > 0) {
+        acc = Scratch(s, static_cast<size_t>(plan->nsplit_) * static_cast<size_t>(p.F) * sizeof(V));
+        counters = Scratch(s, static_cast<size_t>(plan->nsplit_) * sizeof(unsigned));
+        const double identity = R == Red::sum ? 0.0 : (R == Red::max ? -HUGE_VAL : HUGE_VAL);
+        dense_fill(s, acc.get(), plan->nsplit_, p.F, p.F, a.c.value_type, identity);
+        check(cudaMemsetAsync(counters.get(), 0, static_cast<size_t>(plan->nsplit_) * sizeof(unsigned), s.stream()),
+              "cudaMemsetAsync (hub_split counters)");
+      }
+      const int64_t regular = std::min<int64_t>(blocks_for(p.m * G), 2147483647 - plan->nitems_);
+      const unsigned grid = static_cast<unsigned>(plan->nitems_ + regular);
+      spmm_hub_kernel<R, I, V, VEC, G><<<grid, kBlock, 0, s.stream()>>>(p, plan->items_, plan->nitems_,
+                                                                        acc.as<V>(), counters.as<unsigned>(),
+                                                                        plan->split_items_);
+      check_launch("spmm.hub_split");
+    });
+  });
+}
+
+}  // namespace
+
+int64_t hub_threshold() {
+  if (const char* v = std::getenv("SPARSEPORT_HUB_T"); v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const long long t = std::strtoll(v, &end, 10);
+    if (end == v || *end != '\0' || t < 1)
+      throw InvalidArgument(std::string("SPARSEPORT_HUB_T='") + v + "' is not a positive whole number of entries");
+    return t;
+  }
+  return kDefaultHubThreshold;
+}
+
+void spmm_hub_split(const State& s, const sparseport_spmm_args& a) {
+  const int64_t t = hub_threshold();
+  if (vec4_rows(a.b.data, a.b.ld, a.b.cols) && vec4_rows(a.c.data, a.c.ld, a.c.cols)) {
+    switch (vec4_group(a.b.cols, 4)) {
+      case 4: launch<4, 4>(s, a, t); break;
+      case 8: launch<4, 8>(s, a, t); break;
+      case 16: launch<4, 16>(s, a, t); break;
+      default: launch<4, 32>(s, a, t); break;
+    }
+  } else {
+    launch<1, 32>(s, a, t);
+  }
+}
+
+}  // namespace sparseport::cuda

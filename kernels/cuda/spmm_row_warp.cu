@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
+// spmm.row_warp: a warp per row, lanes across F, each lane reading the row's pairs itself.
+#include "kernels/cuda/spmm_rows.cuh"
+
+namespace sparseport::cuda {
+
+void spmm_row_warp(const State& s, const sparseport_spmm_args& a) {
+  launch_spmm_rows<1, 32, false>(s, a, "spmm.row_warp");
+}
+
+}  // namespace sparseport::cuda

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0
+// The row-parallel spmm engine shared by row_warp, row_warp_vec4, row_subwarp, row_cache and the
+// regular rows of hub_split: a group of G lanes owns one row at a time; each lane owns VEC
+// consecutive columns of a G * VEC wide tile of F, and F is walked tile by tile.
+//  - STAGE = false: every lane reads the row's (column, value) pairs itself (a broadcast load).
+//  - STAGE = true: the group reads G pairs at once, one per lane, coalesced, and hands them
+//    round with shuffles (GE-SpMM's coalesced row caching).
+// Either way U gathers are issued before the first is used, so U * VEC values per lane are in
+// flight.
+#pragma once
+
+#include "kernels/cuda/common.cuh"
+
+namespace sparseport::cuda {
+
+template <class I, class V>
+struct SpmmParams {
+  int64_t m = 0, F = 0;
+  const I* rowptr = nullptr;
+  const I* colind = nullptr;
+  const V* val = nullptr;  // null: a pattern
+  const V* b = nullptr;
+  int64_t ldb = 0;
+  V* c = nullptr;
+  int64_t ldc = 0;
+  Finish<V> fin{};
+  // Rows with more entries are left to another kernel (hub_split's CTAs); INT64_MAX otherwise.
+  int64_t skip_above = INT64_MAX;
+};
+
+template <class I, class V>
+SpmmParams<I, V> spmm_params(const sparseport_spmm_args& a) {
+  SpmmParams<I, V> p;
+  p.m = a.a.rows;
+  p.F = a.b.cols;
+  p.rowptr = static_cast<const I*>(a.a.rowptr);
+  p.colind = static_cast<const I*>(a.a.colind);
+  p.val = static_cast<const V*>(a.a.values);
+  p.b = static_cast<const V*>(a.b.data);
+  p.ldb = a.b.ld;
+  p.c = static_cast<V*>(a.c.data);
+  p.ldc = a.c.ld;
+  p.fin = {static_cast<V>(a.alpha), static_cast<V>(a.beta), a.reduce == SPARSEPORT_REDUCE_MEAN};
+  return p;
+}
+
+// Writes an empty row: beta * C, or 0.
+template <class V, int G>
+__device__ __forceinline__ void write_empty_row(V* crow, int64_t F, const Finish<V>& fin, int sub) {
+  for (int64_t f = sub; f < F; f += G) crow[f] = fin.empty(crow[f]);
+}
+
+template <Red R, class I, class V, int VEC, int G, bool STAGE>
+__device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_t group, int64_t ngroups) {
+  constexpr int U = VEC == 1 ? 8 : 4;
+  const int sub = static_cast<int>(threadIdx.x) & (G - 1);
+  const unsigned mask = group_mask<G>();
+  const I* __restrict__ colind = p.colind;
+  const V* __restrict__ val = p.val;
+  const V* __restrict__ b = p.b;
+  for (int64_t row = group; row < p.m; row += ngroups) {
+    const int64_t e0 = p.rowptr[row], e1 = p.rowptr[row + 1];
+    if (e1 - e0 > p.skip_above) continue;
+    V* crow = p.c + row * p.ldc;
+    if (e0 == e1) {
+      write_empty_row<V, G>(crow, p.F, p.fin, sub);
+      continue;
+    }
+    const V count = static_cast<V>(e1 - e0);
+    for (int64_t f0 = 0; f0 < p.F; f0 += int64_t{G} * VEC) {
+      const int64_t f = f0 + int64_t{sub} * VEC;
+      const bool active = f < p.F;  // VEC > 1 only when F % VEC == 0
+      VecN<V, VEC> acc;
+      vfill(acc, red_identity<R, V>());
+      if constexpr (STAGE) {
+        for (int64_t base = e0; base < e1; base += G) {
+          const int n = static_cast<int>(e1 - base < G ? e1 - base : G);
+          I my_c = 0;
+          V my_w = V(0);
+          if (sub < n) {
+            my_c = colind[base + sub];
+            my_w = val != nullptr ? val[base + sub] : V(1);
+          }
+          int j = 0;
+          for (; j + U <= n; j += U) {
+            VecN<V, VEC> bv[U];
+            V w[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+              const I cc = __shfl_sync(mask, my_c, j + u, G);
+              w[u] = __shfl_sync(mask, my_w, j + u, G);
+              if (active) bv[u] = vload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f);
+            }
+            if (active) {
+#pragma unroll
+              for (int u = 0; u < U; ++u) vaccumulate<R>(acc, w[u], bv[u]);
+            }
+          }
+          for (; j < n; ++j) {
+            const I cc = __shfl_sync(mask, my_c, j, G);
+            const V w = __shfl_sync(mask, my_w, j, G);
+            if (active) vaccumulate<R>(acc, w, vload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f));
+          }
+        }
+      } else if (active) {
+        int64_t e = e0;
+        for (; e + U <= e1; e += U) {
+          I cc[U];
+          V w[U];
+#pragma unroll
+          for (int u = 0; u < U; ++u) {
+            cc[u] = colind[e + u];
+            w[u] = val != nullptr ? val[e + u] : V(1);
+          }
+          VecN<V, VEC> bv[U];
+#pragma unroll
+          for (int u = 0; u < U; ++u) bv[u] = vload<V, VEC>(b + static_cast<int64_t>(cc[u]) * p.ldb + f);
+#pragma unroll
+          for (int u = 0; u < U; ++u) vaccumulate<R>(acc, w[u], bv[u]);
+        }
+        for (; e < e1; ++e) {
+          const I cc = colind[e];
+          const V w = val != nullptr ? val[e] : V(1);
+          vaccumulate<R>(acc, w, vload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f));
+        }
+      }
+      if (active) {
+        VecN<V, VEC> out;
+        if (p.fin.beta != V(0)) {
+          const VecN<V, VEC> old = vload_rw<V, VEC>(crow + f);
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) out.x[i] = p.fin.value(acc.x[i], count, old.x[i]);
+        } else {
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) out.x[i] = p.fin.value(acc.x[i], count, V(0));
+        }
+        vstore<V, VEC>(crow + f, out);
+      }
+    }
+  }
+}
+
+template <Red R, class I, class V, int VEC, int G, bool STAGE>
+__global__ void __launch_bounds__(kBlock) spmm_rows_kernel(SpmmParams<I, V> p) {
+  const int64_t group = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / G;
+  const int64_t ngroups = static_cast<int64_t>(gridDim.x) * blockDim.x / G;
+  spmm_rows_body<R, I, V, VEC, G, STAGE>(p, group, ngroups);
+}
+
+template <int VEC, int G, bool STAGE>
+void launch_spmm_rows(const State& s, const sparseport_spmm_args& a, const char* name) {
+  dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
+    using I = decltype(i);
+    using V = decltype(v);
+    const SpmmParams<I, V> p = spmm_params<I, V>(a);
+    dispatch_reduce(a.reduce, [&](auto r) {
+      constexpr Red R = decltype(r)::value;
+      spmm_rows_kernel<R, I, V, VEC, G, STAGE><<<blocks_for(p.m * G), kBlock, 0, s.stream()>>>(p);
+    });
+  });
+  check_launch(name);
+}
+
+}  // namespace sparseport::cuda

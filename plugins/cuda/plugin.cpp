@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: Apache-2.0
+// Fills the cuda backend's table: device, memory and the per-context state from backends/cuda,
+// the math from kernels/cuda. Every op first makes the context's device current, checks that its
+// pointers are device memory (naming the op and the argument when one is not), re-checks that
+// the variant applies, then queues its kernels on the context's stream and returns. A sticky
+// device fault poisons the context: later calls fail with DeviceFault at once.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "backends/cuda/runtime.hpp"
+#include "kernels/cuda/kernels.hpp"
+#include "plugins/cuda/diagnostics.h"
+#include "src/core/plugin_support.hpp"
+
+namespace {
+
+using namespace sparseport;
+namespace cu = sparseport::cuda;
+
+constexpr uint32_t kDefault = SPARSEPORT_VARIANT_DEFAULT;
+constexpr uint32_t kVendor = SPARSEPORT_VARIANT_VENDOR;
+
+const sparseport_variant kVariants[] = {
+    // spmm.row_warp_vec4 is the default; where it does not apply, the first that does (row_warp).
+    {SPARSEPORT_OP_SPMM, "spmm.row_warp_vec4", kDefault,
+     "a group of F/4 lanes (4 to 32) per row, 16-byte vectors along F; needs F % 4 == 0 and 16-byte aligned rows of B and C"},
+    {SPARSEPORT_OP_SPMM, "spmm.row_warp", 0, "a warp per row, lanes across F; any F and alignment; a long row holds one warp"},
+    {SPARSEPORT_OP_SPMM, "spmm.row_subwarp", 0,
+     "2 to 16 lanes per row (several rows per warp), pairs staged and shuffled; F <= 16, for low degree"},
+    {SPARSEPORT_OP_SPMM, "spmm.hub_split", 0,
+     "rows above SPARSEPORT_HUB_T (256) entries get whole CTAs, a mega-row split over up to 8 x SMs CTAs; the rest as "
+     "row_warp(_vec4), in the same launch"},
+    {SPARSEPORT_OP_SPMM, "spmm.nnz_balanced", 0,
+     "equal nonzero chunks per group, rows reduced in registers, atomics only for rows that cross a chunk; skew-independent"},
+    {SPARSEPORT_OP_SPMM, "spmm.row_cache", 0,
+     "GE-SpMM coalesced row caching: a warp per row stages 32 (column, value) pairs and broadcasts them by shuffles"},
+    {SPARSEPORT_OP_SPMM, "spmm.cusparse", kVendor,
+     "cusparseSpMM CSR, row-major B and C, the faster of ALG2 and ALG3 (preprocessed) timed once per plan; sum only"},
+    {SPARSEPORT_OP_SDDMM, "sddmm.nnz_balanced", kDefault,
+     "equal chunks of entries per warp, a group of lanes per dot product (16-byte vectors where F and alignment allow)"},
+    {SPARSEPORT_OP_SDDMM, "sddmm.row_warp", 0, "a warp per row, one column per lane, dot products reduced by shuffles"},
+    {SPARSEPORT_OP_SDDMM, "sddmm.vec4", 0,
+     "a warp per row, F/4 lanes per dot product with 16-byte vectors; needs F % 4 == 0 and 16-byte aligned rows of X and Y"},
+    {SPARSEPORT_OP_SDDMM, "sddmm.cusparse", kVendor, "cusparseSDDMM (Y read as column-major F x k), then A's values applied"},
+    {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.nnz_balanced", kDefault,
+     "equal chunks of messages per group, runs reduced in registers and stored once, atomics only where a run crosses a chunk"},
+    {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.atomic", 0, "every element an atomic update; the baseline"},
+    {SPARSEPORT_OP_SCATTER_REDUCE, "scatter_reduce.atomic", kDefault,
+     "every element an atomic update (PyG scatter, index_add_); the index may be in any order"},
+    {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.nnz_balanced", kDefault,
+     "segment_reduce.nnz_balanced on messages gathered on the fly; never materialises E x F"},
+    {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.atomic", 0, "every gathered element an atomic update; the baseline"},
+    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.fused", kDefault,
+     "one pass per row with an online softmax, a group of lanes per row; rows above SPARSEPORT_HUB_T split over CTAs "
+     "and merged (flash-decoding)"},
+    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.unfused", 0,
+     "sddmm.nnz_balanced into an nnz buffer, row softmax, then spmm.nnz_balanced"},
+    {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.device", kDefault, "row lengths, a device scan, a warp per row copying"},
+    {SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE, "csr_slice_rows_dense.device", kDefault,
+     "out zeroed, a warp per selected row scattering with atomics (repeated columns add up)"},
+    {SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH, "csr_induced_subgraph.device", kDefault,
+     "a device vertex map, kept entries counted and scanned, then written in A's order by a ballot compaction"},
+    {SPARSEPORT_OP_CSR_TRANSPOSE, "csr_transpose.device", kDefault,
+     "column counts scanned into rowptr, a stable radix sort of (column, entry), then rows and values gathered"},
+};
+
+std::string dims(const sparseport_dense& d) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "ld %lld, %s", static_cast<long long>(d.ld),
+                cu::aligned16(d.data) ? "16-byte aligned" : "not 16-byte aligned");
+  return buf;
+}
+std::string dims(const sparseport_dense_mut& d) { return dims(sparseport_dense{d.rows, d.cols, d.ld, d.data, d.value_type}); }
+
+// Empty when variant applies to args, else the reason in a whole sentence.
+std::string why_not(int32_t op, std::string_view v, const void* args) {
+  if (op == SPARSEPORT_OP_SPMM) {
+    const auto& a = *static_cast<const sparseport_spmm_args*>(args);
+    const int64_t F = a.b.cols;
+    if (v == "spmm.row_warp_vec4" && !(cu::vec4_rows(a.b.data, a.b.ld, F) && cu::vec4_rows(a.c.data, a.c.ld, F)))
+      return "spmm.row_warp_vec4 needs F % 4 == 0, B.ld and C.ld multiples of 4 and 16-byte aligned B and C, but F = " +
+             std::to_string(F) + ", B has " + dims(a.b) + " and C has " + dims(a.c);
+    if (v == "spmm.row_subwarp" && F > cu::kSubwarpMaxF)
+      return "spmm.row_subwarp serves F <= " + std::to_string(cu::kSubwarpMaxF) + " but F = " + std::to_string(F);
+    if (v == "spmm.cusparse" && a.reduce != SPARSEPORT_REDUCE_SUM)
+      return std::string("spmm.cusparse computes sums only (cuSPARSE has no mean, max or min), but reduce is ") +
+             (a.reduce == SPARSEPORT_REDUCE_MEAN ? "mean" : a.reduce == SPARSEPORT_REDUCE_MAX ? "max" : "min");
+  } else if (op == SPARSEPORT_OP_SDDMM) {
+    const auto& a = *static_cast<const sparseport_sddmm_args*>(args);
+    const int64_t F = a.x.cols;
+    if (v == "sddmm.vec4" && !(cu::vec4_rows(a.x.data, a.x.ld, F) && cu::vec4_rows(a.y.data, a.y.ld, F)))
+      return "sddmm.vec4 needs F % 4 == 0, X.ld and Y.ld multiples of 4 and 16-byte aligned X and Y, but F = " +
+             std::to_string(F) + ", X has " + dims(a.x) + " and Y has " + dims(a.y);
+  }
+  return {};
+}
+
+int applies(int32_t op, const char* variant, const void* args, sparseport_status* why) {
+  const std::string reason = why_not(op, variant != nullptr ? variant : "", args);
+  if (reason.empty()) return 1;
+  detail::set_status(why, SPARSEPORT_ERR_UNSUPPORTED, reason, 0, "none");
+  return 0;
+}
+
+[[noreturn]] void unknown(std::string_view variant, const char* op) {
+  throw Unsupported(std::string("the cuda plugin has no variant '") + std::string(variant) + "' of " + op);
+}
+
+void require_applies(int32_t op, std::string_view variant, const void* args) {
+  const std::string reason = why_not(op, variant, args);
+  if (!reason.empty()) throw Unsupported(reason);
+}
+
+// Runs f on the context's state with the device current; a sticky fault poisons the state.
+template <class F>
+int with_state(void* state, sparseport_status* st, F&& f) {
+  auto* s = static_cast<cu::State*>(state);
+  return detail::guarded(st, [&] {
+    if (s == nullptr) throw PluginError("the cuda plugin was called without a context");
+    try {
+      f(*s);
+    } catch (const DeviceFault& e) {
+      s->poison(e.native_name() + ": " + e.what());
+      throw;
+    }
+  });
+}
+
+template <class F>
+int run_op(const sparseport_exec* x, sparseport_status* st, F&& f) {
+  return with_state(x != nullptr ? x->state : nullptr, st, [&](cu::State& s) {
+    s.activate();
+    f(s);
+  });
+}
+
+// ---- pointer checks: every array the op will touch must be device memory of this device --------
+
+void need(const cu::State& s, const void* p, bool used, const char* op, const char* arg) {
+  if (used) cu::require_device_pointer(s, p, op, arg);
+}
+
+void need_csr(const cu::State& s, const sparseport_csr& a, const char* op) {
+  need(s, a.rowptr, true, op, "A.rowptr");
+  need(s, a.colind, a.nnz > 0, op, "A.colind");
+  need(s, a.values, a.nnz > 0, op, "A.values");
+}
+
+void need_dense(const cu::State& s, const void* data, int64_t rows, int64_t cols, const char* op, const char* arg) {
+  need(s, data, rows > 0 && cols > 0, op, arg);
+}
+
+// ---- op slots ----------------------------------------------------------------------------------
+
+int spmm(const sparseport_exec* x, const char* variant, const sparseport_spmm_args* a, sparseport_status* st) {
+  return run_op(x, st, [&](cu::State& s) {
+    const std::string_view v = variant != nullptr ? variant : "";
+    need_csr(s, a->a, "spmm");
+    need_dense(s, a->b.data, a->b.rows, a->b.cols, "spmm", "B");
+    need_dense(s, a->c.data, a->c.rows, a->c.cols, "spmm", "C");
+    require_applies(SPARSEPORT_OP_SPMM, v, a);
+    if (v != "spmm.row_warp_vec4" && v != "spmm.row_warp" && v != "spmm.row_subwarp" && v != "spmm.hub_split" &&
+        v != "spmm.nnz_balanced" && v != "spmm.row_cache" && v != "spmm.cusparse")
+      unknown(v, "spmm");
+    if (a->c.rows == 0 || a->c.cols == 0) return;
+    if (a->a.nnz == 0) {
+      cu::spmm_empty(s, *a);
+    } else if (v == "spmm.row_warp_vec4") {
+      cu::spmm_row_warp_vec4(s, *a);
+    } else if (v == "spmm.row_warp") {
+      cu::spmm_row_warp(s, *a);
+    } else if (v == "spmm.row_subwarp") {
+      cu::spmm_row_subwarp(s, *a);
+    } else if (v == "spmm.hub_split") {
+      cu::spmm_hub_split(s, *a);
+    } else if (v == "spmm.nnz_balanced") {
+      cu::spmm_nnz_balanced(s, *a);
+    } else if (v == "spmm.row_cache") {
+      cu::spmm_row_cache(s, *a);
+    } else {
+      cu::spmm_cusparse(s, *a);
+    }
+  });
+}
+
+int sddmm(const sparseport_exec* x, const char* variant, const sparseport_sddmm_args* a, sparseport_status* st) {
+  return run_op(x, st, [&](cu::State& s) {
+    const std::string_view v = variant != nullptr ? variant : "";
+    need_csr(s, a->a, "sddmm");
+    need_dense(s, a->x.data, a->x.rows, a->x.cols, "sddmm", "X");
+    need_dense(s, a->y.data, a->y.rows, a->y.cols, "sddmm", "Y");
+    need_dense(s, a->out.data, a->out.rows, a->out.cols, "sddmm", "out");
+    require_applies(SPARSEPORT_OP_SDDMM, v, a);
+    if (v != "sddmm.nnz_balanced" && v != "sddmm.row_warp" && v != "sddmm.vec4" && v != "sddmm.cusparse")
+      unknown(v, "sddmm");
+    if (a->a.nnz == 0) return;
+    if (a->x.cols == 0) {  // every dot product is empty: out = 0 whatever the variant
+      cu::dense_fill(s, a->out.data, a->out.rows, a->out.cols, a->out.ld, a->out.value_type, 0.0);
+    } else if (v == "sddmm.nnz_balanced") {
+      cu::sddmm_nnz_balanced(s, *a);
+    } else if (v == "sddmm.row_warp") {
+      cu::sddmm_row_warp(s, *a);
+    } else if (v == "sddmm.vec4") {
+      cu::sddmm_vec4(s, *a);
+    } else {
+      cu::sddmm_cusparse(s, *a);
+    }
+  });
+}
+
+void need_segment(const cu::State& s, const sparseport_segment_args& a, const char* op) {
+  need(s, a.index.data, a.index.n > 0, op, "index");
+  need_dense(s, a.src.data, a.src.rows, a.src.cols, op, "src");
+  need_dense(s, a.out.data, a.out.rows, a.out.cols, op, "out");
+}
+
+int segment_reduce(const sparseport_exec* x, const char* variant, const sparseport_segment_args* a,
+                   sparseport_status* st) {
+  return run_op(x, st, [&](cu::State& s) {
+    const std::string_view v = variant != nullptr ? variant : "";
+    need_segment(s, *a, "segment_reduce");
+    if (a->out.rows == 0 || a->out.cols == 0) return;
+    if (v == "segment_reduce.nnz_balanced")
+      cu::segment_reduce_nnz_balanced(s, *a);
+    else if (v == "segment_reduce.atomic")
+      cu::segment_reduce_atomic(s, *a);
+    else
+      unknown(v, "segment_reduce");
+  });
+}
+
+int scatter_reduce(const sparseport_exec* x, const char* variant, const sparseport_segment_args* a,
+                   sparseport_status* st) {
+  return run_op(x, st, [&](cu::State& s) {
+    const std::string_view v = variant != nullptr ? variant : "";
+    need_segment(s, *a, "scatter_reduce");
+    if (v != "scatter_reduce.atomic") unknown(v, "scatter_reduce");
+    if (a->out.rows == 0 || a->out.cols == 0) return;
+    cu::segment_reduce_atomic(s, *a);
+  });
+}
+
+int gather_scatter(const sparseport_exec* x, const char* variant, const sparseport_gather_scatter_args* a,
+                   sparseport_status* st) {
+  return run_op(x, st, [&](cu::State& s) {
+    const std::string_view v = variant != nullptr ? variant : "";
+    const bool any = a->edges.nnz > 0;
+    need(s, a->edges.row, any, "gather_scatter", "edges.row");
+    need(s, a->edges.col, any, "gather_scatter", "edges.col");
+    need(s, a->edges.values, any, "gather_scatter", "edges.values");
+    need_dense(s, a->x.data, a->x.rows, a->x.cols, "gather_scatter", "x");
+    need_dense(s, a->out.data, a->out.rows, a->out.cols, "gather_scatter", "out");
+    if (a->out.rows == 0 || a->out.cols == 0) return;
+    if (v == "gather_scatter.nnz_balanced")
+      cu::gather_scatter_nnz_balanced(s, *a);
+    else if (v == "gather_scatter.atomic")
+      cu::gather_scatter_atomic(s, *a);
+    else
+      unknown(v, "gather_scatter");
+  });
+}
+
+int csr_attention(const sparseport_exec* x, const char* variant, const sparseport_attention_args* a,
+                  sparseport_status* st) {
+  return run_op(x, st, [&](cu::State& s) {
+    const std::string_view v = variant != nullptr ? variant : "";
+    need(s, a->a.rowptr, true, "csr_attention", "A.rowptr");
+    need(s, a->a.colind, a->a.nnz > 0, "csr_attention", "A.colind");  // A's values are not read
+    need_dense(s, a->q.data, a->q.rows, a->q.cols, "csr_attention", "Q");
+    need_dense(s, a->k.data, a->k.rows, a->k.cols, "csr_attention", "K");
+    need_dense(s, a->v.data, a->v.rows, a->v.cols, "csr_attention", "V");
+    need_dense(s, a->out.data, a->out.rows, a->out.cols, "csr_attention", "out");
+    if (a->out.rows == 0 || a->out.cols == 0) return;
+    if (v == "csr_attention.fused")
+      cu::csr_attention_fused(s, *a);
+    else if (v == "csr_attention.unfused")
+      cu::csr_attention_unfused(s, *a);
+    else
+      unknown(v, "csr_attention");
+  });
+}
+
+void need_out_csr(const cu::State& s, const sparseport_csr_mut& o, int phase, const char* op) {
+  if (phase == 0) {
+    need(s, o.rowptr, true, op, "out.rowptr");
+  } else {
+    need(s, o.colind, o.nnz > 0, op, "out.colind");
+    need(s, o.values, o.nnz > 0, op, "out.values");
+  }
+}
+
+int csr_slice_rows(const sparseport_exec* x, const char* variant, const sparseport_slice_rows_args* a,
+                   sparseport_status* st) {
+  return run_op(x, st, [&](cu::State& s) {
+    if (std::string_view(variant != nullptr ? variant : "") != "csr_slice_rows.device")
+      unknown(variant != nullptr ? variant : "", "csr_slice_rows");
+    need_csr(s, a->a, "csr_slice_rows");
+    need(s, a->rows.data, a->rows.n > 0, "csr_slice_rows", "rows");
+    need_out_csr(s, a->out, a->phase, "csr_slice_rows");
+    cu::csr_slice_rows(s, *a);
+  });
+}
+
+int csr_slice_rows_dense(const sparseport_exec* x, const char* variant, const sparseport_slice_rows_dense_args* a,
+                         sparseport_status* st) {
+  return run_op(x, st, [&](cu::State& s) {
+    if (std::string_view(variant != nullptr ? variant : "") != "csr_slice_rows_dense.device")
+      unknown(variant != nullptr ? variant : "", "csr_slice_rows_dense");
+    need_csr(s, a->a, "csr_slice_rows_dense");
+    need(s, a->rows.data, a->rows.n > 0, "csr_slice_rows_dense", "rows");
+    need_dense(s, a->out.data, a->out.rows, a->out.cols, "csr_slice_rows_dense", "out");
+    if (a->out.rows == 0 || a->out.cols == 0) return;
+    cu::csr_slice_rows_dense(s, *a);
+  });
+}
+
+int csr_induced_subgraph(const sparseport_exec* x, const char* variant, const sparseport_induced_subgraph_args* a,
+                         sparseport_status* st) {
+  return run_op(x, st, [&](cu::State& s) {
+    if (std::string_view(variant != nullptr ? variant : "") != "csr_induced_subgraph.device")
+      unknown(variant != nullptr ? variant : "", "csr_induced_subgraph");
+    need_csr(s, a->a, "csr_induced_subgraph");
+    need(s, a->vertices.data, a->vertices.n > 0, "csr_induced_subgraph", "vertices");
+    need_out_csr(s, a->out, a->phase, "csr_induced_subgraph");
+    cu::csr_induced_subgraph(s, *a);
+  });
+}
+
+int csr_transpose(const sparseport_exec* x, const char* variant, const sparseport_transpose_args* a,
+                  sparseport_status* st) {
+  return run_op(x, st, [&](cu::State& s) {
+    if (std::string_view(variant != nullptr ? variant : "") != "csr_transpose.device")
+      unknown(variant != nullptr ? variant : "", "csr_transpose");
+    need_csr(s, a->a, "csr_transpose");
+    need(s, a->out.rowptr, true, "csr_transpose", "out.rowptr");
+    need(s, a->out.colind, a->out.nnz > 0, "csr_transpose", "out.colind");
+    need(s, a->out.values, a->out.nnz > 0, "csr_transpose", "out.values");
+    cu::csr_transpose(s, *a);
+  });
+}
+
+// ---- lifecycle and memory ------------------------------------------------------------------------
+
+int device_count(int32_t* count, sparseport_status* st) {
+  return detail::guarded(st, [&] { *count = cu::device_count(); });
+}
+
+int describe_devices(char* buf, size_t len, sparseport_status* st) {
+  return detail::guarded(st, [&] { std::snprintf(buf, len, "%s", cu::describe_devices().c_str()); });
+}
+
+int context_create(int32_t device, void** state, sparseport_status* st) {
+  return detail::guarded(st, [&] { *state = new cu::State(device); });
+}
+
+void context_destroy(void* state) { delete static_cast<cu::State*>(state); }
+
+int alloc(void* state, size_t bytes, void** ptr, sparseport_status* st) {
+  return with_state(state, st, [&](cu::State& s) { *ptr = s.alloc(bytes); });
+}
+
+void release(void* state, void* ptr) {
+  if (state != nullptr) static_cast<cu::State*>(state)->release(ptr);
+}
+
+int copy(void* state, void* dst, const void* src, size_t bytes, int32_t kind, sparseport_status* st) {
+  return with_state(state, st, [&](cu::State& s) { s.copy(dst, src, bytes, kind); });
+}
+
+int synchronize(void* state, sparseport_status* st) {
+  return with_state(state, st, [&](cu::State& s) { s.synchronize(); });
+}
+
+const sparseport_plugin kTable = {
+    SPARSEPORT_ABI_VERSION,
+    sizeof(sparseport_plugin),
+    "cuda",
+    "CUDA on NVIDIA GPUs: native SpMM/SDDMM/segment/attention kernels, cuSPARSE as the vendor baseline",
+    SPARSEPORT_MEMORY_DEVICE,
+    kVariants,
+    static_cast<int32_t>(sizeof kVariants / sizeof kVariants[0]),
+    &device_count,
+    &describe_devices,
+    &context_create,
+    &context_destroy,
+    &alloc,
+    &release,
+    &copy,
+    &synchronize,
+    &applies,
+    &spmm,
+    &sddmm,
+    &segment_reduce,
+    &scatter_reduce,
+    &gather_scatter,
+    &csr_attention,
+    &csr_slice_rows,
+    &csr_slice_rows_dense,
+    &csr_induced_subgraph,
+    &csr_transpose,
+};
+
+}  // namespace
+
+extern "C" const sparseport_plugin* sparseport_plugin_cuda(void) { return &kTable; }
+
+extern "C" int sparseport_cuda_get_diagnostics(void* state, sparseport_cuda_diagnostics* out) {
+  if (state == nullptr || out == nullptr) return SPARSEPORT_ERR_INVALID_ARGUMENT;
+  const auto* s = static_cast<const cu::State*>(state);
+  const cu::PlanStats p = s->plans().stats();
+  out->plan_entries = p.entries;
+  out->plan_hits = p.hits;
+  out->plan_misses = p.misses;
+  out->plan_invalidated = p.invalidated;
+  out->plan_evicted = p.evicted;
+  out->poisoned = s->poisoned() ? 1 : 0;
+  std::snprintf(out->note, sizeof out->note, "%s", s->note().c_str());
+  return SPARSEPORT_OK;
+}
+
+extern "C" void* sparseport_cuda_stream(void* state) {
+  return state != nullptr ? static_cast<void*>(static_cast<const cu::State*>(state)->stream()) : nullptr;
+}

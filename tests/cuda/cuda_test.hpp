@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: Apache-2.0
+// Helpers for the cuda plugin's tests: a skip when there is no GPU, device copies of host data,
+// adversarial inputs, and a double-precision oracle written from the contract in ops.hpp (plain
+// loops, independent of any plugin), so these tests do not wait for the reference plugin.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sparseport/errors.hpp"
+#include "sparseport/ops.hpp"
+
+namespace cuda_test {
+
+using namespace sparseport;
+
+// Empty when the cuda plugin can run here, else why not (CI: no driver, no GPU).
+inline std::string no_gpu_reason() {
+  const PluginInfo& p = plugin("cuda");
+  if (p.status == PluginStatus::available) return {};
+  return std::string("no usable GPU for the cuda plugin (status ") + name(p.status) + "): " + p.reason;
+}
+
+#define CUDA_TEST_REQUIRE_GPU()                                          \
+  do {                                                                   \
+    const std::string why_ = ::cuda_test::no_gpu_reason();               \
+    if (!why_.empty()) GTEST_SKIP() << "skipped: " << why_;              \
+  } while (0)
+
+// ---- device copies ------------------------------------------------------------------------------
+
+template <class T>
+Buffer upload(const Context& ctx, const std::vector<T>& v) {
+  Buffer b = ctx.allocate(v.size() * sizeof(T));
+  ctx.copy_to_backend(b.data(), v.data(), v.size() * sizeof(T));
+  return b;
+}
+
+template <class T>
+std::vector<T> download(const Context& ctx, const void* p, size_t n) {
+  std::vector<T> v(n);
+  ctx.copy_to_host(v.data(), p, n * sizeof(T));
+  return v;
+}
+
+template <class I, class V>
+struct DevCsr {
+  Buffer rowptr, colind, values;
+  CsrView view;
+};
+
+template <class I, class V>
+DevCsr<I, V> to_device(const Context& ctx, const HostCsr<I, V>& a) {
+  DevCsr<I, V> d;
+  d.rowptr = upload(ctx, a.rowptr);
+  d.colind = upload(ctx, a.colind);
+  if (!a.is_pattern()) d.values = upload(ctx, a.values);
+  d.view = make_csr<I, V>(a.rows, a.cols, a.nnz(), static_cast<const I*>(d.rowptr.data()),
+                          static_cast<const I*>(d.colind.data()),
+                          a.is_pattern() ? nullptr : static_cast<const V*>(d.values.data()));
+  return d;
+}
+
+// A dense matrix on the device; `offset` elements of slack in front make its start misaligned.
+template <class V>
+struct DevDense {
+  Buffer buf;
+  int64_t rows = 0, cols = 0, ld = 0, offset = 0;
+  V* data() const { return static_cast<V*>(buf.data()) + offset; }
+  DenseView view() const { return make_dense<V>(rows, cols, ld, static_cast<const V*>(data())); }
+  DenseMutView mut() const { return make_dense<V>(rows, cols, ld, data()); }
+};
+
+template <class V>
+DevDense<V> to_device(const Context& ctx, const HostDense<V>& h, int64_t offset = 0) {
+  DevDense<V> d;
+  d.rows = h.rows;
+  d.cols = h.cols;
+  d.ld = h.ld;
+  d.offset = offset;
+  std::vector<V> padded(static_cast<size_t>(offset), V(0));
+  padded.insert(padded.end(), h.data.begin(), h.data.end());
+  d.buf = upload(ctx, padded);
+  return d;
+}
+
+template <class V>
+HostDense<V> to_host(const Context& ctx, const DevDense<V>& d) {
+  HostDense<V> h(d.rows, d.cols, d.ld);
+  if (!h.data.empty()) ctx.copy_to_host(h.data.data(), d.data(), h.data.size() * sizeof(V));
+  return h;
+}
+
+// ---- inputs -------------------------------------------------------------------------------------
+
+// rows x cols with one mega-row of about `mega` of the entries, a few hubs (50 to 210 entries,
+// some above the hub threshold 256 when hub_deg is set), a fifth of the rows empty, the rest of
+// degree 1..8; columns random, unsorted, repeats allowed.
+template <class I, class V>
+HostCsr<I, V> skewed_csr(int64_t rows, int64_t cols, int64_t nnz_target, double mega, uint64_t seed,
+                         bool with_values = true, int64_t hub_deg = 600) {
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> deg(static_cast<size_t>(rows), 0);
+  const int64_t mega_row = rows / 3;
+  int64_t placed = static_cast<int64_t>(mega * static_cast<double>(nnz_target));
+  deg[static_cast<size_t>(mega_row)] = placed;
+  std::uniform_int_distribution<int64_t> small(1, 8);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int64_t i = 0; i < rows && placed < nnz_target; ++i) {
+    if (i == mega_row) continue;
+    const double x = u(rng);
+    int64_t d = x < 0.2 ? 0 : (x < 0.22 ? 50 + small(rng) * 20 : (x < 0.225 ? hub_deg : small(rng)));
+    d = std::min(d, nnz_target - placed);
+    deg[static_cast<size_t>(i)] = d;
+    placed += d;
+  }
+  HostCsr<I, V> a;
+  a.rows = rows;
+  a.cols = cols;
+  a.rowptr.assign(static_cast<size_t>(rows) + 1, 0);
+  std::uniform_int_distribution<int64_t> col(0, cols - 1);
+  std::uniform_real_distribution<double> val(-1.0, 1.0);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t k = 0; k < deg[static_cast<size_t>(i)]; ++k) {
+      a.colind.push_back(static_cast<I>(col(rng)));
+      if (with_values) a.values.push_back(static_cast<V>(val(rng)));
+    }
+    a.rowptr[static_cast<size_t>(i) + 1] = static_cast<I>(a.colind.size());
+  }
+  return a;
+}
+
+template <class V>
+HostDense<V> random_dense(int64_t rows, int64_t cols, int64_t ld, uint64_t seed, double lo = -1.0, double hi = 1.0) {
+  HostDense<V> d(rows, cols, ld);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> val(lo, hi);
+  for (V& x : d.data) x = static_cast<V>(val(rng));
+  return d;
+}
+
+// ---- oracle -------------------------------------------------------------------------------------
+
+// Expected values and what bounds their rounding: the sum of the magnitudes of the terms (for a
+// sum or mean; the value itself for max and min) and the number of terms.
+struct Expected {
+  std::vector<double> value, scale, terms;
+  void resize(size_t n) {
+    value.assign(n, 0.0);
+    scale.assign(n, 0.0);
+    terms.assign(n, 0.0);
+  }
+};
+
+inline double reduce_init(Reduce r) {
+  if (r == Reduce::max) return -std::numeric_limits<double>::infinity();
+  if (r == Reduce::min) return std::numeric_limits<double>::infinity();
+  return 0.0;
+}
+inline double reduce_step(Reduce r, double acc, double x) {
+  if (r == Reduce::max) return std::max(acc, x);
+  if (r == Reduce::min) return std::min(acc, x);
+  return acc + x;
+}
+
+// out[i, f] = reduce over the messages of row i of msg(e, f); 0 for none; mean = sum / count.
+template <class Msg>
+Expected reduce_rows(const std::vector<std::vector<int64_t>>& rows_of, int64_t F, Reduce r, const Msg& msg) {
+  Expected x;
+  const int64_t n = static_cast<int64_t>(rows_of.size());
+  x.resize(static_cast<size_t>(n * F));
+  for (int64_t i = 0; i < n; ++i) {
+    const std::vector<int64_t>& es = rows_of[static_cast<size_t>(i)];
+    for (int64_t f = 0; f < F; ++f) {
+      double acc = reduce_init(r), mag = 0.0;
+      for (int64_t e : es) {
+        const double m = msg(e, f);
+        acc = reduce_step(r, acc, m);
+        mag += std::abs(m);
+      }
+      if (es.empty()) acc = 0.0;
+      if (r == Reduce::mean && !es.empty()) {
+        acc /= static_cast<double>(es.size());
+        mag /= static_cast<double>(es.size());
+      }
+      const size_t k = static_cast<size_t>(i * F + f);
+      x.value[k] = acc;
+      x.scale[k] = (r == Reduce::sum || r == Reduce::mean) ? mag : std::abs(acc);
+      x.terms[k] = static_cast<double>(es.size());
+    }
+  }
+  return x;
+}
+
+// Rounding allowance: sums round like sqrt(terms) in practice; 32 ulps of slack covers the
+// different summation orders of the GPU kernels (atomics included).
+template <class V>
+double tolerance(double scale, double terms) {
+  const double eps = std::numeric_limits<V>::epsilon();
+  return 32.0 * eps * (std::sqrt(terms + 1.0) * scale + 1e-30);
+}
+
+template <class V>
+::testing::AssertionResult close_to(const HostDense<V>& got, const Expected& want, int64_t F) {
+  for (int64_t i = 0; i < got.rows; ++i)
+    for (int64_t f = 0; f < F; ++f) {
+      const size_t k = static_cast<size_t>(i * F + f);
+      const double g = static_cast<double>(got(i, f)), w = want.value[k];
+      const double tol = tolerance<V>(want.scale[k], want.terms[k]);
+      if (!(std::abs(g - w) <= tol))
+        return ::testing::AssertionFailure() << "out[" << i << "," << f << "] = " << g << " but the oracle gives " << w
+                                             << " (tolerance " << tol << ", " << want.terms[k] << " terms)";
+    }
+  return ::testing::AssertionSuccess();
+}
+
+template <class I, class V>
+std::vector<std::vector<int64_t>> entries_by_row(const HostCsr<I, V>& a) {
+  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(a.rows));
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (I e = a.rowptr[static_cast<size_t>(i)]; e < a.rowptr[static_cast<size_t>(i) + 1]; ++e)
+      rows[static_cast<size_t>(i)].push_back(e);
+  return rows;
+}
+
+template <class I, class V>
+double value_of(const HostCsr<I, V>& a, int64_t e) {
+  return a.is_pattern() ? 1.0 : static_cast<double>(a.values[static_cast<size_t>(e)]);
+}
+
+}  // namespace cuda_test

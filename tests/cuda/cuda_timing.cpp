@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: Apache-2.0
+// A quick look at the cuda variants' speed for the plugin's own development: not a test, not the
+// benchmark suite (benchmarks/ is that). After a warm-up call (which builds plans), up to 20 calls
+// are queued behind a "ballast" of other GPU work, so the host's per-call overhead hides behind
+// it, and CUDA events on the context's stream time them: GPU time per call. No input rotation,
+// one run: good for spotting a variant that is far off, not for claims. One table on stdout.
+//   cuda_timing [SPEC...]   (default: the generated suite)
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "plugins/cuda/diagnostics.h"
+#include "sparseport/sparseport.hpp"
+
+namespace {
+
+using namespace sparseport;
+using Clock = std::chrono::steady_clock;
+
+template <class T>
+Buffer upload(const Context& ctx, const std::vector<T>& v) {
+  Buffer b = ctx.allocate(v.size() * sizeof(T));
+  ctx.copy_to_backend(b.data(), v.data(), v.size() * sizeof(T));
+  return b;
+}
+
+// Fills n floats on the device from a repeated 16M-float random block.
+Buffer random_device_floats(const Context& ctx, size_t n, uint64_t seed) {
+  std::vector<float> block(size_t{1} << 24);
+  fill_random(block, seed);
+  Buffer b = ctx.allocate(n * sizeof(float));
+  for (size_t off = 0; off < n; off += block.size())
+    ctx.copy_to_backend(static_cast<float*>(b.data()) + off, block.data(), std::min(block.size(), n - off) * sizeof(float));
+  return b;
+}
+
+// GPU seconds per call of f, and the host's seconds per call to queue it (its overhead).
+struct Timing {
+  double gpu = 0.0, host = 0.0;
+};
+
+struct Timer {
+  const Context& ctx;
+  cudaStream_t stream;
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  std::function<void()> ballast;  // one unit of unrelated GPU work
+  double ballast_s = 0.0;
+
+  explicit Timer(const Context& c)
+      : ctx(c), stream(static_cast<cudaStream_t>(sparseport_cuda_stream(c.exec().state))) {
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+  }
+  ~Timer() {
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+  }
+
+  double events(const std::function<void()>& f, int reps) {
+    cudaEventRecord(e0, stream);
+    for (int r = 0; r < reps; ++r) f();
+    cudaEventRecord(e1, stream);
+    cudaEventSynchronize(e1);
+    float ms = 0.0f;
+    cudaEventElapsedTime(&ms, e0, e1);
+    return ms * 1e-3 / reps;
+  }
+
+  Timing time(const std::function<void()>& f) {
+    f();
+    ctx.synchronize();
+    auto t0 = Clock::now();
+    f();
+    ctx.synchronize();
+    const double first = std::chrono::duration<double>(Clock::now() - t0).count();
+    const int reps = static_cast<int>(std::clamp(0.1 / std::max(first, 1e-6), 1.0, 20.0));
+    Timing t;
+    t0 = Clock::now();
+    for (int r = 0; r < reps; ++r) f();
+    t.host = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
+    ctx.synchronize();
+    // Enough ballast that queueing the calls ends before the GPU reaches them.
+    const int units = ballast ? static_cast<int>(std::ceil(1.5 * t.host * reps / ballast_s)) + 1 : 0;
+    for (int u = 0; u < units; ++u) ballast();
+    t.gpu = events(f, reps);
+    return t;
+  }
+};
+
+double copy_bandwidth(const Context& ctx) {
+  const size_t bytes = size_t{1} << 30;
+  Buffer a = ctx.allocate(bytes), b = ctx.allocate(bytes);
+  sparseport_status st{};
+  auto copy = [&] { ctx.plugin().table->copy(ctx.exec().state, b.data(), a.data(), bytes, SPARSEPORT_COPY_DEVICE_TO_DEVICE, &st); };
+  copy();
+  const auto t0 = Clock::now();
+  for (int r = 0; r < 5; ++r) copy();
+  const double t = std::chrono::duration<double>(Clock::now() - t0).count() / 5;
+  return 2.0 * bytes / t / 1e12;  // read + write
+}
+
+void spmm_suite(const Context& ctx, Timer& timer, const std::string& spec) {
+  const auto t0 = Clock::now();
+  const HostCsr<int32_t, float> h = generate<int32_t, float>(spec);
+  std::printf("# %s: %lld x %lld, nnz %lld (generated in %.1f s)\n", spec.c_str(), static_cast<long long>(h.rows),
+              static_cast<long long>(h.cols), static_cast<long long>(h.nnz()),
+              std::chrono::duration<double>(Clock::now() - t0).count());
+  const Buffer rp = upload(ctx, h.rowptr), ci = upload(ctx, h.colind), va = upload(ctx, h.values);
+  const CsrView a = make_csr<int32_t, float>(h.rows, h.cols, h.nnz(), static_cast<const int32_t*>(rp.data()),
+                                             static_cast<const int32_t*>(ci.data()), static_cast<const float*>(va.data()));
+  for (int64_t F : {32, 64, 256}) {
+    const Buffer b = random_device_floats(ctx, static_cast<size_t>(h.cols * F), 7);
+    const Buffer c = ctx.allocate(static_cast<size_t>(h.rows * F) * sizeof(float));
+    const DenseView bv = make_dense<float>(h.cols, F, F, static_cast<const float*>(b.data()));
+    const DenseMutView cv = make_dense<float>(h.rows, F, F, static_cast<float*>(c.data()));
+    double vendor = 0.0;
+    std::vector<std::pair<std::string, Timing>> rows;
+    for (const std::string& v : ctx.plugin().variants_of(SPARSEPORT_OP_SPMM)) {
+      if (v == "spmm.row_subwarp" && F > 16) continue;
+      const Timing t = timer.time([&] { spmm(ctx, a, bv, cv, {Reduce::sum, 1.0, 0.0, v}); });
+      if (v == "spmm.cusparse") vendor = t.gpu;
+      rows.emplace_back(v, t);
+    }
+    for (const auto& [v, t] : rows)
+      std::printf("spmm  %-28s F %3lld  %-22s %9.4f ms  %6.2f TB/s gathered  %5.2fx cuSPARSE  (host %5.1f us/call)\n",
+                  spec.c_str(), static_cast<long long>(F), v.c_str(), t.gpu * 1e3, 4.0 * F * h.nnz() / t.gpu / 1e12,
+                  vendor / t.gpu, t.host * 1e6);
+    if (F == 64 || F == 32) {
+      for (const char* T : {"32", "64", "128", "512", "2048"}) {
+        setenv("SPARSEPORT_HUB_T", T, 1);
+        const Timing t = timer.time([&] { spmm(ctx, a, bv, cv, {Reduce::sum, 1.0, 0.0, "spmm.hub_split"}); });
+        std::printf("hubT  %-28s F %3lld  T %-20s %9.4f ms  %5.2fx cuSPARSE\n", spec.c_str(), static_cast<long long>(F),
+                    T, t.gpu * 1e3, vendor / t.gpu);
+      }
+      unsetenv("SPARSEPORT_HUB_T");
+    }
+    if (F == 64) {
+      const Buffer x = random_device_floats(ctx, static_cast<size_t>(h.rows * F), 8);
+      const Buffer out = ctx.allocate(static_cast<size_t>(h.nnz()) * sizeof(float));
+      const DenseView xv = make_dense<float>(h.rows, F, F, static_cast<const float*>(x.data()));
+      const DenseMutView ov = make_dense<float>(h.nnz(), 1, 1, static_cast<float*>(out.data()));
+      double sd_vendor = 0.0;
+      std::vector<std::pair<std::string, double>> sd;
+      for (const std::string& v : ctx.plugin().variants_of(SPARSEPORT_OP_SDDMM)) {
+        const double t = timer.time([&] { sddmm(ctx, a, xv, bv, ov, {v}); }).gpu;
+        if (v == "sddmm.cusparse") sd_vendor = t;
+        sd.emplace_back(v, t);
+      }
+      for (const auto& [v, t] : sd)
+        std::printf("sddmm %-28s F %3lld  %-22s %9.4f ms  %5.2fx cuSPARSE\n", spec.c_str(), static_cast<long long>(F),
+                    v.c_str(), t * 1e3, sd_vendor / t);
+      if (h.rows == h.cols)
+        for (const std::string& v : ctx.plugin().variants_of(SPARSEPORT_OP_CSR_ATTENTION)) {
+          const double t = timer.time([&] { csr_attention(ctx, a, xv, bv, bv, cv, {0.0, v}); }).gpu;
+          std::printf("attn  %-28s F %3lld  %-22s %9.4f ms\n", spec.c_str(), static_cast<long long>(F), v.c_str(), t * 1e3);
+        }
+    }
+  }
+}
+
+void segment_suite(const Context& ctx, Timer& timer, int64_t E, int64_t F, bool hubs) {
+  std::vector<int32_t> idx(static_cast<size_t>(E));
+  int64_t N = E / 16;
+  if (!hubs) {
+    for (int64_t e = 0; e < E; ++e) idx[static_cast<size_t>(e)] = static_cast<int32_t>(e / 16);
+  } else {
+    // Half of the messages go to 8 hub segments, the rest 16 per segment.
+    const int64_t half = E / 2;
+    for (int64_t e = 0; e < E; ++e)
+      idx[static_cast<size_t>(e)] = static_cast<int32_t>(e < half ? e * 8 / half : 8 + (e - half) / 16);
+    N = 8 + (E - half) / 16 + 1;
+  }
+  const Buffer di = upload(ctx, idx);
+  const Buffer src = random_device_floats(ctx, static_cast<size_t>(E * F), 9);
+  const Buffer out = ctx.allocate(static_cast<size_t>(N * F) * sizeof(float));
+  const IndexView iv = make_index<int32_t>(E, static_cast<const int32_t*>(di.data()));
+  const DenseView sv = make_dense<float>(E, F, F, static_cast<const float*>(src.data()));
+  const DenseMutView ov = make_dense<float>(N, F, F, static_cast<float*>(out.data()));
+  for (const std::string& v : ctx.plugin().variants_of(SPARSEPORT_OP_SEGMENT_REDUCE)) {
+    const double t = timer.time([&] { segment_reduce(ctx, iv, sv, ov, {Reduce::sum, v}); }).gpu;
+    const double bytes = 4.0 * (E * F + E + N * F);
+    std::printf("segment_reduce E %lld F %lld %-8s %-30s %9.4f ms  %6.2f TB/s effective\n", static_cast<long long>(E),
+                static_cast<long long>(F), hubs ? "hubs" : "uniform", v.c_str(), t * 1e3, bytes / t / 1e12);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a run cut short still leaves its finished lines
+  try {
+    Context ctx = Context::create("cuda");
+    char line[1024];
+    sparseport_status st{};
+    ctx.plugin().table->describe_devices(line, sizeof line, &st);
+    std::printf("# %s\n# device-to-device copy: %.2f TB/s (read + write)\n", line, copy_bandwidth(ctx));
+    Timer timer(ctx);
+    // Ballast: spmm.row_warp_vec4 on er:200000:2e-5 at F = 256 (~0.3 ms on an H100).
+    const HostCsr<int32_t, float> bh = generate<int32_t, float>("er:200000:2e-5");
+    const Buffer brp = upload(ctx, bh.rowptr), bci = upload(ctx, bh.colind), bva = upload(ctx, bh.values);
+    const CsrView ba = make_csr<int32_t, float>(bh.rows, bh.cols, bh.nnz(), static_cast<const int32_t*>(brp.data()),
+                                                static_cast<const int32_t*>(bci.data()),
+                                                static_cast<const float*>(bva.data()));
+    const Buffer bb = random_device_floats(ctx, static_cast<size_t>(bh.cols * 256), 3);
+    const Buffer bc = ctx.allocate(static_cast<size_t>(bh.rows * 256) * sizeof(float));
+    timer.ballast = [&] {
+      spmm(ctx, ba, make_dense<float>(bh.cols, 256, 256, static_cast<const float*>(bb.data())),
+           make_dense<float>(bh.rows, 256, 256, static_cast<float*>(bc.data())), {Reduce::sum, 1.0, 0.0, "spmm.row_warp_vec4"});
+    };
+    timer.ballast();
+    ctx.synchronize();
+    timer.ballast_s = timer.events(timer.ballast, 10);
+    std::printf("# ballast unit %.3f ms\n", timer.ballast_s * 1e3);
+    std::vector<std::string> specs;
+    for (int i = 1; i < argc; ++i) specs.emplace_back(argv[i]);
+    if (specs.empty())
+      specs = {"er:200000:2e-5", "rmat:20:16", "megarow:2000000:16:0.05", "er:2000000:8e-6", "band:1000000:16"};
+    for (const std::string& s : specs) spmm_suite(ctx, timer, s);
+    segment_suite(ctx, timer, 60000000, 64, false);
+    segment_suite(ctx, timer, 60000000, 64, true);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cuda_timing: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,616 @@
+// SPDX-License-Identifier: Apache-2.0
+// The cuda plugin on a GPU: every variant of every op against a double-precision oracle on
+// adversarial inputs (a mega-row split across CTAs and chunks, hubs, empty rows, repeated and
+// unsorted columns, patterns, int64 indices, F not a multiple of 4, misaligned rows), host
+// pointers refused with the op and the argument named, and plans built once and dropped when
+// their matrix changes. Without a GPU (CI) every test but the first skips and says why; the first
+// then checks that the plugin reports the missing device clearly.
+#include <cstring>
+#include <numeric>
+
+#include "cuda_test.hpp"
+#include "plugins/cuda/diagnostics.h"
+
+namespace {
+
+using namespace sparseport;
+using namespace cuda_test;
+
+constexpr uint64_t kSeed = 20261122;
+constexpr Reduce kReduces[] = {Reduce::sum, Reduce::mean, Reduce::max, Reduce::min};
+
+std::vector<std::string> variants(sparseport_op op) {
+  std::vector<std::string> v = plugin("cuda").variants_of(op);
+  EXPECT_FALSE(v.empty()) << "the cuda plugin lists no variant of " << op_name(op);
+  return v;
+}
+
+sparseport_cuda_diagnostics diagnostics(const Context& ctx) {
+  sparseport_cuda_diagnostics d{};
+  EXPECT_EQ(sparseport_cuda_get_diagnostics(ctx.exec().state, &d), 0);
+  return d;
+}
+
+bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+
+// ---- without a GPU ---------------------------------------------------------------------------
+
+TEST(CudaNoGpu, PluginSaysWhyItCannotRun) {
+  const std::string why = no_gpu_reason();
+  if (why.empty()) GTEST_SKIP() << "skipped: a GPU is present (this test checks the machine without one)";
+  const PluginInfo& p = plugin("cuda");
+  EXPECT_EQ(p.status, PluginStatus::no_device) << "the cuda plugin is compiled in, so only the device can be missing";
+  EXPECT_NE(p.reason.find("cudaGetDeviceCount"), std::string::npos) << p.reason;
+  try {
+    (void)Context::create("cuda");
+    ADD_FAILURE() << "a cuda context was created without a GPU";
+  } catch (const Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("cuda"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(p.reason), std::string::npos) << e.what();
+  }
+}
+
+// ---- runtime -----------------------------------------------------------------------------------
+
+TEST(CudaDevice, DescribesDevicesAndCopiesRoundTrip) {
+  CUDA_TEST_REQUIRE_GPU();
+  const PluginInfo& p = plugin("cuda");
+  char buf[2048];
+  sparseport_status st{};
+  ASSERT_EQ(p.table->describe_devices(buf, sizeof buf, &st), SPARSEPORT_OK) << st.message;
+  const std::string line = buf;
+  for (const char* part : {"cuda:0", "cc ", "SMs", "L2", "GiB", "GB/s", "driver", "runtime", "cuSPARSE"})
+    EXPECT_NE(line.find(part), std::string::npos) << "missing '" << part << "' in: " << line;
+  std::printf("%s\n", line.c_str());
+
+  Context ctx = Context::create("cuda");
+  EXPECT_TRUE(ctx.device_memory());
+  EXPECT_EQ(ctx.backend(), "cuda:0");
+  std::vector<double> h(1000);
+  std::iota(h.begin(), h.end(), 0.5);
+  Buffer d = upload(ctx, h);
+  EXPECT_EQ(download<double>(ctx, d.data(), h.size()), h);
+
+  for (sparseport_op op : {SPARSEPORT_OP_SPMM, SPARSEPORT_OP_SDDMM, SPARSEPORT_OP_SEGMENT_REDUCE,
+                           SPARSEPORT_OP_SCATTER_REDUCE, SPARSEPORT_OP_GATHER_SCATTER, SPARSEPORT_OP_CSR_ATTENTION,
+                           SPARSEPORT_OP_CSR_SLICE_ROWS, SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE,
+                           SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH, SPARSEPORT_OP_CSR_TRANSPOSE}) {
+    int defaults = 0;
+    for (const VariantInfo& v : p.variants)
+      if (v.op == op && v.is_default) ++defaults;
+    EXPECT_EQ(defaults, 1) << op_name(op) << " needs exactly one default variant";
+  }
+  EXPECT_EQ(p.vendor_variant(SPARSEPORT_OP_SPMM), "spmm.cusparse");
+  EXPECT_EQ(p.vendor_variant(SPARSEPORT_OP_SDDMM), "sddmm.cusparse");
+}
+
+TEST(CudaPointers, HostPointersAreRefusedNamingOpAndArgument) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  const auto a = skewed_csr<int32_t, float>(60, 50, 300, 0.1, kSeed);
+  const auto da = to_device(ctx, a);
+  const HostDense<float> b = random_dense<float>(50, 8, 8, kSeed + 1);
+  HostDense<float> c0(60, 8, 8, 7.0f);
+  const DevDense<float> dc = to_device(ctx, c0);
+  auto expect_refused = [](auto&& call, const std::string& op, const std::string& arg) {
+    try {
+      call();
+      ADD_FAILURE() << op << " accepted host memory for " << arg;
+    } catch (const InvalidArgument& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(op), std::string::npos) << msg;
+      EXPECT_NE(msg.find(arg + " ("), std::string::npos) << msg;
+      EXPECT_NE(msg.find("host memory"), std::string::npos) << msg;
+    }
+  };
+  for (const std::string& v : variants(SPARSEPORT_OP_SPMM)) {
+    if (v == "spmm.row_warp_vec4" && !aligned16(b.data.data())) continue;  // would not apply: Unsupported first
+    expect_refused([&] { spmm(ctx, da.view, b.view(), dc.mut(), {Reduce::sum, 1.0, 0.0, v}); }, "spmm", "B");
+  }
+  // Nothing was written when the input was refused.
+  EXPECT_EQ(to_host(ctx, dc).data, c0.data);
+
+  const DevDense<float> db = to_device(ctx, b);
+  HostDense<float> host_c(60, 8, 8, 0.0f);
+  expect_refused([&] { spmm(ctx, da.view, db.view(), host_c.mut()); }, "spmm", "C");
+  expect_refused([&] { spmm(ctx, a.view(), db.view(), dc.mut()); }, "spmm", "A.rowptr");
+
+  const HostDense<float> x = random_dense<float>(60, 8, 8, kSeed + 2);
+  const DevDense<float> dx = to_device(ctx, x);
+  const DevDense<float> dout = to_device(ctx, HostDense<float>(a.nnz(), 1, 1, 0.0f));
+  expect_refused([&] { sddmm(ctx, da.view, dx.view(), b.view(), dout.mut()); }, "sddmm", "Y");
+
+  std::vector<int32_t> idx(static_cast<size_t>(a.nnz()), 0);
+  const DevDense<float> dsrc = to_device(ctx, random_dense<float>(a.nnz(), 8, 8, kSeed + 3));
+  const DevDense<float> dseg = to_device(ctx, HostDense<float>(4, 8, 8, 0.0f));
+  expect_refused([&] { segment_reduce(ctx, make_index(a.nnz(), idx.data()), dsrc.view(), dseg.mut()); },
+                 "segment_reduce", "index");
+
+  const DevDense<float> dk = to_device(ctx, random_dense<float>(50, 8, 8, kSeed + 4));
+  const DevDense<float> datt = to_device(ctx, HostDense<float>(60, 8, 8, 0.0f));
+  expect_refused([&] { csr_attention(ctx, da.view, dx.view(), dk.view(), b.view(), datt.mut()); }, "csr_attention",
+                 "V");
+  expect_refused([&] { (void)csr_transpose(ctx, a.view()); }, "csr_transpose", "A.rowptr");
+
+  std::vector<float> host(16, 1.0f), back(16, 0.0f);
+  try {
+    ctx.copy_to_backend(host.data(), back.data(), 16 * sizeof(float));
+    ADD_FAILURE() << "copy_to_backend accepted a host destination";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("dst"), std::string::npos) << e.what();
+  }
+}
+
+// ---- spmm --------------------------------------------------------------------------------------
+
+struct Scaling {
+  double alpha, beta;
+};
+
+// Whether the variant applies (the contract of each variant's doc line), so that an Unsupported
+// from the plugin is checked rather than tolerated.
+bool spmm_applies(const std::string& v, int64_t F, const DenseView& b, const DenseMutView& c, Reduce r) {
+  if (v == "spmm.row_warp_vec4")
+    return F % 4 == 0 && b.ld % 4 == 0 && c.ld % 4 == 0 && aligned16(b.data) && aligned16(c.data);
+  if (v == "spmm.row_subwarp") return F <= 16;
+  if (v == "spmm.cusparse") return r == Reduce::sum;
+  return true;
+}
+
+struct Width {
+  int64_t F, ldb, ldc, c_offset;
+};
+
+template <class I, class V>
+void check_spmm(const Context& ctx, const HostCsr<I, V>& a, const std::vector<Width>& widths, uint64_t seed) {
+  const auto rows = entries_by_row(a);
+  const auto da = to_device(ctx, a);
+  for (const Width& w : widths) {
+    const int64_t F = w.F;
+    const HostDense<V> b = random_dense<V>(a.cols, F, w.ldb, seed + 1);
+    const HostDense<V> c0 = random_dense<V>(a.rows, F, w.ldc, seed + 2);
+    const DevDense<V> db = to_device(ctx, b);
+    for (Reduce r : kReduces) {
+      const Expected base = reduce_rows(rows, F, r, [&](int64_t e, int64_t f) {
+        return value_of(a, e) * static_cast<double>(b(a.colind[static_cast<size_t>(e)], f));
+      });
+      for (Scaling s : {Scaling{1.0, 0.0}, Scaling{-0.5, 2.0}}) {
+        Expected want = base;
+        for (int64_t i = 0; i < a.rows; ++i)
+          for (int64_t f = 0; f < F; ++f) {
+            const size_t k = static_cast<size_t>(i * F + f);
+            const double old = s.beta != 0.0 ? static_cast<double>(c0(i, f)) : 0.0;
+            want.value[k] = s.alpha * want.value[k] + s.beta * old;
+            want.scale[k] = std::abs(s.alpha) * want.scale[k] + std::abs(s.beta * old);
+          }
+        HostDense<V> start = c0;
+        // beta == 0 must ignore C's old contents, NaN included.
+        if (s.beta == 0.0) std::fill(start.data.begin(), start.data.end(), std::numeric_limits<V>::quiet_NaN());
+        for (const std::string& v : variants(SPARSEPORT_OP_SPMM)) {
+          SCOPED_TRACE(v + ", F " + std::to_string(F) + ", ldb " + std::to_string(w.ldb) + ", ldc " +
+                       std::to_string(w.ldc) + ", C offset " + std::to_string(w.c_offset) + ", " + name(r) +
+                       ", alpha " + std::to_string(s.alpha) + ", beta " + std::to_string(s.beta) + ", seed " +
+                       std::to_string(seed));
+          const DevDense<V> dc = to_device(ctx, start, w.c_offset);
+          if (!spmm_applies(v, F, db.view(), dc.mut(), r)) {
+            EXPECT_THROW(spmm(ctx, da.view, db.view(), dc.mut(), {r, s.alpha, s.beta, v}), Unsupported);
+            continue;
+          }
+          spmm(ctx, da.view, db.view(), dc.mut(), {r, s.alpha, s.beta, v});
+          ASSERT_TRUE(close_to(to_host(ctx, dc), want, F));
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaSpmm, EveryVariantFloatInt32) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  const auto a = skewed_csr<int32_t, float>(3000, 2500, 20000, 0.4, kSeed + 10);
+  check_spmm(ctx, a,
+             {{1, 1, 1, 0}, {13, 13, 13, 0}, {16, 16, 16, 0}, {32, 32, 32, 0}, {64, 64, 64, 0}, {256, 256, 256, 0},
+              {32, 36, 33, 1}},
+             kSeed + 10);
+}
+
+TEST(CudaSpmm, EveryVariantDoubleInt64Pattern) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  const auto a = skewed_csr<int64_t, double>(3000, 2500, 20000, 0.4, kSeed + 20, false);
+  check_spmm(ctx, a, {{1, 1, 1, 0}, {16, 16, 16, 0}, {64, 64, 64, 0}}, kSeed + 20);
+}
+
+TEST(CudaSpmm, EveryVariantMixedTypes) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  check_spmm(ctx, skewed_csr<int64_t, float>(2000, 1800, 12000, 0.3, kSeed + 30), {{32, 32, 32, 0}}, kSeed + 30);
+  check_spmm(ctx, skewed_csr<int32_t, double>(2000, 1800, 12000, 0.3, kSeed + 40), {{13, 13, 13, 0}, {64, 68, 64, 0}},
+             kSeed + 40);
+}
+
+TEST(CudaSpmm, MatrixWithoutEntriesScalesC) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  HostCsr<int32_t, float> a;
+  a.rows = 50;
+  a.cols = 40;
+  a.rowptr.assign(51, 0);
+  check_spmm(ctx, a, {{8, 8, 8, 0}}, kSeed + 50);
+}
+
+// ---- sddmm -------------------------------------------------------------------------------------
+
+template <class I, class V>
+void check_sddmm(const Context& ctx, const HostCsr<I, V>& a, uint64_t seed) {
+  const auto da = to_device(ctx, a);
+  for (int64_t F : {1, 7, 32, 64, 130}) {
+    const HostDense<V> x = random_dense<V>(a.rows, F, F, seed + 1);
+    const HostDense<V> y = random_dense<V>(a.cols, F, F, seed + 2);
+    const DevDense<V> dx = to_device(ctx, x), dy = to_device(ctx, y);
+    Expected want;
+    want.resize(static_cast<size_t>(a.nnz()));
+    for (int64_t i = 0; i < a.rows; ++i)
+      for (I e = a.rowptr[static_cast<size_t>(i)]; e < a.rowptr[static_cast<size_t>(i) + 1]; ++e) {
+        double d = 0, mag = 0;
+        for (int64_t f = 0; f < F; ++f) {
+          const double p = static_cast<double>(x(i, f)) * static_cast<double>(y(a.colind[static_cast<size_t>(e)], f));
+          d += p;
+          mag += std::abs(p);
+        }
+        const double wv = value_of(a, e);
+        want.value[static_cast<size_t>(e)] = wv * d;
+        want.scale[static_cast<size_t>(e)] = std::abs(wv) * mag;
+        want.terms[static_cast<size_t>(e)] = static_cast<double>(F);
+      }
+    for (int64_t ldo : {1, 3}) {
+      for (const std::string& v : variants(SPARSEPORT_OP_SDDMM)) {
+        SCOPED_TRACE(v + ", F " + std::to_string(F) + ", out.ld " + std::to_string(ldo) + ", seed " +
+                     std::to_string(seed));
+        const DevDense<V> dout = to_device(ctx, HostDense<V>(a.nnz(), 1, ldo, std::numeric_limits<V>::quiet_NaN()));
+        if (v == "sddmm.vec4" && F % 4 != 0) {
+          EXPECT_THROW(sddmm(ctx, da.view, dx.view(), dy.view(), dout.mut(), {v}), Unsupported);
+          continue;
+        }
+        sddmm(ctx, da.view, dx.view(), dy.view(), dout.mut(), {v});
+        ASSERT_TRUE(close_to(to_host(ctx, dout), want, 1));
+      }
+    }
+  }
+}
+
+TEST(CudaSddmm, EveryVariantFloatInt32) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  check_sddmm(ctx, skewed_csr<int32_t, float>(2000, 1500, 15000, 0.4, kSeed + 60), kSeed + 60);
+}
+
+TEST(CudaSddmm, EveryVariantDoubleInt64Pattern) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  check_sddmm(ctx, skewed_csr<int64_t, double>(2000, 1500, 15000, 0.4, kSeed + 70, false), kSeed + 70);
+}
+
+// ---- segment reductions ---------------------------------------------------------------------
+
+template <class I, class V>
+void check_segments(const Context& ctx, uint64_t seed, bool weighted) {
+  // Destinations of a skewed CSR's entries in row order: sorted, with a mega-segment spanning many
+  // chunks, hub segments and empty ones.
+  const auto a = skewed_csr<I, V>(1500, 1200, 20000, 0.4, seed, weighted);
+  const auto rows = entries_by_row(a);
+  std::vector<I> idx;
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (I e = a.rowptr[static_cast<size_t>(i)]; e < a.rowptr[static_cast<size_t>(i) + 1]; ++e)
+      idx.push_back(static_cast<I>(i));
+  const int64_t E = static_cast<int64_t>(idx.size());
+  // The same messages in a shuffled order for scatter_reduce.
+  std::vector<int64_t> perm(static_cast<size_t>(E));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::shuffle(perm.begin(), perm.end(), std::mt19937_64(seed + 5));
+  std::vector<I> shuffled_idx(static_cast<size_t>(E));
+  for (int64_t t = 0; t < E; ++t) shuffled_idx[static_cast<size_t>(t)] = idx[static_cast<size_t>(perm[static_cast<size_t>(t)])];
+  const Buffer d_idx = upload(ctx, idx), d_shuffled = upload(ctx, shuffled_idx), d_col = upload(ctx, a.colind);
+  Buffer d_w;
+  if (weighted) d_w = upload(ctx, a.values);
+  for (int64_t F : {1, 5, 64}) {
+    for (int64_t ld : {F, F + 1}) {
+      const HostDense<V> src = random_dense<V>(E, F, ld, seed + 1);
+      HostDense<V> shuffled_src(E, F, ld);
+      for (int64_t t = 0; t < E; ++t)
+        for (int64_t f = 0; f < F; ++f) shuffled_src(t, f) = src(perm[static_cast<size_t>(t)], f);
+      const HostDense<V> x = random_dense<V>(a.cols, F, ld, seed + 2);
+      const DevDense<V> d_src = to_device(ctx, src), d_ssrc = to_device(ctx, shuffled_src), d_x = to_device(ctx, x);
+      for (Reduce r : kReduces) {
+        const Expected seg = reduce_rows(rows, F, r, [&](int64_t e, int64_t f) { return static_cast<double>(src(e, f)); });
+        const Expected gas = reduce_rows(rows, F, r, [&](int64_t e, int64_t f) {
+          return value_of(a, e) * static_cast<double>(x(a.colind[static_cast<size_t>(e)], f));
+        });
+        const HostDense<V> poison(a.rows, F, ld, std::numeric_limits<V>::quiet_NaN());
+        for (const std::string& v : variants(SPARSEPORT_OP_SEGMENT_REDUCE)) {
+          SCOPED_TRACE(v + ", F " + std::to_string(F) + ", ld " + std::to_string(ld) + ", " + name(r) + ", seed " +
+                       std::to_string(seed));
+          const DevDense<V> out = to_device(ctx, poison);
+          segment_reduce(ctx, make_index(E, static_cast<const I*>(d_idx.data())), d_src.view(), out.mut(), {r, v});
+          ASSERT_TRUE(close_to(to_host(ctx, out), seg, F));
+        }
+        for (const std::string& v : variants(SPARSEPORT_OP_SCATTER_REDUCE)) {
+          SCOPED_TRACE(v + ", F " + std::to_string(F) + ", ld " + std::to_string(ld) + ", " + name(r));
+          const DevDense<V> out = to_device(ctx, poison);
+          scatter_reduce(ctx, make_index(E, static_cast<const I*>(d_shuffled.data())), d_ssrc.view(), out.mut(), {r, v});
+          ASSERT_TRUE(close_to(to_host(ctx, out), seg, F));
+        }
+        const CooView edges = make_coo<I, V>(a.rows, a.cols, E, static_cast<const I*>(d_idx.data()),
+                                             static_cast<const I*>(d_col.data()),
+                                             weighted ? static_cast<const V*>(d_w.data()) : nullptr);
+        for (const std::string& v : variants(SPARSEPORT_OP_GATHER_SCATTER)) {
+          SCOPED_TRACE(v + ", F " + std::to_string(F) + ", ld " + std::to_string(ld) + ", " + name(r));
+          const DevDense<V> out = to_device(ctx, poison);
+          gather_scatter(ctx, edges, d_x.view(), out.mut(), {r, v});
+          ASSERT_TRUE(close_to(to_host(ctx, out), gas, F));
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaSegment, EveryVariantFloatInt32Weighted) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  check_segments<int32_t, float>(ctx, kSeed + 80, true);
+}
+
+TEST(CudaSegment, EveryVariantDoubleInt64Unweighted) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  check_segments<int64_t, double>(ctx, kSeed + 90, false);
+}
+
+// ---- attention ---------------------------------------------------------------------------------
+
+template <class I, class V>
+void check_attention(const Context& ctx, uint64_t seed) {
+  // A mega-row of 1800 entries (longer than one warp's softmax), hubs, empty rows.
+  const auto a = skewed_csr<I, V>(800, 700, 6000, 0.3, seed);
+  const auto da = to_device(ctx, a);
+  const double tol = std::is_same_v<V, float> ? 2e-5 : 1e-12;
+  for (int64_t F : {4, 33}) {
+    for (int64_t Fv : {3, 64, 200}) {
+      const HostDense<V> q = random_dense<V>(a.rows, F, F, seed + 1), k = random_dense<V>(a.cols, F, F, seed + 2),
+                         vv = random_dense<V>(a.cols, Fv, Fv, seed + 3);
+      const DevDense<V> dq = to_device(ctx, q), dk = to_device(ctx, k), dv = to_device(ctx, vv);
+      for (double scale : {0.0, 0.7}) {
+        const double sc = scale != 0.0 ? scale : 1.0 / std::sqrt(static_cast<double>(F));
+        HostDense<double> want(a.rows, Fv);
+        for (int64_t i = 0; i < a.rows; ++i) {
+          const I e0 = a.rowptr[static_cast<size_t>(i)], e1 = a.rowptr[static_cast<size_t>(i) + 1];
+          std::vector<double> s;
+          for (I e = e0; e < e1; ++e) {
+            double d = 0;
+            for (int64_t f = 0; f < F; ++f) d += double(q(i, f)) * double(k(a.colind[static_cast<size_t>(e)], f));
+            s.push_back(sc * d);
+          }
+          if (s.empty()) continue;
+          const double mx = *std::max_element(s.begin(), s.end());
+          double sum = 0;
+          for (double& x : s) sum += (x = std::exp(x - mx));
+          for (I e = e0; e < e1; ++e)
+            for (int64_t f = 0; f < Fv; ++f)
+              want(i, f) += s[static_cast<size_t>(e - e0)] / sum * double(vv(a.colind[static_cast<size_t>(e)], f));
+        }
+        for (const std::string& v : variants(SPARSEPORT_OP_CSR_ATTENTION)) {
+          SCOPED_TRACE(v + ", F " + std::to_string(F) + ", Fv " + std::to_string(Fv) + ", scale " +
+                       std::to_string(scale) + ", seed " + std::to_string(seed));
+          const DevDense<V> out = to_device(ctx, HostDense<V>(a.rows, Fv, Fv, std::numeric_limits<V>::quiet_NaN()));
+          csr_attention(ctx, da.view, dq.view(), dk.view(), dv.view(), out.mut(), {scale, v});
+          const HostDense<V> got = to_host(ctx, out);
+          for (int64_t i = 0; i < a.rows; ++i)
+            for (int64_t f = 0; f < Fv; ++f)
+              ASSERT_LE(std::abs(double(got(i, f)) - want(i, f)), tol)
+                  << "out[" << i << "," << f << "] = " << got(i, f) << " but the oracle gives " << want(i, f);
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaAttention, EveryVariantFloatInt32) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  check_attention<int32_t, float>(ctx, kSeed + 100);
+}
+
+TEST(CudaAttention, EveryVariantDoubleInt64) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  check_attention<int64_t, double>(ctx, kSeed + 110);
+}
+
+// ---- structure ---------------------------------------------------------------------------------
+
+template <class I, class V>
+void expect_same_csr(const HostCsr<I, V>& got, const HostCsr<I, V>& want) {
+  EXPECT_EQ(got.rows, want.rows);
+  EXPECT_EQ(got.cols, want.cols);
+  EXPECT_EQ(got.rowptr, want.rowptr);
+  EXPECT_EQ(got.colind, want.colind);
+  EXPECT_EQ(got.values, want.values);
+}
+
+template <class I, class V>
+void check_structure(const Context& ctx, bool pattern, uint64_t seed) {
+  const auto a = skewed_csr<I, V>(2000, 2000, 16000, 0.2, seed, !pattern);
+  const auto da = to_device(ctx, a);
+  std::mt19937_64 rng(seed + 1);
+
+  // Slicing: any order, repeats, the mega-row and empty rows included.
+  std::vector<I> rows;
+  std::uniform_int_distribution<int64_t> pick(0, a.rows - 1);
+  for (int t = 0; t < 500; ++t) rows.push_back(static_cast<I>(pick(rng)));
+  rows.push_back(static_cast<I>(a.rows / 3));
+  rows.push_back(rows.front());
+  const Buffer d_rows = upload(ctx, rows);
+  const IndexView rv = make_index(static_cast<int64_t>(rows.size()), static_cast<const I*>(d_rows.data()));
+  HostCsr<I, V> want;
+  want.rows = static_cast<int64_t>(rows.size());
+  want.cols = a.cols;
+  for (I r : rows) {
+    for (I e = a.rowptr[static_cast<size_t>(r)]; e < a.rowptr[static_cast<size_t>(r) + 1]; ++e) {
+      want.colind.push_back(a.colind[static_cast<size_t>(e)]);
+      if (!pattern) want.values.push_back(a.values[static_cast<size_t>(e)]);
+    }
+    want.rowptr.push_back(static_cast<I>(want.colind.size()));
+  }
+  {
+    SCOPED_TRACE("csr_slice_rows, seed " + std::to_string(seed));
+    expect_same_csr(ctx.to_host<I, V>(csr_slice_rows(ctx, da.view, rv)), want);
+  }
+  {
+    SCOPED_TRACE("csr_slice_rows_dense, seed " + std::to_string(seed));
+    const DevDense<V> out =
+        to_device(ctx, HostDense<V>(want.rows, a.cols, a.cols + 1, std::numeric_limits<V>::quiet_NaN()));
+    csr_slice_rows_dense(ctx, da.view, rv, out.mut());
+    const HostDense<V> got = to_host(ctx, out);
+    HostDense<double> dense(want.rows, a.cols);
+    for (int64_t t = 0; t < want.rows; ++t)
+      for (I e = want.rowptr[static_cast<size_t>(t)]; e < want.rowptr[static_cast<size_t>(t) + 1]; ++e)
+        dense(t, want.colind[static_cast<size_t>(e)]) += pattern ? 1.0 : double(want.values[static_cast<size_t>(e)]);
+    for (int64_t t = 0; t < want.rows; ++t)
+      for (int64_t j = 0; j < a.cols; ++j)
+        ASSERT_NEAR(double(got(t, j)), dense(t, j), 1e-5) << "out[" << t << "," << j << "]";
+  }
+  {
+    SCOPED_TRACE("csr_slice_rows with no rows");
+    const CsrMatrix m = csr_slice_rows(ctx, da.view, make_index<I>(0, nullptr));
+    EXPECT_EQ(m.rows, 0);
+    EXPECT_EQ(m.nnz, 0);
+  }
+
+  // Induced subgraph on 700 distinct vertices in a random order.
+  std::vector<I> all(static_cast<size_t>(a.rows));
+  std::iota(all.begin(), all.end(), I(0));
+  std::shuffle(all.begin(), all.end(), rng);
+  std::vector<I> vs(all.begin(), all.begin() + 700);
+  std::vector<int64_t> map(static_cast<size_t>(a.rows), -1);
+  for (size_t t = 0; t < vs.size(); ++t) map[static_cast<size_t>(vs[t])] = static_cast<int64_t>(t);
+  HostCsr<I, V> sub;
+  sub.rows = sub.cols = static_cast<int64_t>(vs.size());
+  for (I r : vs) {
+    for (I e = a.rowptr[static_cast<size_t>(r)]; e < a.rowptr[static_cast<size_t>(r) + 1]; ++e) {
+      const int64_t c = map[static_cast<size_t>(a.colind[static_cast<size_t>(e)])];
+      if (c < 0) continue;
+      sub.colind.push_back(static_cast<I>(c));
+      if (!pattern) sub.values.push_back(a.values[static_cast<size_t>(e)]);
+    }
+    sub.rowptr.push_back(static_cast<I>(sub.colind.size()));
+  }
+  const Buffer d_vs = upload(ctx, vs);
+  {
+    SCOPED_TRACE("csr_induced_subgraph, seed " + std::to_string(seed));
+    expect_same_csr(ctx.to_host<I, V>(csr_induced_subgraph(
+                        ctx, da.view, make_index(static_cast<int64_t>(vs.size()), static_cast<const I*>(d_vs.data())))),
+                    sub);
+  }
+
+  // Transpose: stable, so each result row lists A's rows in increasing order.
+  HostCsr<I, V> t;
+  t.rows = a.cols;
+  t.cols = a.rows;
+  std::vector<std::vector<int64_t>> by_col(static_cast<size_t>(a.cols));
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (I e = a.rowptr[static_cast<size_t>(i)]; e < a.rowptr[static_cast<size_t>(i) + 1]; ++e)
+      by_col[static_cast<size_t>(a.colind[static_cast<size_t>(e)])].push_back(e);
+  std::vector<int64_t> row_of_e(static_cast<size_t>(a.nnz()));
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (I e = a.rowptr[static_cast<size_t>(i)]; e < a.rowptr[static_cast<size_t>(i) + 1]; ++e)
+      row_of_e[static_cast<size_t>(e)] = i;
+  for (const auto& es : by_col) {
+    for (int64_t e : es) {
+      t.colind.push_back(static_cast<I>(row_of_e[static_cast<size_t>(e)]));
+      if (!pattern) t.values.push_back(a.values[static_cast<size_t>(e)]);
+    }
+    t.rowptr.push_back(static_cast<I>(t.colind.size()));
+  }
+  {
+    SCOPED_TRACE("csr_transpose, seed " + std::to_string(seed));
+    expect_same_csr(ctx.to_host<I, V>(csr_transpose(ctx, da.view)), t);
+  }
+}
+
+TEST(CudaStructure, SliceInducedTransposeFloatInt32) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  check_structure<int32_t, float>(ctx, false, kSeed + 120);
+}
+
+TEST(CudaStructure, SliceInducedTransposeDoubleInt64Pattern) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  check_structure<int64_t, double>(ctx, true, kSeed + 130);
+}
+
+// ---- plans ---------------------------------------------------------------------------------------
+
+TEST(CudaPlans, BuiltOnceReusedAndDroppedWhenTheMatrixChanges) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  const auto a = skewed_csr<int32_t, float>(3000, 2500, 20000, 0.4, kSeed + 140);
+  // Same structure sizes, other columns and values: written over A's arrays in place below.
+  auto a2 = skewed_csr<int32_t, float>(3000, 2500, 20000, 0.4, kSeed + 141);
+  a2.rowptr = a.rowptr;
+  a2.colind.resize(a.colind.size());
+  a2.values.resize(a.values.size());
+  for (size_t e = 0; e < a2.colind.size(); ++e) a2.colind[e] = static_cast<int32_t>((a.colind[e] * 7 + 3) % a.cols);
+
+  auto da = std::make_unique<DevCsr<int32_t, float>>(to_device(ctx, a));
+  const int64_t F = 64;
+  const HostDense<float> b1 = random_dense<float>(a.cols, F, F, kSeed + 142), b2 = random_dense<float>(a.cols, F, F, kSeed + 143);
+  const DevDense<float> db1 = to_device(ctx, b1), db2 = to_device(ctx, b2);
+  const DevDense<float> dc = to_device(ctx, HostDense<float>(a.rows, F, F, 0.0f));
+  auto expected = [&](const HostCsr<int32_t, float>& m, const HostDense<float>& b) {
+    return reduce_rows(entries_by_row(m), F, Reduce::sum, [&](int64_t e, int64_t f) {
+      return value_of(m, e) * double(b(m.colind[static_cast<size_t>(e)], f));
+    });
+  };
+  const SpmmOptions vendor{Reduce::sum, 1.0, 0.0, "spmm.cusparse"};
+
+  spmm(ctx, da->view, db1.view(), dc.mut(), vendor);
+  EXPECT_TRUE(close_to(to_host(ctx, dc), expected(a, b1), F));
+  spmm(ctx, da->view, db2.view(), dc.mut(), vendor);  // other B: the same plan
+  EXPECT_TRUE(close_to(to_host(ctx, dc), expected(a, b2), F));
+  sparseport_cuda_diagnostics d = diagnostics(ctx);
+  EXPECT_EQ(d.plan_misses, 1u);
+  EXPECT_EQ(d.plan_hits, 1u);
+  EXPECT_EQ(d.plan_entries, 1u);
+  const std::string note = d.note;
+  EXPECT_NE(note.find("-> ALG"), std::string::npos) << note;
+  std::printf("%s\n", note.c_str());
+
+  spmm(ctx, da->view, db1.view(), dc.mut(), {Reduce::sum, 1.0, 0.0, "spmm.hub_split"});
+  spmm(ctx, da->view, db2.view(), dc.mut(), {Reduce::sum, 1.0, 0.0, "spmm.hub_split"});
+  EXPECT_TRUE(close_to(to_host(ctx, dc), expected(a, b2), F));
+  d = diagnostics(ctx);
+  EXPECT_EQ(d.plan_entries, 2u);
+  EXPECT_EQ(d.plan_misses, 2u);
+  EXPECT_EQ(d.plan_hits, 2u);
+
+  // Writing new columns into A's colind through the backend drops the vendor plan (it watches
+  // colind), so the next call sees the new matrix.
+  ctx.copy_to_backend(da->colind.data(), a2.colind.data(), a2.colind.size() * sizeof(int32_t));
+  ctx.copy_to_backend(da->values.data(), a2.values.data(), a2.values.size() * sizeof(float));
+  d = diagnostics(ctx);
+  EXPECT_EQ(d.plan_invalidated, 1u);
+  EXPECT_EQ(d.plan_entries, 1u);
+  spmm(ctx, da->view, db1.view(), dc.mut(), vendor);
+  EXPECT_TRUE(close_to(to_host(ctx, dc), expected(a2, b1), F));
+  d = diagnostics(ctx);
+  EXPECT_EQ(d.plan_misses, 3u);
+
+  // Freeing the matrix drops every plan that watched it.
+  da.reset();
+  d = diagnostics(ctx);
+  EXPECT_EQ(d.plan_entries, 0u);
+  EXPECT_EQ(d.poisoned, 0);
+}
+
+}  // namespace
