@@ -6,8 +6,8 @@
 //           batch at a time, the accumulator is rescaled only when the batch raises m, and the
 //           batch's V rows are summed in register tiles. No nnz-long buffer, one visit per entry.
 // Both keep a row on one thread in the V pass, so a mega-row serialises there. unfused is the
-// default: on the 2-core dev machine (rmat:16:16, F=64, 2 threads) it ran ~40 ms against ~64 ms
-// for onepass, single-threaded ~35-45 ms against ~58-66 ms; at F=16 they were within 5%. perf
+// default: on the 2-core dev machine (rmat:16:16, F=64, 2 threads, interleaved medians on a quiet
+// machine) it ran 16.5 ms against 19.9 ms for onepass, single-threaded ~35 ms against ~58 ms. perf
 // puts onepass's time in stalls on the K-row gathers of its scoring loop: the exp calls and the
 // per-batch V sum between batches leave out-of-order execution less to overlap than pass 1's
 // uninterrupted run of dots. onepass stays for its lack of an nnz-long buffer.
