@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/row_oracle.hpp"
 #include "sparseport/errors.hpp"
 #include "sparseport/ops.hpp"
 
@@ -137,88 +138,14 @@ HostCsr<I, V> skewed_csr(int64_t rows, int64_t cols, int64_t nnz_target, double 
   return a;
 }
 
-template <class V>
-HostDense<V> random_dense(int64_t rows, int64_t cols, int64_t ld, uint64_t seed, double lo = -1.0, double hi = 1.0) {
-  HostDense<V> d(rows, cols, ld);
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> val(lo, hi);
-  for (V& x : d.data) x = static_cast<V>(val(rng));
-  return d;
-}
+using sparseport_test::Expected;
+using sparseport_test::random_dense;
+using sparseport_test::reduce_rows;
 
-// ---- oracle -------------------------------------------------------------------------------------
-
-// Expected values and what bounds their rounding: the sum of the magnitudes of the terms (for a
-// sum or mean; the value itself for max and min) and the number of terms.
-struct Expected {
-  std::vector<double> value, scale, terms;
-  void resize(size_t n) {
-    value.assign(n, 0.0);
-    scale.assign(n, 0.0);
-    terms.assign(n, 0.0);
-  }
-};
-
-inline double reduce_init(Reduce r) {
-  if (r == Reduce::max) return -std::numeric_limits<double>::infinity();
-  if (r == Reduce::min) return std::numeric_limits<double>::infinity();
-  return 0.0;
-}
-inline double reduce_step(Reduce r, double acc, double x) {
-  if (r == Reduce::max) return std::max(acc, x);
-  if (r == Reduce::min) return std::min(acc, x);
-  return acc + x;
-}
-
-// out[i, f] = reduce over the messages of row i of msg(e, f); 0 for none; mean = sum / count.
-template <class Msg>
-Expected reduce_rows(const std::vector<std::vector<int64_t>>& rows_of, int64_t F, Reduce r, const Msg& msg) {
-  Expected x;
-  const int64_t n = static_cast<int64_t>(rows_of.size());
-  x.resize(static_cast<size_t>(n * F));
-  for (int64_t i = 0; i < n; ++i) {
-    const std::vector<int64_t>& es = rows_of[static_cast<size_t>(i)];
-    for (int64_t f = 0; f < F; ++f) {
-      double acc = reduce_init(r), mag = 0.0;
-      for (int64_t e : es) {
-        const double m = msg(e, f);
-        acc = reduce_step(r, acc, m);
-        mag += std::abs(m);
-      }
-      if (es.empty()) acc = 0.0;
-      if (r == Reduce::mean && !es.empty()) {
-        acc /= static_cast<double>(es.size());
-        mag /= static_cast<double>(es.size());
-      }
-      const size_t k = static_cast<size_t>(i * F + f);
-      x.value[k] = acc;
-      x.scale[k] = (r == Reduce::sum || r == Reduce::mean) ? mag : std::abs(acc);
-      x.terms[k] = static_cast<double>(es.size());
-    }
-  }
-  return x;
-}
-
-// Rounding allowance: sums round like sqrt(terms) in practice; 32 ulps of slack covers the
-// different summation orders of the GPU kernels (atomics included).
-template <class V>
-double tolerance(double scale, double terms) {
-  const double eps = std::numeric_limits<V>::epsilon();
-  return 32.0 * eps * (std::sqrt(terms + 1.0) * scale + 1e-30);
-}
-
+// 32 ulps of slack: the GPU kernels sum in many orders, atomics included.
 template <class V>
 ::testing::AssertionResult close_to(const HostDense<V>& got, const Expected& want, int64_t F) {
-  for (int64_t i = 0; i < got.rows; ++i)
-    for (int64_t f = 0; f < F; ++f) {
-      const size_t k = static_cast<size_t>(i * F + f);
-      const double g = static_cast<double>(got(i, f)), w = want.value[k];
-      const double tol = tolerance<V>(want.scale[k], want.terms[k]);
-      if (!(std::abs(g - w) <= tol))
-        return ::testing::AssertionFailure() << "out[" << i << "," << f << "] = " << g << " but the oracle gives " << w
-                                             << " (tolerance " << tol << ", " << want.terms[k] << " terms)";
-    }
-  return ::testing::AssertionSuccess();
+  return sparseport_test::close_to(got, want, F, 32.0);
 }
 
 template <class I, class V>

@@ -171,7 +171,7 @@ void check_spmm(const Context& ctx, const HostCsr<I, V>& a, const std::vector<Wi
     const HostDense<V> c0 = random_dense<V>(a.rows, F, w.ldc, seed + 2);
     const DevDense<V> db = to_device(ctx, b);
     for (Reduce r : kReduces) {
-      const Expected base = reduce_rows(rows, F, r, [&](int64_t e, int64_t f) {
+      const Expected base = reduce_rows(static_cast<int64_t>(rows.size()), F, r, rows, [&](int64_t e, int64_t f) {
         return value_of(a, e) * static_cast<double>(b(a.colind[static_cast<size_t>(e)], f));
       });
       for (Scaling s : {Scaling{1.0, 0.0}, Scaling{-0.5, 2.0}}) {
@@ -322,8 +322,8 @@ void check_segments(const Context& ctx, uint64_t seed, bool weighted) {
       const HostDense<V> x = random_dense<V>(a.cols, F, ld, seed + 2);
       const DevDense<V> d_src = to_device(ctx, src), d_ssrc = to_device(ctx, shuffled_src), d_x = to_device(ctx, x);
       for (Reduce r : kReduces) {
-        const Expected seg = reduce_rows(rows, F, r, [&](int64_t e, int64_t f) { return static_cast<double>(src(e, f)); });
-        const Expected gas = reduce_rows(rows, F, r, [&](int64_t e, int64_t f) {
+        const Expected seg = reduce_rows(static_cast<int64_t>(rows.size()), F, r, rows, [&](int64_t e, int64_t f) { return static_cast<double>(src(e, f)); });
+        const Expected gas = reduce_rows(static_cast<int64_t>(rows.size()), F, r, rows, [&](int64_t e, int64_t f) {
           return value_of(a, e) * static_cast<double>(x(a.colind[static_cast<size_t>(e)], f));
         });
         const HostDense<V> poison(a.rows, F, ld, std::numeric_limits<V>::quiet_NaN());
@@ -568,7 +568,7 @@ TEST(CudaPlans, BuiltOnceReusedAndDroppedWhenTheMatrixChanges) {
   const DevDense<float> db1 = to_device(ctx, b1), db2 = to_device(ctx, b2);
   const DevDense<float> dc = to_device(ctx, HostDense<float>(a.rows, F, F, 0.0f));
   auto expected = [&](const HostCsr<int32_t, float>& m, const HostDense<float>& b) {
-    return reduce_rows(entries_by_row(m), F, Reduce::sum, [&](int64_t e, int64_t f) {
+    return reduce_rows(m.rows, F, Reduce::sum, entries_by_row(m), [&](int64_t e, int64_t f) {
       return value_of(m, e) * double(b(m.colind[static_cast<size_t>(e)], f));
     });
   };

@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../common/row_oracle.hpp"
 #include "sparseport/ops.hpp"
 
 namespace sp_test {
@@ -61,87 +62,14 @@ HostCsr<I, V> skewed_csr(int64_t rows, int64_t cols, int64_t nnz_target, double 
   return a;
 }
 
-template <class V>
-HostDense<V> random_dense(int64_t rows, int64_t cols, int64_t ld, uint64_t seed) {
-  HostDense<V> d(rows, cols, ld);
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> val(-1.0, 1.0);
-  for (V& x : d.data) x = static_cast<V>(val(rng));
-  return d;
-}
+using sparseport_test::Expected;
+using sparseport_test::random_dense;
+using sparseport_test::reduce_rows;
 
-// Expected values and, per value, what bounds its rounding: the sum of the magnitudes of its terms
-// (for a sum or mean; the value itself for max and min) and the number of terms.
-struct Expected {
-  std::vector<double> value, scale, terms;
-
-  void resize(size_t n) {
-    value.assign(n, 0.0);
-    scale.assign(n, 0.0);
-    terms.assign(n, 0.0);
-  }
-};
-
-inline double reduce_init(Reduce r) {
-  if (r == Reduce::max) return -std::numeric_limits<double>::infinity();
-  if (r == Reduce::min) return std::numeric_limits<double>::infinity();
-  return 0.0;
-}
-inline double reduce_step(Reduce r, double acc, double x) {
-  if (r == Reduce::max) return std::max(acc, x);
-  if (r == Reduce::min) return std::min(acc, x);
-  return acc + x;
-}
-
-// out[i, f] = reduce over messages e of row i of message(e)[f], 0 for none; mean = sum / count.
-template <class Rows, class Msg>
-Expected reduce_rows(int64_t n_out, int64_t F, Reduce r, const Rows& rows_of, const Msg& msg) {
-  Expected x;
-  x.resize(static_cast<size_t>(n_out * F));
-  for (int64_t i = 0; i < n_out; ++i) {
-    const std::vector<int64_t>& es = rows_of[static_cast<size_t>(i)];
-    for (int64_t f = 0; f < F; ++f) {
-      double acc = reduce_init(r), mag = 0.0;
-      for (int64_t e : es) {
-        const double m = msg(e, f);
-        acc = reduce_step(r, acc, m);
-        mag += std::abs(m);
-      }
-      if (es.empty()) acc = 0.0;
-      if (r == Reduce::mean && !es.empty()) {
-        acc /= static_cast<double>(es.size());
-        mag /= static_cast<double>(es.size());
-      }
-      x.value[static_cast<size_t>(i * F + f)] = acc;
-      x.scale[static_cast<size_t>(i * F + f)] = (r == Reduce::sum || r == Reduce::mean) ? mag : std::abs(acc);
-      x.terms[static_cast<size_t>(i * F + f)] = static_cast<double>(es.size());
-    }
-  }
-  return x;
-}
-
-// Rounding allowance for a value of type V reduced from `terms` terms of total magnitude `scale`:
-// rounding errors of a sum grow like sqrt(terms) in practice; 8 ulps of slack on top.
-template <class V>
-double tolerance(double scale, double terms) {
-  const double eps = std::numeric_limits<V>::epsilon();
-  return 8.0 * eps * (std::sqrt(terms + 1.0) * scale + std::numeric_limits<V>::min());
-}
-
-// Compares an op's dense output (rows x F, leading dimension ld) with the oracle; on the first
-// mismatch reports where and by how much.
+// 8 ulps of slack: the CPU kernels sum in few, fixed orders.
 template <class V>
 ::testing::AssertionResult close_to(const HostDense<V>& got, const Expected& want, int64_t F) {
-  for (int64_t i = 0; i < got.rows; ++i)
-    for (int64_t f = 0; f < F; ++f) {
-      const double g = static_cast<double>(got(i, f)), w = want.value[static_cast<size_t>(i * F + f)];
-      const size_t k = static_cast<size_t>(i * F + f);
-      const double tol = tolerance<V>(want.scale[k], want.terms[k]);
-      if (!(std::abs(g - w) <= tol))
-        return ::testing::AssertionFailure() << "out[" << i << "," << f << "] = " << g << " but the oracle gives " << w
-                                             << " (tolerance " << tol << ")";
-    }
-  return ::testing::AssertionSuccess();
+  return sparseport_test::close_to(got, want, F, 8.0);
 }
 
 }  // namespace sp_test
