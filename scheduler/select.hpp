@@ -1,25 +1,77 @@
 // SPDX-License-Identifier: Apache-2.0
-// Variant selection. Today's policy is the static one (an explicit request, else the plugin's
-// default variant, else its first that applies); the input-aware scheduler of DESIGN.md §4
-// (estimate, probe, guardrail, cache) replaces the body of select() without changing its callers.
+// Variant selection: the input-aware scheduler of DESIGN.md section 4 behind one front-end call.
+//
+//   run()      the one-shot path: an explicit variant runs as asked; otherwise the op's plan is
+//              found in a process-wide memo (keyed by backend context, sparse operand address,
+//              shape, F and types) or prepared, and executed.
+//   prepare()  signatures and a cache lookup (no probing): what a Plan does at construction.
+//   execute()  decides on first use when the cache missed (estimate, probe, guardrail), verifies
+//              a probed decision once at full size against the vendor, then runs the variant.
+//
+// Policy in one place: the vendor is the variant the plugin flags as vendor, else the op's
+// default variant (the plain one, e.g. spmm.rows), else the first that applies. Structural ops
+// (slice, induced subgraph, transpose) are not probed: they run their default variant.
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "scheduler/signature.hpp"
 #include "sparseport/context.hpp"
+#include "sparseport/plan.hpp"
+
+namespace sparseport::detail {
+
+// What a plan (or the one-shot memo) holds.
+struct PlanState {
+  const PluginInfo* plugin = nullptr;
+  sparseport_exec exec{};
+  sparseport_op op = SPARSEPORT_OP_SPMM;
+  SchedulerOptions opt;  // resolved
+  scheduler::ProblemInfo info;
+  std::string key;       // cache key: device hash / graph signature / op / F / types
+  std::string versions;  // the device signature's versions
+  std::string graph;     // graph signature
+  scheduler::Structure structure;  // kept until the decision is made (the probe samples from it)
+  Decision decision;
+  bool decided = false;
+  bool verify_pending = false;
+  std::mutex mu;
+};
+
+}  // namespace sparseport::detail
 
 namespace sparseport::scheduler {
-
-// The variant of `plugin` to run op on args (the op's ABI argument struct).
-// requested: a variant name, or empty to let the scheduler choose.
-// Throws Unsupported (message starts with `where`) when requested is not offered for op or does
-// not apply to args, or when no variant applies.
-std::string select(const PluginInfo& plugin, sparseport_op op, const void* args, std::string_view requested,
-                   const std::string& where);
 
 // Whether variant applies to args; the reason is written to *why when it does not.
 bool applies(const PluginInfo& plugin, sparseport_op op, const std::string& variant, const void* args,
              std::string* why);
+
+// The static choice (requested, else default, else first that applies). Throws Unsupported
+// (message starts with `where`) when requested is not offered or does not apply, or nothing applies.
+std::string select(const PluginInfo& plugin, sparseport_op op, const void* args, std::string_view requested,
+                   const std::string& where);
+
+// The guardrail's reference variant among `applicable`.
+std::string vendor_of(const PluginInfo& plugin, sparseport_op op, const std::vector<std::string>& applicable);
+
+std::shared_ptr<detail::PlanState> prepare(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op,
+                                           const void* args, const SchedulerOptions& opt);
+void execute(detail::PlanState& plan, const void* args, const std::string& where);
+
+// The one-shot path used by every op of ops.hpp.
+void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
+         std::string_view requested, const std::string& where);
+void clear_memo();
+
+// The guardrail's decision from probe times (seconds; negative = failed), for tests and the log.
+struct Verdict {
+  std::string variant, reason;
+};
+Verdict guardrail(const std::vector<std::pair<std::string, double>>& native, const std::string& vendor,
+                  double vendor_seconds, double alpha);
 
 }  // namespace sparseport::scheduler

@@ -79,6 +79,25 @@ std::string describe_devices() {
   return out;
 }
 
+std::string signature(int device) {
+  const DeviceInfo d = device_info(device);
+  int driver = 0, runtime = 0, sp_major = 0, sp_minor = 0, sp_patch = 0;
+  check(cudaDriverGetVersion(&driver), "cudaDriverGetVersion");
+  check(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
+  check(cusparseGetProperty(MAJOR_VERSION, &sp_major), "cusparseGetProperty(MAJOR_VERSION)");
+  check(cusparseGetProperty(MINOR_VERSION, &sp_minor), "cusparseGetProperty(MINOR_VERSION)");
+  check(cusparseGetProperty(PATCH_LEVEL, &sp_patch), "cusparseGetProperty(PATCH_LEVEL)");
+  char buf[1024];
+  // Hardware first (stable for one GPU model), then the versions that invalidate decisions.
+  std::snprintf(buf, sizeof buf,
+                "kind=gpu\nname=%s\ncompute_capability=%d.%d\nsms=%d\nl2_bytes=%lld\nmemory_bytes=%lld\n"
+                "peak_gbps=%.0f\ndriver_version=%s\nruntime_version=%s\ncusparse_version=%d.%d.%d\n",
+                d.name.c_str(), d.cc_major, d.cc_minor, d.sms, static_cast<long long>(d.l2_bytes),
+                static_cast<long long>(d.memory_bytes), d.peak_gbps, version_string(driver).c_str(),
+                version_string(runtime).c_str(), sp_major, sp_minor, sp_patch);
+  return buf;
+}
+
 // ---- plan cache --------------------------------------------------------------------------------
 
 std::shared_ptr<Plan> PlanCache::find(const std::string& key) {

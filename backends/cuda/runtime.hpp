@@ -36,6 +36,9 @@ DeviceInfo device_info(int device);
 // One line per device: name, compute capability, SMs, L2, memory, peak bandwidth, and the
 // driver, runtime and cuSPARSE versions.
 std::string describe_devices();
+// The scheduler's device signature of one device ("key=value" lines, plugin_abi.h): name,
+// compute capability, SMs, L2, memory, peak bandwidth, then driver/runtime/cuSPARSE versions.
+std::string signature(int device);
 
 // State kept across calls for one input (vendor descriptors and buffers, hub partitions). A plan
 // lists the device byte ranges its key depends on; writing or freeing any of them through this

@@ -16,4 +16,9 @@ int resolve_threads(const sparseport_exec* exec);
 // "AMD EPYC ...: 2 hardware threads, OpenMP default 2 threads".
 std::string describe_host();
 
+// The scheduler's device signature ("key=value" lines, plugin_abi.h): CPU model, packages, cores,
+// hardware threads, NUMA nodes, L1d/L2/L3 sizes (hwloc when built with it), SIMD width, and the
+// thread count the context runs with.
+std::string signature(int threads);
+
 }  // namespace sparseport::openmp

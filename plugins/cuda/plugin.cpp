@@ -351,6 +351,10 @@ int describe_devices(char* buf, size_t len, sparseport_status* st) {
   return detail::guarded(st, [&] { std::snprintf(buf, len, "%s", cu::describe_devices().c_str()); });
 }
 
+int device_signature(void* state, char* buf, size_t len, sparseport_status* st) {
+  return with_state(state, st, [&](cu::State& s) { std::snprintf(buf, len, "%s", cu::signature(s.device()).c_str()); });
+}
+
 int context_create(int32_t device, void** state, sparseport_status* st) {
   return detail::guarded(st, [&] { *state = new cu::State(device); });
 }
@@ -400,6 +404,7 @@ const sparseport_plugin kTable = {
     &csr_slice_rows_dense,
     &csr_induced_subgraph,
     &csr_transpose,
+    &device_signature,
 };
 
 }  // namespace

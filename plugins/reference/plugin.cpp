@@ -82,6 +82,7 @@ const sparseport_plugin kTable = {
     [](const sparseport_exec*, const char*, const sparseport_transpose_args* a, sparseport_status* st) {
       return detail::guarded(st, [&] { reference::csr_transpose(*a); });
     },
+    nullptr,  // device_signature: the scheduler uses the description (the reference is never tuned for speed)
 };
 
 }  // namespace

@@ -3,6 +3,7 @@
 // index contents run only when the context's memory is host memory.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "scheduler/select.hpp"
@@ -34,15 +35,31 @@ void check_same_type(const std::string& w, const char* arg, ValueType got, Value
 void check_same_type(const std::string& w, const char* arg, IndexType got, IndexType want);
 void check_reduce(const std::string& w, Reduce r);
 
-// Picks the variant (scheduler), calls the slot, turns a failed status into the matching exception.
+// Each op's checks and ABI arguments, shared by the one-shot function and its plan. `structure`:
+// check the sparse operand's contents too (O(nnz); a plan does it once, at construction).
+// nullopt: nothing to compute (an empty output).
+std::optional<sparseport_spmm_args> spmm_args(const Context& ctx, const std::string& w, const CsrView& a,
+                                              const DenseView& b, const DenseMutView& c, const SpmmOptions& opt,
+                                              bool structure);
+std::optional<sparseport_sddmm_args> sddmm_args(const Context& ctx, const std::string& w, const CsrView& a,
+                                                const DenseView& x, const DenseView& y, const DenseMutView& out,
+                                                bool structure);
+std::optional<sparseport_attention_args> attention_args(const Context& ctx, const std::string& w, const CsrView& a,
+                                                        const DenseView& q, const DenseView& k, const DenseView& v,
+                                                        const DenseMutView& out, const AttentionOptions& opt,
+                                                        bool structure);
+std::optional<sparseport_gather_scatter_args> gather_scatter_args(const Context& ctx, const std::string& w,
+                                                                  const CooView& edges, const DenseView& x,
+                                                                  const DenseMutView& out, const ReduceOptions& opt,
+                                                                  bool structure);
+
+// Lets the scheduler pick the variant (or honours `requested`) and run it; a failed status
+// becomes the matching exception.
 template <class Args, class Fn>
 void call_plugin(const Context& ctx, sparseport_op op, Fn slot, const Args& args, const std::string& requested,
                  const std::string& w) {
   if (slot == nullptr) throw Unsupported(w + ": backend '" + ctx.plugin().name + "' does not provide this op");
-  const std::string variant = scheduler::select(ctx.plugin(), op, &args, requested, w);
-  const sparseport_exec exec = ctx.exec();
-  sparseport_status st{};
-  if (slot(&exec, variant.c_str(), &args, &st) != SPARSEPORT_OK) detail::throw_status(st, w + "/" + variant);
+  scheduler::run(ctx.plugin(), ctx.exec(), op, &args, requested, w);
 }
 
 // Runs a two-phase structural op (phase 0: rowptr; phase 1: fill) into a CsrMatrix in ctx's memory.

@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define SPARSEPORT_ABI_VERSION_MAJOR 1
-#define SPARSEPORT_ABI_VERSION_MINOR 0
+#define SPARSEPORT_ABI_VERSION_MINOR 1
 #define SPARSEPORT_ABI_VERSION ((SPARSEPORT_ABI_VERSION_MAJOR << 16) | SPARSEPORT_ABI_VERSION_MINOR)
 
 typedef enum sparseport_value_type { SPARSEPORT_F32 = 1, SPARSEPORT_F64 = 2 } sparseport_value_type;
@@ -248,6 +248,13 @@ typedef struct sparseport_plugin {
   sparseport_slice_rows_dense_fn csr_slice_rows_dense;
   sparseport_induced_subgraph_fn csr_induced_subgraph;
   sparseport_transpose_fn csr_transpose;
+
+  /* ABI 1.1: the device signature the scheduler keys its decisions by. Writes "key=value" lines
+   * (NUL-terminated, truncated to len) describing the context's device: hardware first, then
+   * versions under keys ending in "_version" (driver, runtime, vendor library). Hardware keys must
+   * be stable across runs on the same machine; version keys invalidate cached decisions.
+   * Null: the scheduler uses the backend name and describe_devices() instead. */
+  int (*device_signature)(void* state, char* buf, size_t len, sparseport_status*);
   /* Append new fields here only. */
 } sparseport_plugin;
 

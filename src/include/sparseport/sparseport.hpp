@@ -6,6 +6,7 @@
 #include "sparseport/errors.hpp"
 #include "sparseport/graph.hpp"
 #include "sparseport/ops.hpp"
+#include "sparseport/plan.hpp"
 #include "sparseport/plugin_abi.h"
 #include "sparseport/version.hpp"
 #include "sparseport/views.hpp"

@@ -1,0 +1,338 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "scheduler/probe.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <unordered_map>
+
+#include "sparseport/errors.hpp"
+#include "src/core/registry.hpp"
+
+namespace sparseport::scheduler {
+
+int call_slot(const sparseport_plugin* t, sparseport_op op, const sparseport_exec& exec, const std::string& variant,
+              const void* args, sparseport_status* st) {
+  const char* v = variant.c_str();
+  const auto missing = [&] {
+    std::snprintf(st->message, sizeof st->message, "the backend has no slot for this op");
+    st->code = SPARSEPORT_ERR_UNSUPPORTED;
+    return SPARSEPORT_ERR_UNSUPPORTED;
+  };
+  switch (op) {
+    case SPARSEPORT_OP_SPMM:
+      return t->spmm ? t->spmm(&exec, v, static_cast<const sparseport_spmm_args*>(args), st) : missing();
+    case SPARSEPORT_OP_SDDMM:
+      return t->sddmm ? t->sddmm(&exec, v, static_cast<const sparseport_sddmm_args*>(args), st) : missing();
+    case SPARSEPORT_OP_SEGMENT_REDUCE:
+      return t->segment_reduce ? t->segment_reduce(&exec, v, static_cast<const sparseport_segment_args*>(args), st)
+                               : missing();
+    case SPARSEPORT_OP_SCATTER_REDUCE:
+      return t->scatter_reduce ? t->scatter_reduce(&exec, v, static_cast<const sparseport_segment_args*>(args), st)
+                               : missing();
+    case SPARSEPORT_OP_GATHER_SCATTER:
+      return t->gather_scatter
+                 ? t->gather_scatter(&exec, v, static_cast<const sparseport_gather_scatter_args*>(args), st)
+                 : missing();
+    case SPARSEPORT_OP_CSR_ATTENTION:
+      return t->csr_attention ? t->csr_attention(&exec, v, static_cast<const sparseport_attention_args*>(args), st)
+                              : missing();
+    case SPARSEPORT_OP_CSR_SLICE_ROWS:
+      return t->csr_slice_rows ? t->csr_slice_rows(&exec, v, static_cast<const sparseport_slice_rows_args*>(args), st)
+                               : missing();
+    case SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE:
+      return t->csr_slice_rows_dense
+                 ? t->csr_slice_rows_dense(&exec, v, static_cast<const sparseport_slice_rows_dense_args*>(args), st)
+                 : missing();
+    case SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH:
+      return t->csr_induced_subgraph
+                 ? t->csr_induced_subgraph(&exec, v, static_cast<const sparseport_induced_subgraph_args*>(args), st)
+                 : missing();
+    case SPARSEPORT_OP_CSR_TRANSPOSE:
+      return t->csr_transpose ? t->csr_transpose(&exec, v, static_cast<const sparseport_transpose_args*>(args), st)
+                              : missing();
+    default:
+      return missing();
+  }
+}
+
+double time_variant(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op,
+                    const std::string& variant, const void* args, int repeats, bool warmup, sparseport_status* failed) {
+  const sparseport_plugin* t = plugin.table;
+  const auto once = [&]() -> double {
+    sparseport_status st{};
+    const auto t0 = std::chrono::steady_clock::now();
+    int rc = call_slot(t, op, exec, variant, args, &st);
+    if (rc == SPARSEPORT_OK && t->synchronize != nullptr) rc = t->synchronize(exec.state, &st);
+    const auto t1 = std::chrono::steady_clock::now();
+    if (rc != SPARSEPORT_OK) {
+      *failed = st;
+      return -1;
+    }
+    return std::chrono::duration<double>(t1 - t0).count();
+  };
+  if (warmup && once() < 0) return -1;  // warm-up: first-touch, lazily built plans, instruction caches
+  std::vector<double> times;
+  for (int r = 0; r < std::max(1, repeats); ++r) {
+    const double s = once();
+    if (s < 0) return -1;
+    times.push_back(s);
+  }
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  return times[times.size() / 2];
+}
+
+// ---- the sample --------------------------------------------------------------------------------
+
+std::vector<int64_t> ProbeSample::stratified_rows(const std::vector<int64_t>& rowptr, double frac, int64_t min_rows) {
+  const int64_t rows = static_cast<int64_t>(rowptr.size()) - 1;
+  std::vector<int64_t> out;
+  if (rows <= 0) return out;
+  if (rows <= min_rows) {
+    out.resize(rows);
+    for (int64_t i = 0; i < rows; ++i) out[i] = i;
+    return out;
+  }
+  const double f = std::min(1.0, std::max(frac, static_cast<double>(min_rows) / rows));
+  std::vector<std::vector<int64_t>> strata(64);
+  for (int64_t i = 0; i < rows; ++i) {
+    const uint64_t d = static_cast<uint64_t>(rowptr[i + 1] - rowptr[i]);
+    strata[std::bit_width(d)].push_back(i);  // 0, 1, 2-3, 4-7, ...
+  }
+  for (const std::vector<int64_t>& s : strata) {
+    if (s.empty()) continue;
+    const int64_t n = std::clamp<int64_t>(std::llround(f * s.size()), 1, s.size());
+    // Evenly spaced inside the stratum, so the sample spans the whole id range (locality of B).
+    for (int64_t j = 0; j < n; ++j) out.push_back(s[(j * static_cast<int64_t>(s.size())) / n]);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void* ProbeSample::alloc(size_t bytes) {
+  void* p = nullptr;
+  sparseport_status st{};
+  if (plugin_.table->alloc(exec_.state, std::max<size_t>(bytes, 16), &p, &st) != SPARSEPORT_OK)
+    detail::throw_status(st, "sparseport scheduler: allocating " + std::to_string(bytes) + " bytes for the probe failed");
+  owned_.push_back(p);
+  return p;
+}
+
+void* ProbeSample::upload(const void* host, size_t bytes) {
+  void* p = alloc(bytes);
+  sparseport_status st{};
+  if (bytes > 0 && plugin_.table->copy(exec_.state, p, host, bytes, SPARSEPORT_COPY_HOST_TO_DEVICE, &st) != SPARSEPORT_OK)
+    detail::throw_status(st, "sparseport scheduler: uploading the probe sample failed");
+  return p;
+}
+
+void* ProbeSample::filled(size_t count, int32_t value_type) {
+  // Small, finite, non-denormal values: the kernels' speed must not depend on what they read.
+  if (value_type == SPARSEPORT_F64) {
+    std::vector<double> v(count, 0.25);
+    return upload(v.data(), count * 8);
+  }
+  std::vector<float> v(count, 0.25f);
+  return upload(v.data(), count * 4);
+}
+
+void ProbeSample::copy_d2d(void* dst, const void* src, size_t bytes) {
+  sparseport_status st{};
+  if (bytes > 0 &&
+      plugin_.table->copy(exec_.state, dst, src, bytes, SPARSEPORT_COPY_DEVICE_TO_DEVICE, &st) != SPARSEPORT_OK)
+    detail::throw_status(st, "sparseport scheduler: copying the probe sample failed");
+}
+
+ProbeSample::~ProbeSample() {
+  for (void* p : owned_) plugin_.table->release(exec_.state, p);
+}
+
+namespace {
+
+template <class T>
+std::vector<char> pack(const T& v) {
+  std::vector<char> b(sizeof(T));
+  std::memcpy(b.data(), &v, sizeof(T));
+  return b;
+}
+
+// int64 host ids to an index array of the given type.
+std::vector<char> encode(const std::vector<int64_t>& ids, int32_t index_type) {
+  std::vector<char> out;
+  if (index_type == SPARSEPORT_I64) {
+    out.resize(ids.size() * 8);
+    std::memcpy(out.data(), ids.data(), out.size());
+  } else {
+    out.resize(ids.size() * 4);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const int32_t v = static_cast<int32_t>(ids[i]);
+      std::memcpy(out.data() + 4 * i, &v, 4);
+    }
+  }
+  return out;
+}
+
+int64_t decode_one(const char* p, int32_t index_type) {
+  if (index_type == SPARSEPORT_I64) {
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+}  // namespace
+
+ProbeSample::ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
+                         const Structure& s, const SchedulerOptions& opt)
+    : plugin_(plugin), exec_(exec) {
+  const sparseport_plugin* t = plugin.table;
+  const bool device = t->memory_space == SPARSEPORT_MEMORY_DEVICE;
+  if (s.csr) {
+    const sparseport_csr* a = nullptr;
+    if (op == SPARSEPORT_OP_SPMM) a = &static_cast<const sparseport_spmm_args*>(args)->a;
+    if (op == SPARSEPORT_OP_SDDMM) a = &static_cast<const sparseport_sddmm_args*>(args)->a;
+    if (op == SPARSEPORT_OP_CSR_ATTENTION) a = &static_cast<const sparseport_attention_args*>(args)->a;
+    const std::vector<int64_t> rows = stratified_rows(s.rowptr, opt.probe_frac, opt.min_probe_rows);
+    const int64_t n = static_cast<int64_t>(rows.size());
+    const size_t isz = a->index_type == SPARSEPORT_I64 ? 8 : 4, vsz = a->value_type == SPARSEPORT_F64 ? 8 : 4;
+    const std::vector<char> ids = encode(rows, a->index_type);
+    // The slice is built with the backend's own csr_slice_rows (on the device for a GPU backend).
+    const std::vector<std::string> slicers = plugin.variants_of(SPARSEPORT_OP_CSR_SLICE_ROWS);
+    if (slicers.empty()) throw Unsupported("sparseport scheduler: backend '" + plugin.name + "' has no csr_slice_rows to build the probe sample");
+    sparseport_slice_rows_args sl{};
+    sl.a = *a;
+    sl.rows = {n, upload(ids.data(), ids.size()), a->index_type};
+    sl.out = {n, a->cols, 0, alloc((n + 1) * isz), nullptr, nullptr, a->index_type, a->value_type};
+    sparseport_status st{};
+    sl.phase = 0;
+    if (call_slot(t, SPARSEPORT_OP_CSR_SLICE_ROWS, exec, slicers.front(), &sl, &st) != SPARSEPORT_OK)
+      detail::throw_status(st, "sparseport scheduler: slicing the probe sample failed");
+    std::vector<char> last(isz);
+    const char* last_src = static_cast<const char*>(sl.out.rowptr) + n * isz;
+    if (device) {
+      if (t->copy(exec.state, last.data(), last_src, isz, SPARSEPORT_COPY_DEVICE_TO_HOST, &st) != SPARSEPORT_OK)
+        detail::throw_status(st, "sparseport scheduler: reading the probe sample's size failed");
+    } else {
+      std::memcpy(last.data(), last_src, isz);
+    }
+    const int64_t nnz = decode_one(last.data(), a->index_type);
+    sl.out.nnz = nnz;
+    sl.out.colind = alloc(nnz * isz);
+    sl.out.values = a->values != nullptr ? alloc(nnz * vsz) : nullptr;
+    sl.phase = 1;
+    if (call_slot(t, SPARSEPORT_OP_CSR_SLICE_ROWS, exec, slicers.front(), &sl, &st) != SPARSEPORT_OK)
+      detail::throw_status(st, "sparseport scheduler: slicing the probe sample failed");
+    const sparseport_csr sub{n, a->cols, nnz, sl.out.rowptr, sl.out.colind, sl.out.values, a->index_type,
+                             a->value_type};
+    if (op == SPARSEPORT_OP_SPMM) {
+      sparseport_spmm_args p = *static_cast<const sparseport_spmm_args*>(args);
+      p.a = sub;
+      p.c = {n, p.c.cols, p.c.cols, alloc(n * p.c.cols * vsz), p.c.value_type};
+      p.beta = 0;  // the sample's output is scratch
+      args_ = pack(p);
+    } else if (op == SPARSEPORT_OP_SDDMM) {
+      sparseport_sddmm_args p = *static_cast<const sparseport_sddmm_args*>(args);
+      p.a = sub;
+      p.x = {n, p.x.cols, p.x.cols, filled(n * p.x.cols, p.x.value_type), p.x.value_type};
+      p.out = {nnz, 1, 1, alloc(nnz * vsz), p.out.value_type};
+      args_ = pack(p);
+    } else {
+      sparseport_attention_args p = *static_cast<const sparseport_attention_args*>(args);
+      p.a = sub;
+      p.q = {n, p.q.cols, p.q.cols, filled(n * p.q.cols, p.q.value_type), p.q.value_type};
+      p.out = {n, p.out.cols, p.out.cols, alloc(n * p.out.cols * vsz), p.out.value_type};
+      args_ = pack(p);
+    }
+    description_ = "rows " + std::to_string(n) + "/" + std::to_string(s.rows) + " (nnz " + std::to_string(nnz) + "/" +
+                   std::to_string(s.nnz) + "), stratified by degree";
+    return;
+  }
+
+  // Index ops: windows of the message array, relabelled to a compact output.
+  const int64_t E = s.nnz;
+  constexpr int64_t kWindows = 16;
+  const int64_t want = std::min<int64_t>(E, std::max<int64_t>(static_cast<int64_t>(opt.probe_frac * E),
+                                                              opt.min_probe_rows * 16));
+  const int64_t len = std::max<int64_t>(1, (want + kWindows - 1) / kWindows);
+  const int64_t windows = std::min<int64_t>(kWindows, std::max<int64_t>(1, E / len));
+  const sparseport_index_array* index = nullptr;
+  const sparseport_coo* edges = nullptr;
+  if (op == SPARSEPORT_OP_GATHER_SCATTER) {
+    edges = &static_cast<const sparseport_gather_scatter_args*>(args)->edges;
+  } else {
+    index = &static_cast<const sparseport_segment_args*>(args)->index;
+  }
+  const int32_t itype = edges != nullptr ? edges->index_type : index->index_type;
+  const void* ibase = edges != nullptr ? edges->row : index->data;
+  const size_t isz = itype == SPARSEPORT_I64 ? 8 : 4;
+  std::vector<int64_t> starts(windows), mapped;
+  std::unordered_map<int64_t, int64_t> relabel;  // unsorted (scatter) ids to compact ids
+  int64_t out_rows = 0;
+  std::vector<char> raw(len * isz);
+  for (int64_t w = 0; w < windows; ++w) {
+    starts[w] = windows == 1 ? 0 : (E - len) * w / (windows - 1);
+    const char* src = static_cast<const char*>(ibase) + starts[w] * isz;
+    sparseport_status st{};
+    if (device) {
+      if (t->copy(exec.state, raw.data(), src, len * isz, SPARSEPORT_COPY_DEVICE_TO_HOST, &st) != SPARSEPORT_OK)
+        detail::throw_status(st, "sparseport scheduler: reading the probe windows failed");
+    } else {
+      std::memcpy(raw.data(), src, len * isz);
+    }
+    if (s.sorted) {
+      const int64_t first = decode_one(raw.data(), itype);
+      int64_t last = first;
+      for (int64_t e = 0; e < len; ++e) {
+        last = decode_one(raw.data() + e * isz, itype);
+        mapped.push_back(last - first + out_rows);
+      }
+      out_rows += last - first + 1;
+    } else {
+      for (int64_t e = 0; e < len; ++e) {
+        const auto [it, fresh] = relabel.emplace(decode_one(raw.data() + e * isz, itype), out_rows);
+        out_rows += fresh;
+        mapped.push_back(it->second);
+      }
+    }
+  }
+  const int64_t m = static_cast<int64_t>(mapped.size());
+  const std::vector<char> ids = encode(mapped, itype);
+  void* new_index = upload(ids.data(), ids.size());
+  if (edges != nullptr) {
+    sparseport_gather_scatter_args p = *static_cast<const sparseport_gather_scatter_args*>(args);
+    const size_t vsz = p.x.value_type == SPARSEPORT_F64 ? 8 : 4;
+    void* cols = alloc(m * isz);
+    void* vals = p.edges.values != nullptr ? alloc(m * vsz) : nullptr;
+    for (int64_t w = 0; w < windows; ++w) {
+      copy_d2d(static_cast<char*>(cols) + w * len * isz, static_cast<const char*>(p.edges.col) + starts[w] * isz,
+               len * isz);
+      if (vals != nullptr)
+        copy_d2d(static_cast<char*>(vals) + w * len * vsz, static_cast<const char*>(p.edges.values) + starts[w] * vsz,
+                 len * vsz);
+    }
+    p.edges = {out_rows, p.edges.cols, m, new_index, cols, vals, itype, p.edges.value_type};
+    p.out = {out_rows, p.out.cols, p.out.cols, alloc(out_rows * p.out.cols * vsz), p.out.value_type};
+    args_ = pack(p);
+  } else {
+    sparseport_segment_args p = *static_cast<const sparseport_segment_args*>(args);
+    const size_t vsz = p.src.value_type == SPARSEPORT_F64 ? 8 : 4;
+    const size_t row_bytes = p.src.ld * vsz;
+    void* src = alloc(m * row_bytes);
+    for (int64_t w = 0; w < windows; ++w)
+      copy_d2d(static_cast<char*>(src) + w * len * row_bytes,
+               static_cast<const char*>(p.src.data) + starts[w] * row_bytes,
+               ((len - 1) * p.src.ld + p.src.cols) * vsz);  // the last row may end before ld
+    p.index = {m, new_index, itype};
+    p.src = {m, p.src.cols, p.src.ld, src, p.src.value_type};
+    p.out = {out_rows, p.out.cols, p.out.cols, alloc(out_rows * p.out.cols * vsz), p.out.value_type};
+    args_ = pack(p);
+  }
+  description_ = std::to_string(windows) + " windows of " + std::to_string(len) + " messages (" + std::to_string(m) +
+                 "/" + std::to_string(E) + "), " + std::to_string(out_rows) + " output rows";
+}
+
+}  // namespace sparseport::scheduler

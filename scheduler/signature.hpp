@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: Apache-2.0
+// Device and graph signatures, and the graph features the estimate reads (DESIGN.md section 4,
+// steps 1 and 2). A problem is one op call's ABI argument struct; this file knows which part of
+// each struct is the sparse operand, which is F, and which are the types.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sparseport/context.hpp"
+#include "sparseport/plugin_abi.h"
+
+namespace sparseport::scheduler {
+
+// 64-bit hash of bytes, four independent lanes so it runs at memory speed (not a crypto hash).
+uint64_t hash_bytes(const void* data, size_t bytes, uint64_t seed = 0);
+std::string hex64(uint64_t h);
+
+struct DeviceSignature {
+  std::vector<std::pair<std::string, std::string>> hardware;  // stable keys (model, cores, SMs ...)
+  std::vector<std::pair<std::string, std::string>> versions;  // *_version keys, library and ABI included
+  std::string hash;                                            // of the hardware keys only
+  std::string versions_text() const;                           // "k=v;k=v"
+  std::string text() const;                                    // "key=value" lines, then hash=
+  double number(const std::string& key, double fallback) const;
+  std::string value(const std::string& key) const;
+};
+
+// Parses the plugin's "key=value" lines, overriding `threads` with the context's thread count
+// when it sets one, and appends library_version and abi_version. Null slot: backend name plus
+// describe_devices(). Kept per (plugin, state, threads) for the life of the process.
+DeviceSignature device_signature(const PluginInfo& plugin, const sparseport_exec& exec);
+// For tests: a signature from explicit fields.
+DeviceSignature make_signature(std::vector<std::pair<std::string, std::string>> fields);
+
+// The sparse operand of a problem as host-readable row structure.
+struct Structure {
+  int64_t rows = 0, cols = 0, nnz = 0;
+  bool csr = true;              // false: a sorted (segment, gather) or unsorted (scatter) index array
+  bool sorted = true;
+  std::vector<int64_t> rowptr;  // csr (and sorted index arrays): rows + 1 entries
+  std::vector<int64_t> sample;  // a deterministic sample of colind (or of the unsorted index)
+};
+
+// What the op's problem is: F, types, reduce, and where its sparse operand lives.
+struct ProblemInfo {
+  sparseport_op op = SPARSEPORT_OP_SPMM;
+  int64_t features = 0;      // F (csr_attention: the width of Q and K)
+  int64_t features_out = 0;  // output width (csr_attention: Fv; otherwise F)
+  int32_t value_type = 0, index_type = 0, reduce = 0;
+  bool scheduled = true;  // false for the structural ops (one variant per plugin, not probed)
+};
+ProblemInfo problem_info(sparseport_op op, const void* args);
+std::string type_suffix(const ProblemInfo& p);  // "f32/i32/sum"
+
+// Reads the sparse operand (copying from device memory when the plugin's memory is the device's):
+// the CSR rowptr, or for an index array its run boundaries when sorted.
+Structure read_structure(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args);
+// The graph signature: shape, nnz, hash of rowptr, hash of the colind sample. Stable across runs.
+std::string graph_signature(const Structure& s);
+
+struct Features {
+  int64_t rows = 0, cols = 0, nnz = 0, features = 0;
+  double mean_degree = 0;
+  int64_t p50 = 0, p90 = 0, p99 = 0, max_degree = 0;
+  int64_t hub_threshold = 0, hubs = 0;  // rows above SPARSEPORT_HUB_T
+  int64_t over_256 = 0, over_4096 = 0;   // rows above fixed thresholds (hub_split's candidates)
+  double max_row_share = 0;              // nnz of the longest row / nnz
+  bool aligned16 = true;                 // dense operands' rows 16-byte aligned (F*size % 16 == 0)
+  std::string text() const;
+};
+Features features(const Structure& s, const ProblemInfo& p, int64_t hub_threshold);
+
+}  // namespace sparseport::scheduler

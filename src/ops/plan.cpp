@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: Apache-2.0
+// Plans (plan.hpp): validate the sparse operand once, prepare the scheduler's state once, then
+// each run() checks only the dense operands and executes the decided variant.
+#include "scheduler/cache.hpp"
+#include "scheduler/options.hpp"
+#include "scheduler/select.hpp"
+#include "src/ops/common.hpp"
+
+namespace sparseport {
+
+const char* name(SchedulerMode m) {
+  switch (m) {
+    case SchedulerMode::automatic: return "auto";
+    case SchedulerMode::off: return "off";
+    case SchedulerMode::probe: return "probe";
+    case SchedulerMode::replay: return "replay";
+    default: return "from_env";
+  }
+}
+
+namespace {
+
+// A plan with an explicit variant never consults the scheduler; its decision says so.
+std::shared_ptr<detail::PlanState> requested_state(const std::string& variant) {
+  auto s = std::make_shared<detail::PlanState>();
+  s->decided = true;
+  s->decision.variant = variant;
+  s->decision.source = "requested";
+  s->decision.reason = "the caller named the variant";
+  return s;
+}
+
+template <class Args>
+void run_plan(const Context& ctx, detail::PlanState& state, sparseport_op op, const Args& args,
+              const std::string& requested, const std::string& w) {
+  if (!requested.empty()) {
+    scheduler::run(ctx.plugin(), ctx.exec(), op, &args, requested, w);
+    return;
+  }
+  scheduler::execute(state, &args, w);
+}
+
+}  // namespace
+
+SpmmPlan::SpmmPlan(const Context& ctx, const CsrView& a, int64_t features, const SpmmOptions& opt,
+                   const SchedulerOptions& sched)
+    : ctx_(ctx), a_(a), features_(features), opt_(opt) {
+  const std::string w = ops::where(ctx, SPARSEPORT_OP_SPMM) + " (SpmmPlan)";
+  ops::check_csr(ctx, w, "A", a);
+  if (features < 0) throw InvalidArgument(w + ": features " + std::to_string(features) + " is negative");
+  if (!opt.variant.empty()) {
+    state_ = requested_state(opt.variant);
+    return;
+  }
+  const int32_t vt = static_cast<int32_t>(a.value_type);
+  const sparseport_spmm_args probe_shape{ops::to_abi(a), {a.cols, features, features, nullptr, vt},
+                                         {a.rows, features, features, nullptr, vt}, static_cast<int32_t>(opt.reduce),
+                                         opt.alpha, opt.beta};
+  state_ = scheduler::prepare(ctx.plugin(), ctx.exec(), SPARSEPORT_OP_SPMM, &probe_shape, sched);
+}
+
+void SpmmPlan::run(const DenseView& b, const DenseMutView& c) {
+  const std::string w = ops::where(ctx_, SPARSEPORT_OP_SPMM) + " (SpmmPlan)";
+  if (b.cols != features_)
+    throw DimensionMismatch(w + ": B has " + std::to_string(b.cols) + " columns but the plan was made for F = " +
+                            std::to_string(features_));
+  if (const auto args = ops::spmm_args(ctx_, w, a_, b, c, opt_, false))
+    run_plan(ctx_, *state_, SPARSEPORT_OP_SPMM, *args, opt_.variant, w);
+}
+
+const Decision& SpmmPlan::decision() const { return state_->decision; }
+
+SddmmPlan::SddmmPlan(const Context& ctx, const CsrView& a, int64_t features, const OpOptions& opt,
+                     const SchedulerOptions& sched)
+    : ctx_(ctx), a_(a), features_(features), opt_(opt) {
+  const std::string w = ops::where(ctx, SPARSEPORT_OP_SDDMM) + " (SddmmPlan)";
+  ops::check_csr(ctx, w, "A", a);
+  if (features < 0) throw InvalidArgument(w + ": features " + std::to_string(features) + " is negative");
+  if (!opt.variant.empty()) {
+    state_ = requested_state(opt.variant);
+    return;
+  }
+  const int32_t vt = static_cast<int32_t>(a.value_type);
+  const sparseport_sddmm_args probe_shape{ops::to_abi(a), {a.rows, features, features, nullptr, vt},
+                                          {a.cols, features, features, nullptr, vt}, {a.nnz, 1, 1, nullptr, vt}};
+  state_ = scheduler::prepare(ctx.plugin(), ctx.exec(), SPARSEPORT_OP_SDDMM, &probe_shape, sched);
+}
+
+void SddmmPlan::run(const DenseView& x, const DenseView& y, const DenseMutView& out) {
+  const std::string w = ops::where(ctx_, SPARSEPORT_OP_SDDMM) + " (SddmmPlan)";
+  if (x.cols != features_)
+    throw DimensionMismatch(w + ": X has " + std::to_string(x.cols) + " columns but the plan was made for F = " +
+                            std::to_string(features_));
+  if (const auto args = ops::sddmm_args(ctx_, w, a_, x, y, out, false))
+    run_plan(ctx_, *state_, SPARSEPORT_OP_SDDMM, *args, opt_.variant, w);
+}
+
+const Decision& SddmmPlan::decision() const { return state_->decision; }
+
+AttentionPlan::AttentionPlan(const Context& ctx, const CsrView& a, int64_t features, const AttentionOptions& opt,
+                             const SchedulerOptions& sched)
+    : ctx_(ctx), a_(a), features_(features), opt_(opt) {
+  const std::string w = ops::where(ctx, SPARSEPORT_OP_CSR_ATTENTION) + " (AttentionPlan)";
+  ops::check_csr(ctx, w, "A", a);
+  if (features < 0) throw InvalidArgument(w + ": features " + std::to_string(features) + " is negative");
+  if (!opt.variant.empty()) {
+    state_ = requested_state(opt.variant);
+    return;
+  }
+  const int32_t vt = static_cast<int32_t>(a.value_type);
+  const sparseport_attention_args probe_shape{ops::to_abi(a),
+                                              {a.rows, features, features, nullptr, vt},
+                                              {a.cols, features, features, nullptr, vt},
+                                              {a.cols, features, features, nullptr, vt},
+                                              {a.rows, features, features, nullptr, vt},
+                                              1.0};
+  state_ = scheduler::prepare(ctx.plugin(), ctx.exec(), SPARSEPORT_OP_CSR_ATTENTION, &probe_shape, sched);
+}
+
+void AttentionPlan::run(const DenseView& q, const DenseView& k, const DenseView& v, const DenseMutView& out) {
+  const std::string w = ops::where(ctx_, SPARSEPORT_OP_CSR_ATTENTION) + " (AttentionPlan)";
+  if (q.cols != features_)
+    throw DimensionMismatch(w + ": Q has " + std::to_string(q.cols) + " columns but the plan was made for F = " +
+                            std::to_string(features_));
+  if (const auto args = ops::attention_args(ctx_, w, a_, q, k, v, out, opt_, false))
+    run_plan(ctx_, *state_, SPARSEPORT_OP_CSR_ATTENTION, *args, opt_.variant, w);
+}
+
+const Decision& AttentionPlan::decision() const { return state_->decision; }
+
+GatherScatterPlan::GatherScatterPlan(const Context& ctx, const CooView& edges, int64_t features,
+                                     const ReduceOptions& opt, const SchedulerOptions& sched)
+    : ctx_(ctx), edges_(edges), features_(features), opt_(opt) {
+  const std::string w = ops::where(ctx, SPARSEPORT_OP_GATHER_SCATTER) + " (GatherScatterPlan)";
+  if (edges.rows < 0 || edges.cols < 0 || edges.nnz < 0) throw InvalidArgument(w + ": edges has a negative size");
+  if (features < 0) throw InvalidArgument(w + ": features " + std::to_string(features) + " is negative");
+  ops::check_index(ctx, w, "edges.row (dst)", {edges.nnz, edges.row, edges.index_type}, edges.rows, true);
+  ops::check_index(ctx, w, "edges.col (src)", {edges.nnz, edges.col, edges.index_type}, edges.cols, false);
+  if (!opt.variant.empty()) {
+    state_ = requested_state(opt.variant);
+    return;
+  }
+  const int32_t vt = static_cast<int32_t>(edges.value_type);
+  const sparseport_gather_scatter_args probe_shape{ops::to_abi(edges), {edges.cols, features, features, nullptr, vt},
+                                                   {edges.rows, features, features, nullptr, vt},
+                                                   static_cast<int32_t>(opt.reduce)};
+  state_ = scheduler::prepare(ctx.plugin(), ctx.exec(), SPARSEPORT_OP_GATHER_SCATTER, &probe_shape, sched);
+}
+
+void GatherScatterPlan::run(const DenseView& x, const DenseMutView& out) {
+  const std::string w = ops::where(ctx_, SPARSEPORT_OP_GATHER_SCATTER) + " (GatherScatterPlan)";
+  if (x.cols != features_)
+    throw DimensionMismatch(w + ": x has " + std::to_string(x.cols) + " columns but the plan was made for F = " +
+                            std::to_string(features_));
+  if (const auto args = ops::gather_scatter_args(ctx_, w, edges_, x, out, opt_, false))
+    run_plan(ctx_, *state_, SPARSEPORT_OP_GATHER_SCATTER, *args, opt_.variant, w);
+}
+
+const Decision& GatherScatterPlan::decision() const { return state_->decision; }
+
+// ---- cache and signatures -------------------------------------------------------------------------
+
+std::string decision_cache_file(const SchedulerOptions& opt) {
+  return scheduler::CacheFile(scheduler::resolve(opt).cache_dir).path;
+}
+
+std::vector<std::string> decision_cache_lines(const SchedulerOptions& opt) {
+  std::vector<std::string> out;
+  for (const scheduler::Record& r : scheduler::CacheFile(scheduler::resolve(opt).cache_dir).read())
+    out.push_back(scheduler::format_record(r));
+  return out;
+}
+
+size_t clear_decision_cache(const SchedulerOptions& opt) {
+  return scheduler::CacheFile(scheduler::resolve(opt).cache_dir).clear();
+}
+
+void clear_plan_memo() { scheduler::clear_memo(); }
+
+std::string device_signature(const Context& ctx) {
+  return scheduler::device_signature(ctx.plugin(), ctx.exec()).text();
+}
+
+}  // namespace sparseport

@@ -1,0 +1,391 @@
+// SPDX-License-Identifier: Apache-2.0
+// The scheduler (DESIGN.md section 4): guardrail, decision cache (replay, version invalidation,
+// concurrent writers in real processes, corrupt lines), stratified sampling, signatures, and the
+// whole pipeline on a fake plugin whose speed we control (so revert and fallback are certain).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "scheduler/cache.hpp"
+#include "scheduler/estimate.hpp"
+#include "scheduler/options.hpp"
+#include "scheduler/probe.hpp"
+#include "scheduler/select.hpp"
+#include "sparseport/sparseport.hpp"
+
+namespace {
+
+using namespace sparseport;
+using namespace sparseport::scheduler;
+
+// A fresh cache folder per test, removed afterwards.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    path = (std::filesystem::temp_directory_path() /
+            ("sparseport-sched-" + std::to_string(::getpid()) + "-" +
+             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count())))
+               .string();
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+Record record(const std::string& key, const std::string& variant, const std::string& versions = "v=1") {
+  return {{"schema", std::to_string(kCacheSchema)}, {"key", key}, {"versions", versions}, {"variant", variant},
+          {"vendor", "spmm.vendor"}, {"op", "spmm"}, {"verified", "true"}, {"reverted", "false"},
+          {"reason", "test \"quoted\" reason"}};
+}
+
+// ---- guardrail -----------------------------------------------------------------------------------
+
+TEST(SchedulerGuardrail, AcceptsANativeVariantOnlyBelowAlphaTimesTheVendor) {
+  EXPECT_EQ(guardrail({{"a", 0.90}, {"b", 0.99}}, "vendor", 1.0, 0.95).variant, "a");
+  EXPECT_EQ(guardrail({{"a", 0.96}}, "vendor", 1.0, 0.95).variant, "vendor");
+  EXPECT_NE(guardrail({{"a", 0.96}}, "vendor", 1.0, 0.95).reason.find("guardrail"), std::string::npos);
+  EXPECT_EQ(guardrail({{"a", 0.95}}, "vendor", 1.0, 0.95).variant, "a");  // at the bound: accepted
+  EXPECT_EQ(guardrail({{"a", -1}, {"b", 0.5}}, "vendor", 1.0, 0.95).variant, "b");  // a failed
+  EXPECT_EQ(guardrail({{"a", -1}}, "vendor", 1.0, 0.95).variant, "vendor");
+  EXPECT_EQ(guardrail({{"a", 2.0}}, "vendor", -1, 0.95).variant, "a");  // the vendor failed
+}
+
+// ---- cache ---------------------------------------------------------------------------------------
+
+TEST(SchedulerCache, RecordsRoundTripThroughTheFile) {
+  TempDir dir;
+  CacheFile f(dir.path);
+  f.append(record("k1", "spmm.rows"));
+  f.append(record("k2", "spmm.merge_path"));
+  f.append(record("k1", "spmm.merge_path"));  // later lines win
+  bool stale = true;
+  const auto hit = f.lookup("k1", "v=1", &stale);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->at("variant"), "spmm.merge_path");
+  EXPECT_EQ(hit->at("reason"), "test \"quoted\" reason");
+  EXPECT_FALSE(stale);
+  EXPECT_FALSE(f.lookup("k3", "v=1", &stale).has_value());
+  EXPECT_EQ(f.read().size(), 3u);
+  EXPECT_EQ(f.clear(), 3u);
+  EXPECT_TRUE(f.read().empty());
+}
+
+TEST(SchedulerCache, EntriesFromOtherVersionsAreIgnored) {
+  TempDir dir;
+  CacheFile f(dir.path);
+  f.append(record("k", "spmm.rows", "driver_version=12.0;library_version=0.1.0"));
+  bool stale = false;
+  EXPECT_FALSE(f.lookup("k", "driver_version=13.0;library_version=0.1.0", &stale).has_value());
+  EXPECT_TRUE(stale);
+  EXPECT_TRUE(f.lookup("k", "driver_version=12.0;library_version=0.1.0", &stale).has_value());
+}
+
+TEST(SchedulerCache, CorruptAndTruncatedLinesAreSkippedWithAWarning) {
+  TempDir dir;
+  CacheFile f(dir.path);
+  f.append(record("good1", "spmm.rows"));
+  {
+    std::ofstream out(f.path, std::ios::app);
+    out << "{\"schema\":1,\"key\":\"bad\",\"variant\n";            // broken string
+    out << "this is not json\n";                                   // not an object
+    out << "{\"schema\":1,\"key\":\"nofields\"}\n";               // missing fields
+  }
+  f.append(record("good2", "spmm.merge_path"));
+  {
+    std::ofstream out(f.path, std::ios::app);
+    out << "{\"schema\":1,\"key\":\"cut\",\"versions\":\"v=1\",\"variant\":\"x\",\"op\":\"spmm\"}";  // no newline
+  }
+  testing::internal::CaptureStderr();
+  const std::vector<Record> rs = f.read();
+  const std::string err = testing::internal::GetCapturedStderr();
+  ASSERT_EQ(rs.size(), 2u);
+  EXPECT_EQ(rs[0].at("key"), "good1");
+  EXPECT_EQ(rs[1].at("key"), "good2");
+  EXPECT_NE(err.find(f.path + ":2"), std::string::npos) << err;
+  EXPECT_NE(err.find(f.path + ":3"), std::string::npos) << err;
+  EXPECT_NE(err.find("missing field"), std::string::npos) << err;
+  EXPECT_NE(err.find("truncated"), std::string::npos) << err;
+}
+
+TEST(SchedulerCache, ConcurrentWriterProcessesLoseAndCorruptNothing) {
+  TempDir dir;
+  constexpr int kProcs = 8, kLines = 300;
+  std::vector<pid_t> kids;
+  for (int p = 0; p < kProcs; ++p) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      CacheFile f(dir.path);
+      for (int i = 0; i < kLines; ++i) {
+        Record r = record("p" + std::to_string(p) + "-" + std::to_string(i), "spmm.rows");
+        r["padding"] = std::string(static_cast<size_t>(100 + 37 * (i % 50)), 'x');  // lines of varied length
+        f.append(r);
+      }
+      std::_Exit(0);
+    }
+    kids.push_back(pid);
+  }
+  for (pid_t k : kids) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(k, &status, 0), k);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  testing::internal::CaptureStderr();
+  const std::vector<Record> rs = CacheFile(dir.path).read();
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");  // no corrupt line
+  ASSERT_EQ(rs.size(), static_cast<size_t>(kProcs * kLines));
+  std::set<std::string> keys;
+  for (const Record& r : rs) keys.insert(r.at("key"));
+  EXPECT_EQ(keys.size(), static_cast<size_t>(kProcs * kLines));
+}
+
+// ---- sampling, signatures, estimate ----------------------------------------------------------------
+
+TEST(SchedulerProbe, StratifiedSampleKeepsHubsAndTheRowFraction) {
+  // 100000 rows of degree 2, ten hubs of degree 5000, one mega-row of 10^6.
+  std::vector<int64_t> rowptr{0};
+  for (int64_t i = 0; i < 100011; ++i) {
+    const int64_t d = i == 70000 ? 1000000 : (i % 10000 == 5 ? 5000 : 2);
+    rowptr.push_back(rowptr.back() + d);
+  }
+  const std::vector<int64_t> rows = ProbeSample::stratified_rows(rowptr, 0.03, 512);
+  EXPECT_NEAR(static_cast<double>(rows.size()), 0.03 * 100011, 10);
+  EXPECT_TRUE(std::is_sorted(rows.begin(), rows.end()));
+  EXPECT_EQ(std::adjacent_find(rows.begin(), rows.end()), rows.end());
+  EXPECT_NE(std::find(rows.begin(), rows.end(), 70000), rows.end()) << "the mega-row must be sampled";
+  int hubs = 0;
+  for (int64_t r : rows) hubs += r % 10000 == 5 && r != 70000;
+  EXPECT_GE(hubs, 1);
+  // Small matrices: the minimum, or every row.
+  std::vector<int64_t> small{0};
+  for (int i = 0; i < 300; ++i) small.push_back(small.back() + 3);
+  EXPECT_EQ(ProbeSample::stratified_rows(small, 0.03, 512).size(), 300u);
+  std::vector<int64_t> mid{0};
+  for (int i = 0; i < 5000; ++i) mid.push_back(mid.back() + 3);
+  EXPECT_NEAR(static_cast<double>(ProbeSample::stratified_rows(mid, 0.03, 512).size()), 512, 2);
+}
+
+TEST(SchedulerSignature, HashCoversHardwareNotVersionsAndIsStable) {
+  const DeviceSignature a = make_signature({{"kind", "gpu"}, {"sms", "132"}, {"driver_version", "13.0"}});
+  const DeviceSignature b = make_signature({{"kind", "gpu"}, {"sms", "132"}, {"driver_version", "13.1"}});
+  const DeviceSignature c = make_signature({{"kind", "gpu"}, {"sms", "114"}, {"driver_version", "13.0"}});
+  EXPECT_EQ(a.hash, b.hash);
+  EXPECT_NE(a.versions_text(), b.versions_text());
+  EXPECT_NE(a.hash, c.hash);
+  EXPECT_EQ(a.hash.size(), 16u);
+  // The real host: stable, with the library and ABI versions.
+  Context ctx = Context::create("openmp");
+  const std::string s1 = sparseport::device_signature(ctx), s2 = sparseport::device_signature(ctx);
+  EXPECT_EQ(s1, s2);
+  for (const char* key : {"kind=cpu", "cores=", "l1d_bytes=", "simd=", "threads=", "library_version=", "abi_version=", "hash="})
+    EXPECT_NE(s1.find(key), std::string::npos) << key << " missing in\n" << s1;
+}
+
+TEST(SchedulerEstimate, RowMappedVariantsPayForAMegaRowBalancedOnesDoNot) {
+  const DeviceSignature gpu = make_signature({{"kind", "gpu"}, {"sms", "132"}, {"l2_bytes", "52428800"}, {"peak_gbps", "3350"}});
+  Structure s;
+  s.rows = 100000;
+  s.cols = 100000;
+  s.rowptr = {0};
+  for (int64_t i = 0; i < s.rows; ++i) s.rowptr.push_back(s.rowptr.back() + (i == 0 ? 900000 : 1));
+  s.nnz = s.rowptr.back();
+  ProblemInfo p;
+  p.features = p.features_out = 64;
+  p.value_type = SPARSEPORT_F32;
+  p.index_type = SPARSEPORT_I32;
+  const Features f = features(s, p, 1024);
+  EXPECT_EQ(f.max_degree, 900000);
+  EXPECT_EQ(f.p50, 1);
+  EXPECT_EQ(f.hubs, 1);
+  const auto est = estimate(machine(gpu), f, p, {"spmm.row_warp", "spmm.nnz_balanced", "spmm.hub_split"});
+  ASSERT_EQ(est.size(), 3u);
+  EXPECT_EQ(est.back().variant, "spmm.row_warp");
+  EXPECT_GT(est.back().seconds, 5 * est.front().seconds);
+}
+
+// ---- the pipeline on a fake plugin ----------------------------------------------------------------
+//
+// "fake" copies the reference plugin's table (memory, slicing) and replaces spmm: the variant
+// spmm.trap is 10x faster than the vendor on small inputs (the probe) and 10x slower on large ones
+// (full size), so the probe picks it and the full-size check must revert it.
+
+std::atomic<int> g_calls{0};
+
+void spin(double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+int fake_spmm(const sparseport_exec* x, const char* variant, const sparseport_spmm_args* a, sparseport_status* st) {
+  ++g_calls;
+  const std::string v = variant;
+  const bool big = a->a.rows > 5000;
+  if (v == "spmm.trap") spin(big ? 0.010 : 0.0001);
+  if (v == "spmm.vendor") spin(big ? 0.001 : 0.001);
+  if (v == "spmm.slow") spin(0.005);
+  return plugin("reference").table->spmm(x, "spmm.serial", a, st);
+}
+
+const sparseport_variant kFakeVariants[] = {
+    {SPARSEPORT_OP_SPMM, "spmm.vendor", SPARSEPORT_VARIANT_VENDOR | SPARSEPORT_VARIANT_DEFAULT, "vendor"},
+    {SPARSEPORT_OP_SPMM, "spmm.trap", 0, "fast on the probe, slow at full size"},
+    {SPARSEPORT_OP_SPMM, "spmm.slow", 0, "always slow"},
+    {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.serial", SPARSEPORT_VARIANT_DEFAULT, "slice"},
+};
+
+PluginInfo fake_plugin() {
+  static sparseport_plugin table = [] {
+    sparseport_plugin t = *plugin("reference").table;
+    t.name = "fake";
+    t.variants = kFakeVariants;
+    t.n_variants = 4;
+    t.spmm = &fake_spmm;
+    t.device_signature = [](void*, char* buf, size_t len, sparseport_status*) {
+      std::snprintf(buf, len, "kind=cpu\nmodel=fake\nthreads=1\nl3_bytes=1000000\nfake_version=1\n");
+      return 0;
+    };
+    return t;
+  }();
+  PluginInfo p;
+  p.name = "fake";
+  p.status = PluginStatus::available;
+  p.table = &table;
+  for (const sparseport_variant& v : kFakeVariants)
+    p.variants.push_back({static_cast<sparseport_op>(v.op), v.name, (v.flags & SPARSEPORT_VARIANT_DEFAULT) != 0,
+                          (v.flags & SPARSEPORT_VARIANT_VENDOR) != 0, v.doc});
+  return p;
+}
+
+struct Problem {
+  HostCsr<int32_t, float> a;
+  HostDense<float> b, c;
+  sparseport_spmm_args args() {
+    return {{a.rows, a.cols, a.nnz(), a.rowptr.data(), a.colind.data(), a.values.data(), SPARSEPORT_I32, SPARSEPORT_F32},
+            {b.rows, b.cols, b.ld, b.data.data(), SPARSEPORT_F32},
+            {c.rows, c.cols, c.ld, c.data.data(), SPARSEPORT_F32},
+            SPARSEPORT_REDUCE_SUM,
+            1.0,
+            0.0};
+  }
+};
+
+Problem make_problem(int64_t rows) {
+  Problem p;
+  p.a = generate<int32_t, float>("er:" + std::to_string(rows) + ":0.001");
+  p.b = HostDense<float>(p.a.cols, 8);
+  for (size_t i = 0; i < p.b.data.size(); ++i) p.b.data[i] = static_cast<float>(i % 7) - 3.0f;
+  p.c = HostDense<float>(p.a.rows, 8);
+  return p;
+}
+
+SchedulerOptions options(const TempDir& dir, SchedulerMode mode, double alpha = 0.95) {
+  SchedulerOptions o;
+  o.mode = mode;
+  o.cache_dir = dir.path;
+  o.alpha = alpha;
+  o.probe_repeats = 3;
+  o.min_probe_rows = 64;
+  o.probe_frac = 0.01;
+  return o;
+}
+
+TEST(SchedulerPipeline, ProbeChoiceThatLosesAtFullSizeIsRevertedAndRecorded) {
+  TempDir dir;
+  const PluginInfo fake = fake_plugin();
+  Problem pb = make_problem(20000);
+  sparseport_spmm_args args = pb.args();
+  auto plan = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::automatic));
+  EXPECT_FALSE(plan->decided);
+  execute(*plan, &args, "test");
+  EXPECT_EQ(plan->decision.source, "probe");
+  EXPECT_TRUE(plan->decision.reverted) << plan->decision.reason;
+  EXPECT_EQ(plan->decision.variant, "spmm.vendor");
+  EXPECT_NE(plan->decision.reason.find("reverted"), std::string::npos);
+  // The output is the op's result whatever ran last.
+  HostDense<float> want(pb.a.rows, 8);
+  sparseport_spmm_args ref = args;
+  ref.c.data = want.data.data();
+  sparseport_status st{};
+  ASSERT_EQ(plugin("reference").table->spmm(nullptr, "spmm.serial", &ref, &st), 0);
+  EXPECT_EQ(pb.c.data, want.data);
+  // Recorded: a new plan replays the reverted decision without probing.
+  g_calls = 0;
+  auto again = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::automatic));
+  EXPECT_TRUE(again->decided);
+  EXPECT_EQ(again->decision.source, "cache hit");
+  EXPECT_EQ(again->decision.variant, "spmm.vendor");
+  EXPECT_TRUE(again->decision.reverted);
+  execute(*again, &args, "test");
+  EXPECT_EQ(g_calls.load(), 1) << "a cache hit runs the op once, no probe";
+}
+
+TEST(SchedulerPipeline, GuardrailKeepsTheVendorWhenNoNativeIsFastEnough) {
+  TempDir dir;
+  const PluginInfo fake = fake_plugin();
+  Problem pb = make_problem(2000);  // small: trap is 10x faster than the vendor here
+  sparseport_spmm_args args = pb.args();
+  // alpha 0.05: trap (0.1 ms) would need to beat 0.05 x vendor (1 ms).
+  auto plan = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe, 0.05));
+  execute(*plan, &args, "test");
+  EXPECT_EQ(plan->decision.variant, "spmm.vendor");
+  EXPECT_NE(plan->decision.reason.find("guardrail"), std::string::npos) << plan->decision.reason;
+  // With the default alpha the trap wins on this small input and stays (it is faster at this size).
+  auto plan2 = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe));
+  execute(*plan2, &args, "test");
+  EXPECT_EQ(plan2->decision.variant, "spmm.trap") << plan2->decision.reason;
+  EXPECT_FALSE(plan2->decision.reverted);
+  EXPECT_TRUE(plan2->decision.verified);
+}
+
+TEST(SchedulerPipeline, ReplayIsDeterministicAndAMissUsesTheVendor) {
+  TempDir dir;
+  const PluginInfo fake = fake_plugin();
+  Problem pb = make_problem(2000);
+  sparseport_spmm_args args = pb.args();
+  auto miss = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::replay));
+  execute(*miss, &args, "test");
+  EXPECT_EQ(miss->decision.source, "replay miss");
+  EXPECT_EQ(miss->decision.variant, "spmm.vendor");
+  EXPECT_TRUE(CacheFile(dir.path).read().empty()) << "replay never writes";
+  auto probed = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe));
+  execute(*probed, &args, "test");
+  for (int run = 0; run < 3; ++run) {
+    auto r = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::replay));
+    EXPECT_EQ(r->decision.source, "replay");
+    EXPECT_EQ(r->decision.variant, probed->decision.variant);
+  }
+  // Another F is another key.
+  Problem pb16 = make_problem(2000);
+  pb16.b = HostDense<float>(pb16.a.cols, 16);
+  pb16.c = HostDense<float>(pb16.a.rows, 16);
+  sparseport_spmm_args a16 = pb16.args();
+  EXPECT_FALSE(prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &a16, options(dir, SchedulerMode::replay))->decision.verified);
+}
+
+TEST(SchedulerPipeline, PlansOnTheOpenMPBackendComputeTheRightAnswer) {
+  TempDir dir;
+  Context ctx = Context::create("openmp");
+  const auto a = generate<int32_t, float>("rmat:12:8");
+  HostDense<float> b(a.cols, 32), c(a.rows, 32), want(a.rows, 32);
+  for (size_t i = 0; i < b.data.size(); ++i) b.data[i] = static_cast<float>(i % 11) * 0.25f - 1.0f;
+  SchedulerOptions o = options(dir, SchedulerMode::probe);
+  SpmmPlan plan(ctx, a.view(), 32, {}, o);
+  plan.run(b.view(), c.mut());
+  EXPECT_EQ(plan.decision().source, "probe");
+  EXPECT_FALSE(plan.decision().variant.empty());
+  spmm(Context::create("reference"), a.view(), b.view(), want.mut());
+  for (size_t i = 0; i < want.data.size(); ++i) ASSERT_NEAR(c.data[i], want.data[i], 1e-4 * (1 + std::abs(want.data[i])));
+  o.mode = SchedulerMode::replay;
+  SpmmPlan replay(ctx, a.view(), 32, {}, o);
+  EXPECT_EQ(replay.decision().source, "replay");
+  EXPECT_EQ(replay.decision().variant, plan.decision().variant);
+  EXPECT_THROW(replay.run(HostDense<float>(a.cols, 16).view(), c.mut()), DimensionMismatch);
+}
+
+}  // namespace
