@@ -192,8 +192,8 @@ void decide_by_probe(PlanState& p, const void* args, const std::vector<std::stri
   store(p, r);
 }
 
-// The first full-size call after a probe: the chosen variant against the vendor, once each after
-// a warm-up of each (the vendor's first call may build descriptors). The last call that runs is
+// The first full-size call after a probe: the chosen variant against the vendor, one timed call
+// each (after a warm-up of each on device backends). The last call that runs is
 // the final variant's, so the output is the op's result whichever way this goes.
 void verify(PlanState& p, const void* args, const std::string& where) {
   const Clock::time_point t0 = Clock::now();
@@ -238,8 +238,13 @@ void verify(PlanState& p, const void* args, const std::string& where) {
     if (s < 0) detail::throw_status(error, where + "/" + v);
     return s;
   };
-  timed(p.decision.vendor);  // warm-up of both
-  timed(p.decision.variant);
+  // A device backend builds per-matrix state on a first call (cuSPARSE descriptors and buffers,
+  // hub partitions): warm both up there. Host variants keep no such state, and the vendor may be
+  // much slower than the choice (GraphBLAS), so a CPU check times one call of each.
+  if (t->memory_space == SPARSEPORT_MEMORY_DEVICE) {
+    timed(p.decision.vendor);
+    timed(p.decision.variant);
+  }
   const double t_vendor = timed(p.decision.vendor);
   const double t_chosen = timed(p.decision.variant);
   const std::string chosen = p.decision.variant;
@@ -314,8 +319,18 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   return p;
 }
 
+namespace {
+thread_local Decision g_last;
+}
+
+Decision last_decision() { return g_last; }
+
 void execute(PlanState& p, const void* args, const std::string& where) {
   std::lock_guard<std::mutex> lock(p.mu);
+  struct Remember {  // whatever way this returns, the thread's last decision is this plan's
+    PlanState& p;
+    ~Remember() { g_last = p.decision; }
+  } remember{p};
   const PluginInfo& plugin = *p.plugin;
   std::string variant = p.decision.variant;
   // Fast path (every call after the first): the decided variant still applies.

@@ -66,6 +66,8 @@ void execute(detail::PlanState& plan, const void* args, const std::string& where
 void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
          std::string_view requested, const std::string& where);
 void clear_memo();
+// The calling thread's last executed decision (plan.hpp's last_decision()).
+Decision last_decision();
 
 // The guardrail's decision from probe times (seconds; negative = failed), for tests and the log.
 struct Verdict {

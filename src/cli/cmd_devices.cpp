@@ -55,6 +55,20 @@ void print_text(const PluginInfo& p) {
   if (!error.empty()) std::printf("    (cannot describe them: %s)\n", error.c_str());
   for (const std::string& d : devices) std::printf("    %s\n", d.c_str());
   if (devices.empty() && error.empty()) std::printf("    (none described)\n");
+  // The scheduler's device signature (what decisions are cached under), for the first device.
+  try {
+    const std::string sig = device_signature(Context::create(p.name));
+    std::printf("  signature:\n");
+    size_t start = 0;
+    while (start < sig.size()) {
+      const size_t end = sig.find('\n', start);
+      std::printf("    %s\n", sig.substr(start, end - start).c_str());
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+  } catch (const Error& e) {
+    std::printf("  signature: (unavailable: %s)\n", e.what());
+  }
   std::printf("  variants:\n");
   size_t width = 0;
   for (const VariantInfo& v : p.variants) width = std::max(width, v.name.size());
@@ -91,6 +105,13 @@ void print_json(const PluginInfo& p) {
   else
     o.null("memory");
   o.raw("devices", json_array(dev_items));
+  if (p.table != nullptr && p.status == PluginStatus::available) {
+    try {
+      o.add("signature", device_signature(Context::create(p.name)));
+    } catch (const Error& e) {
+      o.add("signature_error", e.what());
+    }
+  }
   if (!error.empty()) o.add("devices_error", error);
   o.raw("variants", json_array(var_items));
   std::printf("%s\n", o.str().c_str());

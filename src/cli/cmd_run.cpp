@@ -82,6 +82,8 @@ struct Report {
   int name_width = 32;  // the variant column, as wide as the longest name to print
   bool header_printed = false;
 
+  std::string chosen, decision;  // what "auto" ran, and how the scheduler chose it
+
   void print(const std::string& variant, const Timing& t, const Verdict& v) {
     const std::optional<double> flops = work.flops();
     std::optional<double> gflops;
@@ -96,6 +98,8 @@ struct Report {
       o.add("op", op_name(opt.op))
           .add("backend", backend)
           .add("variant", variant)
+          .add("chosen", chosen.empty() ? variant : chosen)
+          .add("decision", decision)
           .add("graph", graph)
           .add("n", rows)
           .add("cols", cols)
@@ -161,6 +165,7 @@ struct Report {
       tail += ratio;
     }
     if (speedup) tail = fixed(*speedup, 3) + "x   " + tail;
+    if (variant == "auto" && !chosen.empty()) tail += "  [auto chose " + chosen + ": " + decision + "]";
     std::printf("%-*s %12s %12s %10s %14s  %s\n", name_width, variant.c_str(), fixed(t.median_ms, 4).c_str(),
                 fixed(t.min_ms, 4).c_str(), gf.c_str(), fixed(gbps, 3).c_str(), tail.c_str());
     std::fflush(stdout);
@@ -234,6 +239,9 @@ int run_typed(const RunOptions& opt, const Args& args) {
     }
     ++ran;
     const Verdict v = work->verify();
+    const Decision d = last_decision();
+    report.chosen = variant.empty() ? d.variant : variant;
+    report.decision = variant.empty() ? d.source + ": " + d.reason : "requested";
     report.print(label, t, v);
     if (!v.ok) {
       ++failures;

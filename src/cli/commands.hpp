@@ -11,6 +11,8 @@ namespace sparseport::cli {
 int cmd_info(const std::vector<std::string>& args);
 int cmd_run(const std::vector<std::string>& args);
 int cmd_devices(const std::vector<std::string>& args);
+int cmd_cache(const std::vector<std::string>& args);
+int cmd_tune(const std::vector<std::string>& args);
 
 // The graph argument as printed in reports: the spec or path, or the default's name.
 inline constexpr const char* kDefaultGraph = "powerlaw";

@@ -22,7 +22,9 @@ constexpr const char* kUsage =
     "commands:\n"
     "  info GRAPH      shape, nnz, degree quantiles, skew, empty rows, symmetry, self-loops\n"
     "  run --op OP     run one operator on a backend, verify it against the reference, time it\n"
-    "  devices         every backend known, its status, devices and variants per op\n"
+    "  devices         every backend known, its status, devices, signature and variants per op\n"
+    "  cache ACTION    the scheduler's decision cache: list, show, clear\n"
+    "  tune --oracle   time every variant and score the scheduler's choice (regret, cold cost)\n"
     "  help [COMMAND]  this text, or a command's help\n"
     "\n"
     "GRAPH is a Matrix Market file (.mtx or .mtx.gz) or a generator spec (er:N:P, rmat:SCALE:EF,\n"
@@ -46,6 +48,8 @@ int dispatch(const std::vector<std::string>& args) {
   if (cmd == "info") return sparseport::cli::cmd_info(rest);
   if (cmd == "run") return sparseport::cli::cmd_run(rest);
   if (cmd == "devices") return sparseport::cli::cmd_devices(rest);
+  if (cmd == "cache") return sparseport::cli::cmd_cache(rest);
+  if (cmd == "tune") return sparseport::cli::cmd_tune(rest);
   if (cmd == "help") {
     if (rest.empty()) {
       std::fputs(kUsage, stdout);
@@ -55,7 +59,7 @@ int dispatch(const std::vector<std::string>& args) {
     return dispatch({rest.front(), "--help"});
   }
   if (!cmd.empty() && cmd[0] == '-') throw UsageError("sparseport", "sparseport: unknown option '" + cmd + "'");
-  throw UsageError("sparseport", "sparseport: unknown command '" + cmd + "' (commands: info, run, devices, help)");
+  throw UsageError("sparseport", "sparseport: unknown command '" + cmd + "' (commands: info, run, devices, cache, tune, help)");
 }
 
 }  // namespace
