@@ -144,19 +144,14 @@ int cmd_tune(const std::vector<std::string>& argv) {
     const double cold_ops = chosen_ms > 0 ? cold.decide_seconds * 1e3 / chosen_ms : -1;
     const double hit_us = hit.decide_seconds * 1e6;
     if (json) {
-      std::vector<std::string> tv;
-      for (const auto& [v, t] : times) tv.push_back(json_string(v) + ":" + json_number(t));
       JsonObject o;
       o.add("graph", g).add("op", op_name(spec.op)).add("backend", ctx.backend()).add("F", spec.features)
           .add("chosen", cold.variant).add("best", best.first).add("regret", regret).add("cold_cost_ops", cold_ops)
           .add("hit_overhead_us", hit_us).add("source", cold.source).add("reason", cold.reason)
           .add("reverted", cold.reverted).add("hit_source", hit.source).add("hit_variant", hit.variant)
           .add("verified", ok.ok);
-      o.raw("times_ms", "{" + [&] {
-        std::string s;
-        for (const std::string& x : tv) s += (s.empty() ? "" : ",") + x;
-        return s;
-      }() + "}");
+      // One flat object per line: the oracle's times as "ms:VARIANT" keys.
+      for (const auto& [v, t] : times) o.add("ms:" + v, t);
       std::printf("%s\n", o.str().c_str());
     } else {
       std::printf("%-28s %-26s %-26s %8.3f %14.2f %16.1f\n", g.c_str(), cold.variant.c_str(), best.first.c_str(),

@@ -38,7 +38,7 @@ std::string read_file(const std::string& path) {
 }
 
 // Runs the program through the shell: stdout through the pipe, stderr into a temporary file.
-Output run_cli(const std::string& args) {
+Output run_cli(const std::string& args, const std::string& env = {}) {
   Output o;
   std::string err_path = testing::TempDir() + "sparseport_cli_stderr_XXXXXX";
   const int fd = ::mkstemp(err_path.data());
@@ -47,7 +47,7 @@ Output run_cli(const std::string& args) {
     return o;
   }
   ::close(fd);
-  const std::string cmd = std::string("'") + SPARSEPORT_CLI_PATH + "' " + args + " 2>'" + err_path + "'";
+  const std::string cmd = env + " '" + SPARSEPORT_CLI_PATH + "' " + args + " 2>'" + err_path + "'";
   FILE* pipe = ::popen(cmd.c_str(), "r");
   if (pipe == nullptr) {
     ADD_FAILURE() << "popen failed for: " << cmd;
@@ -581,7 +581,7 @@ INSTANTIATE_TEST_SUITE_P(
     [](const testing::TestParamInfo<UsageCase>& param) { return sanitized(param.param.args); });
 
 TEST(CliUsage, EveryCommandHasHelp) {
-  for (const char* cmd : {"info", "run", "devices"}) {
+  for (const char* cmd : {"info", "run", "devices", "cache", "tune"}) {
     const Output o = run_cli(std::string(cmd) + " --help");
     EXPECT_EQ(o.code, 0) << describe(o);
     EXPECT_NE(o.out.find(std::string("usage: sparseport ") + cmd), std::string::npos) << o.out;
@@ -591,7 +591,7 @@ TEST(CliUsage, EveryCommandHasHelp) {
   }
   const Output top = run_cli("--help");
   EXPECT_EQ(top.code, 0);
-  for (const char* cmd : {"info", "run", "devices"}) EXPECT_NE(top.out.find(cmd), std::string::npos) << top.out;
+  for (const char* cmd : {"info", "run", "devices", "cache", "tune"}) EXPECT_NE(top.out.find(cmd), std::string::npos) << top.out;
 }
 
 TEST(CliUsage, VersionMatchesTheLibrary) {
@@ -601,3 +601,53 @@ TEST(CliUsage, VersionMatchesTheLibrary) {
 }
 
 }  // namespace
+
+// ---- scheduler: cache and tune -----------------------------------------------------------------
+
+TEST(CliScheduler, RunRecordsADecisionThatCacheListsShowsAndClears) {
+  if (sp::plugin("openmp").status != sp::PluginStatus::available) GTEST_SKIP() << "the openmp backend is not built";
+  const std::string dir = testing::TempDir() + "sparseport_cli_cache_" + std::to_string(::getpid());
+  std::filesystem::remove_all(dir);
+  const std::string env = "SPARSEPORT_CACHE_DIR='" + dir + "' ";
+  const Output r = run_cli("run --op spmm --backend openmp --json rmat:12:8", env + "SPARSEPORT_SCHEDULER=probe");
+  ASSERT_EQ(r.code, 0) << describe(r);
+  const std::vector<JsonObject> rows = parse_lines(r.out);
+  ASSERT_EQ(rows.size(), 1u) << describe(r);
+  const std::string chosen = str(rows[0], "chosen");
+  EXPECT_NE(chosen.find("spmm."), std::string::npos) << describe(r);
+  EXPECT_NE(str(rows[0], "decision").find("probe"), std::string::npos) << describe(r);
+  const Output l = run_cli("cache list --cache-dir '" + dir + "'");
+  ASSERT_EQ(l.code, 0) << describe(l);
+  EXPECT_NE(l.out.find(chosen), std::string::npos) << describe(l);
+  EXPECT_NE(l.out.find("verified"), std::string::npos) << describe(l);
+  const Output s = run_cli("cache show --cache-dir '" + dir + "' /spmm/F64/");
+  ASSERT_EQ(s.code, 0) << describe(s);
+  EXPECT_GE(parse_lines(s.out).size(), 1u) << describe(s);
+  const Output c = run_cli("cache clear --cache-dir '" + dir + "'");
+  ASSERT_EQ(c.code, 0) << describe(c);
+  EXPECT_EQ(run_cli("cache list --cache-dir '" + dir + "'").out.find(chosen), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CliScheduler, TuneOracleJsonHasTheIssueFieldsPerGraph) {
+  if (sp::plugin("openmp").status != sp::PluginStatus::available) GTEST_SKIP() << "the openmp backend is not built";
+  const Output o = run_cli("tune --oracle --op spmm --backend openmp --F 16 --reps 2 --json rmat:10:8 band:3000:4");
+  ASSERT_EQ(o.code, 0) << describe(o);
+  const std::vector<JsonObject> rows = parse_lines(o.out);
+  ASSERT_EQ(rows.size(), 2u) << describe(o);
+  EXPECT_EQ(str(rows[0], "graph"), "rmat:10:8");
+  EXPECT_EQ(str(rows[1], "graph"), "band:3000:4");
+  for (const JsonObject& r : rows) {
+    EXPECT_EQ(str(r, "op"), "spmm");
+    EXPECT_EQ(str(r, "backend"), "openmp");
+    EXPECT_EQ(num(r, "F"), 16);
+    EXPECT_NE(str(r, "chosen").find("spmm."), std::string::npos);
+    EXPECT_NE(str(r, "best").find("spmm."), std::string::npos);
+    EXPECT_GE(num(r, "regret"), 0.0);
+    EXPECT_GE(num(r, "cold_cost_ops"), 0.0);
+    EXPECT_GT(num(r, "hit_overhead_us"), 0.0);
+    EXPECT_EQ(str(r, "hit_source"), "cache hit");
+    EXPECT_EQ(str(r, "hit_variant"), str(r, "chosen"));
+    EXPECT_TRUE(is_true(r, "verified"));
+  }
+}
