@@ -170,10 +170,11 @@ OpModel op_model(sparseport_op op, const Graph& g, int64_t features) {
 
 const std::vector<std::string>& named_baselines(sparseport_op op) {
   // What a user writes today when no vendor kernel is at hand: a row-parallel SpMM, and the
-  // atomic scatter compilers generate for index_add_ (DESIGN.md section 3).
+  // atomic scatter compilers generate for index_add_ (DESIGN.md section 3); the openmp plugin
+  // calls it scatter_atomic, the cuda plugin atomic.
   static const std::vector<std::string> kSpmm = {"spmm.rows"};
-  static const std::vector<std::string> kSegment = {"segment_reduce.scatter_atomic"};
-  static const std::vector<std::string> kGather = {"gather_scatter.scatter_atomic"};
+  static const std::vector<std::string> kSegment = {"segment_reduce.scatter_atomic", "segment_reduce.atomic"};
+  static const std::vector<std::string> kGather = {"gather_scatter.scatter_atomic", "gather_scatter.atomic"};
   static const std::vector<std::string> kAttention = {"csr_attention.unfused"};
   static const std::vector<std::string> kNone;
   switch (op) {

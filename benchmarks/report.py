@@ -10,7 +10,15 @@ With --benchmark_repetitions the median aggregate of each row is used; without a
 median over the repetitions present. Skipped rows (SkipWithError) are listed with their reason.
 The summary gives, per (op, backend, variant), the geometric mean of the per-row speedups and the
 time-weighted speedup (sum of baseline times / sum of times), both over the rows that have a
-baseline time, as DESIGN.md section 5 asks: never a single best case.
+baseline time, as DESIGN.md section 5 asks: never a single best case. It also gives, per (op,
+backend), the geometric mean over the inputs (graph, F) of the best variant's speedup on each
+input: the best variant other than the baseline itself (what issue 4's targets mean by "best
+variant per input"), and the best of all variants, baseline included (what a scheduler that may
+fall back to the baseline can reach); and, for spmm, the best variant of every input.
+
+A JSON file cut short (a run killed by a time limit) is read up to its last complete row.
+Suites whose context sets sparseport_bandwidth_unit=TB/s (the CUDA suite) show gathered TB/s
+instead of GB/s. --command records the exact command line(s) that produced the JSON.
 
 Python 3 standard library only.
 """
@@ -47,14 +55,39 @@ def row_seconds(b):
     return float(b["real_time"]) * TO_SECONDS.get(b.get("time_unit", "ns"), 1e-9)
 
 
+def load_json(path):
+    """The JSON of one run; a file cut short is closed after its last complete benchmark entry."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        return json.loads(text), False
+    except ValueError:
+        pass
+    # Google Benchmark writes each entry as "    {" ... "    }" inside "benchmarks": [ ... ].
+    start = text.find('"benchmarks": [')
+    if start < 0:
+        ctx_end = text.rfind("\n  }")
+        if ctx_end < 0:
+            raise ValueError(f"{path} is not Google Benchmark JSON and cannot be repaired")
+        return json.loads(text[:ctx_end + 4] + "\n}"), True
+    end = text.rfind("\n    }")
+    if end < start:
+        return json.loads(text[:start] + '"benchmarks": []\n}'), True
+    return json.loads(text[:end + 6] + "\n  ]\n}"), True
+
+
 def collect(paths):
     """Rows in first-seen order: key -> {'name':..., 'seconds', counters, 'label', 'error'}."""
     groups = OrderedDict()
     contexts = []
     for path in paths:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-        contexts.append((path, data.get("context", {})))
+        data, repaired = load_json(path)
+        if repaired:
+            print(f"report.py: {path} was cut short; reading its complete rows only", file=sys.stderr)
+        ctx = dict(data.get("context", {}))
+        if repaired:
+            ctx["report_note"] = "this file was cut short (the run was stopped); only its complete rows are used"
+        contexts.append((path, ctx))
         for b in data.get("benchmarks", []):
             name = parse_name(b.get("run_name", b.get("name", "")))
             if name is None:
@@ -63,6 +96,9 @@ def collect(paths):
                                                 "label": ""})
             if b.get("error_occurred"):
                 g["error"] = b.get("error_message", "error")
+                continue
+            if b.get("skipped"):  # Google Benchmark >= 1.8: SkipWithMessage
+                g["error"] = b.get("skip_message", "skipped")
                 continue
             if b.get("label"):
                 g["label"] = b["label"]
@@ -123,22 +159,75 @@ def sort_key(r):
     return (r["op"], r["graph"], r["F"], r["backend"], r["variant"])
 
 
-def render(rows, contexts, title, keep_order):
+def geomean(values):
+    values = [v for v in values if v and v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def baseline_variant(label):
+    """The baseline's variant name from a row label ("baseline=spmm.cusparse (vendor)")."""
+    return baseline_name(label).split(" ")[0] if label.startswith("baseline=") else None
+
+
+def best_per_input(ok):
+    """(op, backend) -> list of per-input dicts: graph, F, baseline, baseline_s, best native row and
+    best row of all (baseline included). Inputs without a baseline time are left out."""
+    inputs = OrderedDict()
+    for r in sorted(ok, key=sort_key):
+        inputs.setdefault((r["op"], r["backend"]), OrderedDict()).setdefault((r["graph"], r["F"]), []).append(r)
+    out = OrderedDict()
+    for (op, backend), per_input in inputs.items():
+        items = []
+        for (graph, features), rs in per_input.items():
+            with_base = [r for r in rs if r.get("baseline_ms")]
+            if not with_base:
+                continue
+            base = baseline_variant(with_base[0]["label"])
+            base_s = with_base[0]["baseline_ms"] * 1e-3
+            native = [r for r in rs if r["variant"] != base]
+            items.append({"graph": graph, "F": features, "baseline": base, "baseline_s": base_s,
+                          "native": min(native, key=lambda r: r["seconds"]) if native else None,
+                          "any": min(rs, key=lambda r: r["seconds"])})
+        if items:
+            out[(op, backend)] = items
+    return out
+
+
+def render(rows, contexts, title, keep_order, commands=None, summary_only=False):
     out = [f"# {title}", ""]
-    for path, ctx in contexts:
+    if commands:
+        out += ["Commands:", ""] + [f"    {c}" for c in commands] + [""]
+    seen = {}
+    for path, ctx in ([] if summary_only else contexts):
         out.append(f"Source: `{path}`")
         out.append("")
-        keys = ["date", "host_name", "executable", "num_cpus", "mhz_per_cpu"]
+        keys = ["date", "host_name", "executable", "num_cpus", "mhz_per_cpu", "report_note"]
         keys += sorted(k for k in ctx if k.startswith("sparseport_"))
+        same = []
         for k in keys:
-            if k in ctx:
-                out.append(f"- {k}: {ctx[k]}")
+            if k not in ctx:
+                continue
+            if seen.get(k) == ctx[k] and k not in ("date", "sparseport_command_line", "report_note"):
+                same.append(k)
+                continue
+            seen[k] = ctx[k]
+            out.append(f"- {k}: {ctx[k]}")
         caches = ctx.get("caches")
-        if caches:
+        if caches and seen.get("caches") != caches:
+            seen["caches"] = caches
             desc = ", ".join(f"L{c.get('level')} {c.get('type', '')} {c.get('size', 0) // 1024} KiB "
                              f"(shared by {c.get('num_sharing', 1)} CPUs)" for c in caches)
             out.append(f"- caches: {desc}")
+        if same:
+            out.append(f"- as above: {', '.join(same)}")
         out.append("")
+
+    # Gathered bandwidth in TB/s for the device suites, GB/s otherwise.
+    tera = any(ctx.get("sparseport_bandwidth_unit") == "TB/s" for _, ctx in contexts)
+    bw_unit, bw_scale = ("TB/s", 1e-3) if tera else ("GB/s", 1.0)
+
+    def bw(r):
+        return r.get("GB/s") * bw_scale if r.get("GB/s") is not None else None
 
     ok = [r for r in rows if not r["error"]]
     skipped = [r for r in rows if r["error"]]
@@ -146,7 +235,42 @@ def render(rows, contexts, title, keep_order):
         ok.sort(key=sort_key)
         skipped.sort(key=sort_key)
 
-    out += ["## Summary", "",
+    best = best_per_input(ok)
+    if best:
+        out += ["## Best variant per input", "",
+                "Per (op, backend), over the inputs (graph, F) with a baseline time: geometric mean of the speedup "
+                "of the fastest variant on each input over the baseline measured in the same run. *best other*: "
+                "the fastest variant other than the baseline (the issue's \"best variant per input\"); *best of "
+                "all*: the baseline included (at least 1 up to noise). Time-weighted: sum of baseline times / sum "
+                "of best times.", "",
+                "| op | backend | baseline | inputs | geomean best other | time-weighted best other | "
+                "min | max | geomean best of all |",
+                "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+        for (op, backend), items in best.items():
+            nat = [i for i in items if i["native"] is not None]
+            sp = [i["baseline_s"] / i["native"]["seconds"] for i in nat]
+            tw = (sum(i["baseline_s"] for i in nat) / sum(i["native"]["seconds"] for i in nat)) if nat else None
+            any_sp = [i["baseline_s"] / i["any"]["seconds"] for i in items]
+            bases = sorted({i["baseline"] or "?" for i in items})
+            out.append(f"| {op} | {backend} | {', '.join(bases)} | {len(items)} | {fmt(geomean(sp))} | {fmt(tw)} | "
+                       f"{fmt(min(sp)) if sp else ''} | {fmt(max(sp)) if sp else ''} | {fmt(geomean(any_sp))} |")
+        out.append("")
+        for (op, backend), items in best.items():
+            if op != "spmm":
+                continue
+            out += [f"### {op} on {backend}: the best variant other than the baseline, per input", "",
+                    f"| graph | F | best variant | time | {bw_unit} | floor frac | baseline time | speedup |",
+                    "|---|---:|---|---:|---:|---:|---:|---:|"]
+            for i in items:
+                r = i["native"]
+                if r is None:
+                    continue
+                out.append(f"| {i['graph']} | {i['F']} | {r['variant']} | {fmt_time(r['seconds'])} | {fmt(bw(r))} | "
+                           f"{fmt(r.get('floor_frac'))} | {fmt_time(i['baseline_s'])} | "
+                           f"{fmt(i['baseline_s'] / r['seconds'])} |")
+            out.append("")
+
+    out += ["## Summary per variant", "",
             "Per (op, backend, variant) over the rows with a baseline time: geometric mean of the speedups and "
             "the time-weighted speedup (sum of baseline times / sum of times).", "",
             "| op | backend | variant | rows | geomean speedup | time-weighted speedup | median floor frac |",
@@ -156,22 +280,24 @@ def render(rows, contexts, title, keep_order):
         summary.setdefault((r["op"], r["backend"], r["variant"]), []).append(r)
     for (op, backend, variant), rs in summary.items():
         sp = [r for r in rs if r.get("speedup") and r.get("baseline_ms")]
-        geo = math.exp(sum(math.log(r["speedup"]) for r in sp) / len(sp)) if sp else None
+        geo = geomean([r["speedup"] for r in sp])
         tw = (sum(r["baseline_ms"] * 1e-3 for r in sp) / sum(r["seconds"] for r in sp)) if sp else None
         ff = [r["floor_frac"] for r in rs if r.get("floor_frac") is not None]
         out.append(f"| {op} | {backend} | {variant} | {len(rs)} | {fmt(geo)} | {fmt(tw)} | "
                    f"{fmt(statistics.median(ff)) if ff else ''} |")
     out.append("")
+    if summary_only:
+        return "\n".join(out)
 
     out += ["## Rows", "",
-            "time: median per call; GB/s: gathered bytes (dense rows read through the pattern) / time; floor frac: "
-            "compulsory bytes / time / measured copy bandwidth; speedup: baseline time / time, both measured in "
-            "the same run.", "",
-            "| op | backend | variant | graph | F | time | GB/s | GFLOP/s | floor frac | speedup | vs |",
+            f"time: median per call; {bw_unit}: gathered bytes (dense rows read through the pattern) / time; floor "
+            "frac: compulsory bytes / time / measured copy bandwidth; speedup: baseline time / time, both measured "
+            "in the same run.", "",
+            f"| op | backend | variant | graph | F | time | {bw_unit} | GFLOP/s | floor frac | speedup | vs |",
             "|---|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in ok:
         out.append(f"| {r['op']} | {r['backend']} | {r['variant']} | {r['graph']} | {r['F']} | "
-                   f"{fmt_time(r['seconds'])} | {fmt(r.get('GB/s'))} | {fmt(r.get('GFLOP/s'))} | "
+                   f"{fmt_time(r['seconds'])} | {fmt(bw(r))} | {fmt(r.get('GFLOP/s'))} | "
                    f"{fmt(r.get('floor_frac'))} | {fmt(r.get('speedup'))} | {baseline_name(r['label'])} |")
     out.append("")
     if skipped:
@@ -189,6 +315,9 @@ def main(argv=None):
     p.add_argument("-o", "--output", help="write the Markdown here (default: stdout)")
     p.add_argument("--title", default="SparsePort benchmark results")
     p.add_argument("--keep-order", action="store_true", help="rows in run order instead of op/graph/F order")
+    p.add_argument("--summary", action="store_true", help="only the summaries (no context, rows or skipped rows)")
+    p.add_argument("--command", action="append", default=[],
+                   help="the exact command that produced the JSON, shown at the top (repeatable)")
     args = p.parse_args(argv)
     try:
         rows, contexts = collect(args.json)
@@ -198,7 +327,7 @@ def main(argv=None):
     if not rows:
         print("report.py: no rows named op/backend/variant/graph/F in " + ", ".join(args.json), file=sys.stderr)
         return 1
-    text = render(rows, contexts, args.title, args.keep_order)
+    text = render(rows, contexts, args.title, args.keep_order, args.command, args.summary)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(text + "\n")

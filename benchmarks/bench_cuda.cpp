@@ -1,0 +1,886 @@
+// SPDX-License-Identifier: Apache-2.0
+// sparseport_bench_cuda: the GPU suite of issue 4. One Google Benchmark row per (op, variant, graph,
+// F) for every variant the cuda plugin lists, named "op/cuda/variant/graph/F" like the CPU suite's
+// rows, with the same counters (harness.hpp), so report.py reads both.
+//
+// How a row is timed (README.md, "The CUDA suite"):
+//  - operands live in device memory (Context::allocate, Context::copy_to_backend); the dense
+//    operands and the output are allocated in several copies, so that the copies together exceed
+//    a few times the L2, and each call uses the next copy: no call finds its dense inputs in the L2
+//    because the previous call left them there. The graph's arrays (CSR, COO row index) are one copy.
+//  - every call is bracketed by its own pair of CUDA events on the context's stream
+//    (plugins/cuda/diagnostics.h); calls are queued in batches behind a device-to-device copy
+//    ("ballast") long enough that the host has queued the whole batch before the GPU reaches it,
+//    so an event pair measures GPU time, not the host's time to queue the call. The row's counters
+//    use the median per call.
+//  - each variant's first call (plans, lazy module loading) is an untimed warm-up whose output is
+//    checked against the baseline's (spmm, sddmm: the vendor variant, cuSPARSE; the others: the
+//    atomic variant or the unfused attention), so a wrong kernel never gets a time.
+//  - the copy bandwidth of the floor is measured on the device in the same run.
+// Without a usable CUDA device the program says why and exits 0 (nothing to time).
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "datasets.hpp"
+#include "harness.hpp"
+#include "plugins/cuda/diagnostics.h"
+#include "sparseport/sparseport.hpp"
+
+namespace {
+
+using namespace sparseport;
+using namespace sparseport::bench;
+using Clock = std::chrono::steady_clock;
+
+const Clock::time_point kProgramStart = Clock::now();
+
+// Seeds of the dense operands (as in the CPU suite): fixed, so every run times the same numbers.
+constexpr uint64_t kSeedRows = 11, kSeedCols = 12, kSeedCols2 = 13, kSeedMessages = 14;
+
+// The generated graphs of issue 4's GPU suite, taken from the registry's full list; real matrices
+// come from SPARSEPORT_DATA_DIR as in every suite.
+const std::set<std::string>& gpu_full_generators() {
+  static const std::set<std::string> s = {"er:200000:2e-5", "rmat:20:16", "megarow:2000000:16:0.05",
+                                          "band:1000000:16"};
+  return s;
+}
+
+void cuda_ok(cudaError_t e, const std::string& what) {
+  if (e == cudaSuccess) return;
+  throw BackendError("sparseport_bench_cuda: " + what + " failed with " + cudaGetErrorName(e) + " (" +
+                         cudaGetErrorString(e) + ").",
+                     static_cast<int>(e), cudaGetErrorName(e));
+}
+
+const char* env(const char* var) {
+  const char* v = std::getenv(var);
+  return (v != nullptr && *v != '\0') ? v : nullptr;
+}
+
+double env_double(const char* var, double fallback) {
+  const char* v = env(var);
+  if (v == nullptr) return fallback;
+  char* end = nullptr;
+  const double d = std::strtod(v, &end);
+  if (end == v || *end != '\0' || !(d >= 0))
+    throw InvalidArgument(std::string("sparseport_bench_cuda: ") + var + " is '" + v +
+                          "', which is not a non-negative number.");
+  return d;
+}
+
+// ---- device facts, copy bandwidth, ballast ---------------------------------------------------
+
+struct DeviceFacts {
+  std::string name;
+  int device = 0;
+  int sms = 0;
+  int64_t l2_bytes = 0;
+  size_t free_bytes = 0, total_bytes = 0;
+  std::string describe;  // the plugin's describe_devices() line
+};
+
+DeviceFacts device_facts(const Context& ctx) {
+  DeviceFacts f;
+  f.device = ctx.device();
+  cudaDeviceProp prop{};
+  cuda_ok(cudaGetDeviceProperties(&prop, f.device), "cudaGetDeviceProperties");
+  f.name = prop.name;
+  f.sms = prop.multiProcessorCount;
+  int l2 = 0;
+  cuda_ok(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, f.device), "cudaDeviceGetAttribute(L2 size)");
+  f.l2_bytes = l2;
+  cuda_ok(cudaMemGetInfo(&f.free_bytes, &f.total_bytes), "cudaMemGetInfo");
+  char line[2048] = {0};
+  sparseport_status st{};
+  if (ctx.plugin().table->describe_devices != nullptr &&
+      ctx.plugin().table->describe_devices(line, sizeof line, &st) == SPARSEPORT_OK)
+    f.describe = line;
+  for (char& c : f.describe)
+    if (c == '\n') c = ';';
+  return f;
+}
+
+// A pair of CUDA events, destroyed with the object.
+struct EventPair {
+  cudaEvent_t a = nullptr, b = nullptr;
+  EventPair() {
+    cuda_ok(cudaEventCreate(&a), "cudaEventCreate");
+    cuda_ok(cudaEventCreate(&b), "cudaEventCreate");
+  }
+  ~EventPair() {
+    cudaEventDestroy(a);
+    cudaEventDestroy(b);
+  }
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+  double seconds() const {
+    float ms = 0.0f;
+    cuda_ok(cudaEventElapsedTime(&ms, a, b), "cudaEventElapsedTime");
+    return static_cast<double>(ms) * 1e-3;
+  }
+};
+
+// STREAM-Copy-like device bandwidth: cudaMemcpyAsync device to device on the context's stream of
+// a buffer of max(256 MiB, 8 x L2), at most 1 GiB, timed with events, best of `repeats`, counted as
+// 2 x bytes / t (one read, one write).
+CopyBandwidth measure_device_copy_bandwidth(const Context& ctx, cudaStream_t stream, int64_t l2_bytes,
+                                            int repeats = 10) {
+  int64_t bytes = std::max<int64_t>(int64_t{256} << 20, 8 * l2_bytes);
+  bytes = std::min<int64_t>(bytes, int64_t{1} << 30);
+  Buffer src = ctx.allocate(static_cast<size_t>(bytes)), dst = ctx.allocate(static_cast<size_t>(bytes));
+  cuda_ok(cudaMemsetAsync(src.data(), 1, static_cast<size_t>(bytes), stream), "cudaMemsetAsync");
+  cuda_ok(cudaMemsetAsync(dst.data(), 0, static_cast<size_t>(bytes), stream), "cudaMemsetAsync");
+  EventPair ev;
+  double best = 1e300;
+  for (int r = 0; r < repeats + 1; ++r) {  // the first copy is a warm-up
+    cuda_ok(cudaEventRecord(ev.a, stream), "cudaEventRecord");
+    cuda_ok(cudaMemcpyAsync(dst.data(), src.data(), static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice, stream),
+            "cudaMemcpyAsync (copy bandwidth)");
+    cuda_ok(cudaEventRecord(ev.b, stream), "cudaEventRecord");
+    cuda_ok(cudaEventSynchronize(ev.b), "cudaEventSynchronize");
+    if (r > 0) best = std::min(best, ev.seconds());
+  }
+  CopyBandwidth bw;
+  bw.buffer_bytes = bytes;
+  bw.threads = 0;
+  bw.repeats = repeats;
+  bw.gbps = 2.0 * static_cast<double>(bytes) / best / 1e9;
+  std::ostringstream how;
+  how << "device-to-device cudaMemcpyAsync of " << (bytes >> 20) << " MiB on the context's stream, CUDA events, best of "
+      << repeats << " after one warm-up, counted as STREAM Copy (2 x bytes / t)";
+  bw.how = how.str();
+  return bw;
+}
+
+// Per (row) what the timer learns: the host's time to queue one call and the GPU's time of one.
+struct CallCost {
+  double host_s = 50e-6;  // a generous first guess; replaced after the first batch
+  double gpu_s = 0.0;     // 0: unknown
+};
+
+// Times calls one by one with CUDA events on the context's stream. Calls are queued in batches of
+// at most kBatch behind "ballast" (device-to-device copies of a 64 MiB buffer), sized so that the
+// host finishes queueing the batch before the GPU gets past the ballast: the GPU then runs the
+// calls back to back and each event pair brackets GPU work only.
+class EventTimer {
+ public:
+  static constexpr int kBatch = 32;
+  static constexpr int kMaxBallastUnits = 256;
+
+  EventTimer(const Context& ctx, cudaStream_t stream) : stream_(stream), pairs_(kBatch) {
+    const size_t bytes = size_t{64} << 20;
+    src_ = ctx.allocate(bytes);
+    dst_ = ctx.allocate(bytes);
+    cuda_ok(cudaMemsetAsync(src_.data(), 0, bytes, stream_), "cudaMemsetAsync (ballast)");
+    cuda_ok(cudaEventCreate(&ballast_done_), "cudaEventCreate");
+    ballast(1);
+    EventPair ev;
+    cuda_ok(cudaEventRecord(ev.a, stream_), "cudaEventRecord");
+    ballast(8);
+    cuda_ok(cudaEventRecord(ev.b, stream_), "cudaEventRecord");
+    cuda_ok(cudaEventSynchronize(ev.b), "cudaEventSynchronize");
+    unit_s_ = std::max(ev.seconds() / 8, 1e-6);
+  }
+  ~EventTimer() { cudaEventDestroy(ballast_done_); }
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+
+  double ballast_unit_seconds() const { return unit_s_; }
+
+  // GPU seconds of n calls of call(); cost is updated with what was seen. idle (when given) gets
+  // the fraction of the batches' GPU span in which no timed call was running (about 0 when the
+  // ballast hid the host's queueing, as intended).
+  std::vector<double> time_calls(int64_t n, const std::function<void()>& call, CallCost& cost,
+                                 double* idle = nullptr) {
+    std::vector<double> out;
+    out.reserve(static_cast<size_t>(std::max<int64_t>(n, 0)));
+    double gaps = 0.0, span = 0.0;
+    while (static_cast<int64_t>(out.size()) < n) {
+      const int b = static_cast<int>(std::min<int64_t>(kBatch, n - static_cast<int64_t>(out.size())));
+      // The GPU must not catch up with the host: b calls take the host b * host_s to queue, during
+      // which the GPU runs the ballast and the b - 1 calls before the last.
+      double need = 1.5 * cost.host_s * b - cost.gpu_s * (b - 1);
+      need = std::max(need, 1.5 * cost.host_s + 20e-6);
+      ballast(static_cast<int>(std::min<double>(std::ceil(need / unit_s_), kMaxBallastUnits)));
+      cuda_ok(cudaEventRecord(ballast_done_, stream_), "cudaEventRecord");
+      const auto t0 = Clock::now();
+      for (int i = 0; i < b; ++i) {
+        cuda_ok(cudaEventRecord(pairs_[static_cast<size_t>(i)].a, stream_), "cudaEventRecord");
+        call();
+        cuda_ok(cudaEventRecord(pairs_[static_cast<size_t>(i)].b, stream_), "cudaEventRecord");
+      }
+      const double host = std::chrono::duration<double>(Clock::now() - t0).count() / b;
+      cuda_ok(cudaEventSynchronize(pairs_[static_cast<size_t>(b - 1)].b), "cudaEventSynchronize");
+      std::vector<double> batch;
+      for (int i = 0; i < b; ++i) batch.push_back(pairs_[static_cast<size_t>(i)].seconds());
+      float ms = 0.0f;
+      cuda_ok(cudaEventElapsedTime(&ms, ballast_done_, pairs_[0].a), "cudaEventElapsedTime");
+      gaps += static_cast<double>(ms) * 1e-3;
+      for (int i = 1; i < b; ++i) {
+        cuda_ok(cudaEventElapsedTime(&ms, pairs_[static_cast<size_t>(i - 1)].b, pairs_[static_cast<size_t>(i)].a),
+                "cudaEventElapsedTime");
+        gaps += static_cast<double>(ms) * 1e-3;
+      }
+      cuda_ok(cudaEventElapsedTime(&ms, ballast_done_, pairs_[static_cast<size_t>(b - 1)].b), "cudaEventElapsedTime");
+      span += static_cast<double>(ms) * 1e-3;
+      cost.host_s = host;
+      cost.gpu_s = median(batch);
+      out.insert(out.end(), batch.begin(), batch.end());
+    }
+    if (idle != nullptr) *idle = span > 0 ? gaps / span : 0.0;
+    return out;
+  }
+
+ private:
+  void ballast(int units) {
+    for (int u = 0; u < units; ++u)
+      cuda_ok(cudaMemcpyAsync(dst_.data(), src_.data(), src_.bytes(), cudaMemcpyDeviceToDevice, stream_),
+              "cudaMemcpyAsync (ballast)");
+  }
+
+  cudaStream_t stream_;
+  Buffer src_, dst_;
+  std::vector<EventPair> pairs_;
+  cudaEvent_t ballast_done_ = nullptr;
+  double unit_s_ = 1e-4;
+};
+
+// ---- graphs and operands on the device -----------------------------------------------------------
+
+template <class T>
+Buffer upload(const Context& ctx, const std::vector<T>& v) {
+  Buffer b = ctx.allocate(std::max<size_t>(v.size(), 1) * sizeof(T));
+  if (!v.empty()) ctx.copy_to_backend(b.data(), v.data(), v.size() * sizeof(T));
+  return b;
+}
+
+// One graph's arrays in device memory: CSR (rowptr, colind, values) and the COO row index.
+struct DeviceGraph {
+  std::shared_ptr<const Graph> host;
+  Buffer rowptr, colind, values, coo_row;
+  int64_t widest_row = 0;  // the row with the most entries (the first such), for the result check
+
+  DeviceGraph(const Context& ctx, std::shared_ptr<const Graph> g) : host(std::move(g)) {
+    const HostCsr<int32_t, float>& c = host->csr;
+    rowptr = upload(ctx, c.rowptr);
+    colind = upload(ctx, c.colind);
+    values = upload(ctx, c.values);
+    coo_row = upload(ctx, host->coo_row);
+    int64_t best = -1;
+    for (int64_t i = 0; i < c.rows; ++i) {
+      const int64_t d = c.rowptr[static_cast<size_t>(i) + 1] - c.rowptr[static_cast<size_t>(i)];
+      if (d > best) {
+        best = d;
+        widest_row = i;
+      }
+    }
+  }
+  CsrView csr() const {
+    const HostCsr<int32_t, float>& c = host->csr;
+    return make_csr<int32_t, float>(c.rows, c.cols, c.nnz(), static_cast<const int32_t*>(rowptr.data()),
+                                    static_cast<const int32_t*>(colind.data()), static_cast<const float*>(values.data()));
+  }
+  CooView coo() const {
+    const HostCsr<int32_t, float>& c = host->csr;
+    return make_coo<int32_t, float>(c.rows, c.cols, c.nnz(), static_cast<const int32_t*>(coo_row.data()),
+                                    static_cast<const int32_t*>(colind.data()), static_cast<const float*>(values.data()));
+  }
+  IndexView index() const { return make_index<int32_t>(host->csr.nnz(), static_cast<const int32_t*>(coo_row.data())); }
+  int64_t bytes() const {
+    const HostCsr<int32_t, float>& c = host->csr;
+    return static_cast<int64_t>((c.rowptr.size() + c.colind.size() + c.values.size() + host->coo_row.size()) * 4);
+  }
+};
+
+// Host blocks of random floats (uniform in [-1, 1)), one per seed, replicated on the device to fill
+// an operand: the period (2^20 floats) does not matter to the timing, and the check compares each
+// variant with the baseline on the same operands.
+const std::vector<float>& random_block(uint64_t seed) {
+  static std::map<uint64_t, std::vector<float>> blocks;
+  auto it = blocks.find(seed);
+  if (it == blocks.end()) {
+    std::vector<float> b(size_t{1} << 20);
+    fill_random(b, seed);
+    it = blocks.emplace(seed, std::move(b)).first;
+  }
+  return it->second;
+}
+
+void fill_device_random(const Context& ctx, cudaStream_t stream, float* dst, size_t n, uint64_t seed) {
+  if (n == 0) return;
+  const std::vector<float>& block = random_block(seed);
+  size_t filled = std::min(n, block.size());
+  ctx.copy_to_backend(dst, block.data(), filled * sizeof(float));
+  while (filled < n) {  // doubling device-to-device copies
+    const size_t step = std::min(filled, n - filled);
+    cuda_ok(cudaMemcpyAsync(dst + filled, dst, step * sizeof(float), cudaMemcpyDeviceToDevice, stream),
+            "cudaMemcpyAsync (operand fill)");
+    filled += step;
+  }
+}
+
+// How many copies of one call's dense operands (and output) to rotate through.
+struct Rotation {
+  int64_t target_bytes = 0;  // the rotated set should exceed this (a multiple of the L2)
+  int64_t cap_bytes = 0;     // and stay under this
+  int64_t max_copies = 1024;
+  int copies_for(int64_t set_bytes) const {
+    if (set_bytes <= 0 || set_bytes >= target_bytes) return 1;
+    int64_t n = (target_bytes + set_bytes - 1) / set_bytes;
+    n = std::min({n, max_copies, std::max<int64_t>(cap_bytes / set_bytes, 1)});
+    return static_cast<int>(std::max<int64_t>(n, 1));
+  }
+};
+
+// One dense role (an input or the output): `copies` matrices of rows x cols, row-major, ld = cols,
+// each starting on a 256-byte boundary.
+struct Role {
+  int64_t rows = 0, cols = 0;
+  size_t stride = 0;  // floats between copies
+  Buffer buf;
+  float* at(int copy) const { return static_cast<float*>(buf.data()) + stride * static_cast<size_t>(copy); }
+  DenseView view(int copy) const { return make_dense<float>(rows, cols, cols, static_cast<const float*>(at(copy))); }
+  DenseMutView mut(int copy) const { return make_dense<float>(rows, cols, cols, at(copy)); }
+  size_t elems() const { return static_cast<size_t>(rows) * static_cast<size_t>(cols); }
+};
+
+size_t padded(size_t floats) { return (floats + 63) / 64 * 64; }
+
+// The device operands of one op on one graph at one F, rotated through `copies` copies; shared by
+// every variant of the op.
+class OpCase {
+ public:
+  // The bytes of one copy of the dense operands and output of op (for the memory cap).
+  static int64_t set_bytes(sparseport_op op, const Graph& g, int64_t f) {
+    const auto shapes = role_shapes(op, g, f);
+    int64_t b = 0;
+    for (const auto& [r, c, seed] : shapes) b += static_cast<int64_t>(padded(static_cast<size_t>(r * c))) * 4;
+    return b;
+  }
+
+  OpCase(const Context& ctx, cudaStream_t stream, sparseport_op op, std::shared_ptr<const DeviceGraph> g, int64_t f,
+         int copies)
+      : op_(op), g_(std::move(g)), copies_(copies), stream_(stream) {
+    const auto shapes = role_shapes(op_, *g_->host, f);
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const auto& [r, c, seed] = shapes[i];
+      Role role;
+      role.rows = r;
+      role.cols = c;
+      role.stride = padded(static_cast<size_t>(r * c));
+      role.buf = ctx.allocate(std::max<size_t>(role.stride * static_cast<size_t>(copies_), 64) * sizeof(float));
+      const bool output = i + 1 == shapes.size();
+      if (!output) fill_device_random(ctx, stream_, role.at(0), role.stride * static_cast<size_t>(copies_), seed);
+      roles_.push_back(std::move(role));
+    }
+    // Every copy of the output starts as NaN too, so no copy reads as already written.
+    const Role& out = roles_.back();
+    cuda_ok(cudaMemsetAsync(out.buf.data(), 0xff, out.stride * static_cast<size_t>(copies_) * sizeof(float), stream_),
+            "cudaMemsetAsync (output)");
+    cuda_ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (operands)");
+  }
+
+  int copies() const { return copies_; }
+
+  // One call of the op on copy `copy` of the dense operands; throws what the op throws.
+  void run(const Context& ctx, const std::string& variant, int copy) const {
+    const CsrView a = g_->csr();
+    const Role& out = roles_.back();
+    switch (op_) {
+      case SPARSEPORT_OP_SPMM: {
+        SpmmOptions opt;
+        opt.variant = variant;
+        spmm(ctx, a, roles_[0].view(copy), out.mut(copy), opt);
+        break;
+      }
+      case SPARSEPORT_OP_SDDMM: {
+        OpOptions opt;
+        opt.variant = variant;
+        sddmm(ctx, a, roles_[0].view(copy), roles_[1].view(copy), out.mut(copy), opt);
+        break;
+      }
+      case SPARSEPORT_OP_SEGMENT_REDUCE: {
+        ReduceOptions opt;
+        opt.variant = variant;
+        segment_reduce(ctx, g_->index(), roles_[0].view(copy), out.mut(copy), opt);
+        break;
+      }
+      case SPARSEPORT_OP_GATHER_SCATTER: {
+        ReduceOptions opt;
+        opt.variant = variant;
+        gather_scatter(ctx, g_->coo(), roles_[0].view(copy), out.mut(copy), opt);
+        break;
+      }
+      case SPARSEPORT_OP_CSR_ATTENTION: {
+        AttentionOptions opt;
+        opt.variant = variant;
+        csr_attention(ctx, a, roles_[0].view(copy), roles_[1].view(copy), roles_[2].view(copy), out.mut(copy), opt);
+        break;
+      }
+      default:
+        throw InvalidArgument(std::string("sparseport_bench_cuda: op '") + op_name(op_) + "' has no GPU benchmark.");
+    }
+  }
+
+  // NaN in copy 0 of the output, so a variant that leaves an element unwritten fails the check.
+  void poison_output() const {
+    const Role& out = roles_.back();
+    cuda_ok(cudaMemsetAsync(out.at(0), 0xff, out.elems() * sizeof(float), stream_), "cudaMemsetAsync (poison)");
+  }
+
+  // Copy 0 of the output, or for a large output a fixed sample of it: its first 2^18 elements,
+  // the elements of the widest row (a hub serialises row-parallel kernels and splits others), and
+  // 512 evenly spaced runs of 4096 elements. Waits for the stream.
+  std::vector<float> output_sample() const {
+    constexpr size_t kWhole = size_t{1} << 22, kHead = size_t{1} << 18, kRuns = 512, kRun = 4096;
+    const Role& out = roles_.back();
+    const size_t n = out.elems();
+    const float* d = out.at(0);
+    struct Range {
+      size_t first, count;
+    };
+    std::vector<Range> ranges;
+    size_t stride = 0;  // of the evenly spaced runs; 0: none
+    if (n <= kWhole) {
+      ranges.push_back({0, n});
+    } else {
+      ranges.push_back({0, kHead});
+      const HostCsr<int32_t, float>& c = g_->host->csr;
+      const size_t w = static_cast<size_t>(g_->widest_row);
+      if (op_ == SPARSEPORT_OP_SDDMM)  // one output element per stored entry
+        ranges.push_back({static_cast<size_t>(c.rowptr[w]),
+                          std::min(kHead, static_cast<size_t>(c.rowptr[w + 1] - c.rowptr[w]))});
+      else
+        ranges.push_back({w * static_cast<size_t>(out.cols), static_cast<size_t>(out.cols)});
+      stride = (n - kRun) / (kRuns - 1);  // >= kRun since n > kWhole
+    }
+    size_t total = stride > 0 ? kRuns * kRun : 0;
+    for (Range& r : ranges) {
+      r.count = std::min(r.count, n - std::min(r.first, n));
+      total += r.count;
+    }
+    std::vector<float> h(total);
+    size_t at = 0;
+    for (const Range& r : ranges) {
+      if (r.count == 0) continue;
+      cuda_ok(cudaMemcpyAsync(h.data() + at, d + r.first, r.count * sizeof(float), cudaMemcpyDeviceToHost, stream_),
+              "cudaMemcpyAsync (result to host)");
+      at += r.count;
+    }
+    if (stride > 0)
+      cuda_ok(cudaMemcpy2DAsync(h.data() + at, kRun * sizeof(float), d, stride * sizeof(float), kRun * sizeof(float),
+                                kRuns, cudaMemcpyDeviceToHost, stream_),
+              "cudaMemcpy2DAsync (result sample to host)");
+    cuda_ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (result to host)");
+    return h;
+  }
+
+ private:
+  // (rows, cols, seed) of each dense role in order, the output last.
+  static std::vector<std::tuple<int64_t, int64_t, uint64_t>> role_shapes(sparseport_op op, const Graph& g, int64_t f) {
+    const int64_t m = g.csr.rows, k = g.csr.cols, nnz = g.csr.nnz();
+    switch (op) {
+      case SPARSEPORT_OP_SPMM:
+      case SPARSEPORT_OP_GATHER_SCATTER: return {{k, f, kSeedCols}, {m, f, 0}};
+      case SPARSEPORT_OP_SDDMM: return {{m, f, kSeedRows}, {k, f, kSeedCols}, {nnz, 1, 0}};
+      case SPARSEPORT_OP_SEGMENT_REDUCE: return {{nnz, f, kSeedMessages}, {m, f, 0}};
+      case SPARSEPORT_OP_CSR_ATTENTION: return {{m, f, kSeedRows}, {k, f, kSeedCols}, {k, f, kSeedCols2}, {m, f, 0}};
+      default:
+        throw InvalidArgument(std::string("sparseport_bench_cuda: op '") + op_name(op) + "' has no GPU benchmark.");
+    }
+  }
+
+  sparseport_op op_;
+  std::shared_ptr<const DeviceGraph> g_;
+  int copies_;
+  cudaStream_t stream_;
+  std::vector<Role> roles_;
+};
+
+// ---- the suite ---------------------------------------------------------------------------------
+
+struct BaselineRun {
+  Baseline which;
+  double seconds = 0.0;       // median per call; 0 when it could not run
+  std::vector<float> output;  // (a sample of) its output, for the gross check of the other variants
+  std::string error;
+};
+
+// The operands of the (graph, F, op) being timed; rows are registered graph by graph, F by F, op
+// by op, so consecutive rows (every variant of one op) share them.
+struct Slot {
+  std::string key;
+  std::unique_ptr<OpCase> op_case;
+  std::unique_ptr<BaselineRun> baseline;
+  std::set<std::string> prepared;         // variants already warmed up and checked
+  std::map<std::string, CallCost> costs;  // by variant, carried over Google Benchmark's reruns of a row
+  int next_copy = 0;                      // the rotation goes on across calls, variants and reruns
+};
+
+struct Suite {
+  BenchConfig cfg;
+  double copy_gbps = 0.0;
+  double deadline_s = 0.0;  // SPARSEPORT_BENCH_DEADLINE_S; 0: none
+  double baseline_min_s = 0.02;
+  DeviceFacts facts;
+  Rotation rotation;
+  std::unique_ptr<Context> ctx;
+  cudaStream_t stream = nullptr;
+  std::unique_ptr<EventTimer> timer;
+  std::shared_ptr<const DeviceGraph> graph;  // the graph on the device now
+  Slot slot;
+};
+
+// The first difference larger than a loose tolerance, as a sentence; empty when none (as the CPU
+// suite: fp32 sums in another order differ in the last bits; this only keeps a broken variant --
+// NaN, unwritten or wrong elements -- out of the table).
+std::string gross_difference(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size())
+    return "the result sample has " + std::to_string(got.size()) + " elements, the baseline's " +
+           std::to_string(want.size());
+  double scale = 1.0;
+  for (float w : want) scale = std::max(scale, static_cast<double>(std::fabs(w)));
+  const double tol = 1e-3 * scale;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double d = std::fabs(static_cast<double>(got[i]) - static_cast<double>(want[i]));
+    if (!(d <= tol)) {
+      std::ostringstream s;
+      s << "sampled element " << i << " is " << got[i] << " but the baseline gave " << want[i] << " (tolerance " << tol
+        << ")";
+      return s.str();
+    }
+  }
+  return {};
+}
+
+// Calls of `variant` on rotating copies, timed by the suite's event timer.
+std::vector<double> time_variant(Suite& s, const std::string& variant, int64_t n, double* idle = nullptr) {
+  OpCase& c = *s.slot.op_case;
+  CallCost& cost = s.slot.costs[variant];
+  int& next = s.slot.next_copy;
+  const std::function<void()> call = [&] {
+    next = (next + 1) % c.copies();  // copy 0, the warm-up's and the check's, comes last
+    c.run(*s.ctx, variant, next);
+  };
+  return s.timer->time_calls(n, call, cost, idle);
+}
+
+BaselineRun measure_baseline(Suite& s, sparseport_op op) {
+  BaselineRun r;
+  r.which = baseline_for(s.ctx->plugin(), op);
+  if (r.which.variant.empty()) {
+    r.error = "no baseline variant";
+    return r;
+  }
+  try {
+    OpCase& c = *s.slot.op_case;
+    c.poison_output();
+    c.run(*s.ctx, r.which.variant, 0);  // warm-up (plans), and the output the variants are checked against
+    r.output = c.output_sample();
+    // One timed call to size the sample: at least 3 calls and baseline_min_s of GPU time, at most 2000.
+    const double first = median(time_variant(s, r.which.variant, 1));
+    const int64_t n = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(s.baseline_min_s / std::max(first, 1e-7))), 3, 2000);
+    r.seconds = median(time_variant(s, r.which.variant, n));
+  } catch (const std::exception& ex) {
+    r.error = ex.what();
+    r.output.clear();
+  }
+  return r;
+}
+
+struct RowSpec {
+  sparseport_op op;
+  std::string variant;
+  DatasetSpec graph;
+  int64_t features;
+};
+
+void run_row(benchmark::State& state, Suite& s, const RowSpec& row) {
+  if (s.deadline_s > 0 &&
+      std::chrono::duration<double>(Clock::now() - kProgramStart).count() > s.deadline_s) {
+    state.SkipWithError(("not run: the run's time budget (SPARSEPORT_BENCH_DEADLINE_S=" +
+                         std::to_string(static_cast<int64_t>(s.deadline_s)) + " s) was spent.")
+                            .c_str());
+    return;
+  }
+  std::shared_ptr<const Graph> g;
+  try {
+    g = load(row.graph);
+  } catch (const std::exception& ex) {
+    state.SkipWithError(ex.what());
+    return;
+  }
+  const OpModel model = op_model(row.op, *g, row.features);
+  const int64_t one_set = OpCase::set_bytes(row.op, *g, row.features);
+  if (static_cast<double>(one_set) > s.cfg.max_operand_gb * 1e9) {
+    std::ostringstream m;
+    m << "skipped: the dense operands of " << op_name(row.op) << " on " << g->name << " at F=" << row.features
+      << " need " << static_cast<double>(one_set) / 1e9 << " GB of device memory, over the SPARSEPORT_BENCH_MAX_GB cap of "
+      << s.cfg.max_operand_gb << " GB.";
+    state.SkipWithError(m.str().c_str());
+    return;
+  }
+
+  Slot& slot = s.slot;
+  const std::string key = g->name + "|" + std::to_string(row.features) + "|" + op_name(row.op);
+  if (slot.key != key) {
+    slot = Slot{};  // frees the previous operands first
+    try {
+      if (s.graph == nullptr || s.graph->host != g) {
+        s.graph.reset();  // frees the previous graph's arrays (and the plans built on them)
+        s.graph = std::make_shared<const DeviceGraph>(*s.ctx, g);
+      }
+      const int copies = s.rotation.copies_for(one_set);
+      slot.op_case = std::make_unique<OpCase>(*s.ctx, s.stream, row.op, s.graph, row.features, copies);
+    } catch (const std::exception& ex) {
+      slot = Slot{};
+      state.SkipWithError((std::string("building the device operands failed: ") + ex.what()).c_str());
+      return;
+    }
+    slot.key = key;
+  }
+  if (slot.baseline == nullptr) slot.baseline = std::make_unique<BaselineRun>(measure_baseline(s, row.op));
+  const BaselineRun& baseline = *slot.baseline;
+  OpCase& c = *slot.op_case;
+
+  if (slot.prepared.count(row.variant) == 0) {
+    try {
+      c.poison_output();
+      c.run(*s.ctx, row.variant, 0);  // warm-up: plans, lazy module loading
+      const std::vector<float> got = c.output_sample();
+      if (s.cfg.check && !baseline.output.empty()) {
+        if (std::string d = gross_difference(got, baseline.output); !d.empty()) {
+          state.SkipWithError(("wrong result: " + row.variant + " differs from the baseline " +
+                               baseline.which.variant + ": " + d + ".")
+                                  .c_str());
+          return;
+        }
+      }
+    } catch (const Unsupported& ex) {
+      state.SkipWithError((std::string("does not apply: ") + ex.what()).c_str());
+      return;
+    } catch (const std::exception& ex) {
+      state.SkipWithError((std::string("error: ") + ex.what()).c_str());
+      return;
+    }
+    slot.prepared.insert(row.variant);
+  }
+
+  // Google Benchmark's iterations are calls; they are timed in batches (EventTimer) and handed out
+  // one per iteration. The time column is Google Benchmark's mean; the counters use the median.
+  std::vector<double> times, pending;
+  times.reserve(static_cast<size_t>(state.max_iterations));
+  size_t next = 0;
+  int64_t left = static_cast<int64_t>(state.max_iterations);
+  double idle = 0.0;
+  try {
+    for (auto _ : state) {
+      if (next == pending.size()) {
+        const int64_t n = std::min<int64_t>(left, 4 * EventTimer::kBatch);
+        pending = time_variant(s, row.variant, n, &idle);
+        left -= n;
+        next = 0;
+      }
+      state.SetIterationTime(pending[next]);
+      times.push_back(pending[next]);
+      ++next;
+    }
+  } catch (const std::exception& ex) {
+    state.SkipWithError((std::string("error: ") + ex.what()).c_str());
+    return;
+  }
+  set_row_counters(state, model, {median(times), baseline.seconds}, s.copy_gbps);
+  state.counters["copies"] = c.copies();
+  state.counters["gpu_idle_frac"] = idle;
+  if (!baseline.error.empty())
+    state.SetLabel("baseline " + baseline.which.variant + " failed: " + baseline.error);
+  else
+    state.SetLabel("baseline=" + baseline.which.variant + (baseline.which.vendor ? " (vendor)" : ""));
+}
+
+std::string joined(const std::vector<int64_t>& v) {
+  std::string s;
+  for (int64_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+bool arg_given(int argc, char** argv, const char* prefix) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]).rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+int real_main(int argc, char** argv) {
+  std::string command_line;
+  for (int i = 0; i < argc; ++i) command_line += (i ? " " : "") + std::string(argv[i]);
+  bool listing_tests = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help")
+      std::cout << config_help()
+                << "  GPU suite only:\n"
+                   "                       SPARSEPORT_BENCH_DEADLINE_S  rows starting after this many seconds are skipped\n"
+                   "                       SPARSEPORT_BENCH_ROTATE_L2   rotate operand copies past this many L2 sizes (default 3)\n"
+                   "  defaults here: F = 32,64,128,256; --benchmark_min_time=0.01; the operand cap is 70% of the free device memory\n\n";
+    if (a == "--benchmark_list_tests" || a == "--benchmark_list_tests=true" || a == "--benchmark_list_tests=1")
+      listing_tests = true;
+  }
+  const bool f_given = env("SPARSEPORT_BENCH_F") != nullptr || arg_given(argc, argv, "--sp_f=");
+  const bool cap_given = env("SPARSEPORT_BENCH_MAX_GB") != nullptr;
+
+  auto suite = std::make_unique<Suite>();
+  suite->cfg = parse_config(&argc, argv);
+  if (!f_given) suite->cfg.features = {32, 64, 128, 256};
+  suite->deadline_s = env_double("SPARSEPORT_BENCH_DEADLINE_S", 0.0);
+  const double rotate_l2 = env_double("SPARSEPORT_BENCH_ROTATE_L2", 3.0);
+
+  // Unless told otherwise, 0.01 s of GPU time per row (Google Benchmark's default is 0.5 s): the
+  // per-call median needs far fewer calls than that, and device time is what the suite spends.
+  std::vector<char*> args(argv, argv + argc);
+  std::string quick_min_time = "--benchmark_min_time=0.01";
+  if (!arg_given(argc, argv, "--benchmark_min_time") && !args.empty()) args.insert(args.begin() + 1, quick_min_time.data());
+  args.push_back(nullptr);
+  argc = static_cast<int>(args.size()) - 1;
+  argv = args.data();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+
+  std::vector<DatasetSpec> graphs = datasets(suite->cfg.size, suite->cfg.data_dir, suite->cfg.graph_regex);
+  if (suite->cfg.size == SuiteSize::full)
+    graphs.erase(std::remove_if(graphs.begin(), graphs.end(),
+                                [](const DatasetSpec& d) { return !d.is_file && gpu_full_generators().count(d.name) == 0; }),
+                 graphs.end());
+  if (suite->cfg.list_only) {
+    for (const DatasetSpec& d : graphs) std::cout << d.name << "\t" << d.source << "\n";
+    return 0;
+  }
+
+  const PluginInfo& cuda = plugin("cuda");
+  if (cuda.status != PluginStatus::available && !listing_tests) {
+    std::cout << "sparseport_bench_cuda: nothing to run: the cuda backend is " << name(cuda.status)
+              << (cuda.reason.empty() ? "" : " (" + cuda.reason + ")") << ".\n";
+    return 0;
+  }
+
+  std::string copy_how;
+  if (cuda.status == PluginStatus::available) {
+    suite->ctx = std::make_unique<Context>(Context::create("cuda:0"));
+    cuda_ok(cudaSetDevice(suite->ctx->device()), "cudaSetDevice");
+    suite->stream = static_cast<cudaStream_t>(sparseport_cuda_stream(suite->ctx->exec().state));
+    if (suite->stream == nullptr) throw PluginError("sparseport_bench_cuda: the cuda context has no stream.");
+    suite->facts = device_facts(*suite->ctx);
+    if (suite->cfg.copy_gbps > 0) {
+      suite->copy_gbps = suite->cfg.copy_gbps;
+      copy_how = "given by SPARSEPORT_BENCH_COPY_GBPS";
+    } else if (listing_tests) {
+      copy_how = "not measured (--benchmark_list_tests)";
+    } else {
+      const CopyBandwidth bw = measure_device_copy_bandwidth(*suite->ctx, suite->stream, suite->facts.l2_bytes);
+      suite->copy_gbps = bw.gbps;
+      copy_how = bw.how;
+    }
+    if (!listing_tests) suite->timer = std::make_unique<EventTimer>(*suite->ctx, suite->stream);
+    cuda_ok(cudaMemGetInfo(&suite->facts.free_bytes, &suite->facts.total_bytes), "cudaMemGetInfo");
+    if (!cap_given) suite->cfg.max_operand_gb = 0.7 * static_cast<double>(suite->facts.free_bytes) / 1e9;
+    suite->rotation.target_bytes = static_cast<int64_t>(rotate_l2 * static_cast<double>(suite->facts.l2_bytes));
+    suite->rotation.cap_bytes = std::min<int64_t>(int64_t{4} << 30, static_cast<int64_t>(suite->cfg.max_operand_gb * 1e9));
+  }
+
+  std::ostringstream gbps, rotation, timing, device;
+  gbps.precision(4);
+  gbps << suite->copy_gbps;
+  rotation << "dense operands and output in n copies, n = ceil(" << rotate_l2 << " x L2 / bytes of one copy), 1 <= n <= "
+           << suite->rotation.max_copies << ", n x bytes <= " << suite->rotation.cap_bytes / (1 << 20)
+           << " MiB; each call takes the next copy; CSR/COO arrays one copy (L2 "
+           << suite->facts.l2_bytes / 1024 << " KiB)";
+  timing << "per call: cudaEventRecord before and after the op on the context's stream; calls queued in batches of "
+         << EventTimer::kBatch << " behind device-to-device ballast copies ("
+         << (suite->timer ? suite->timer->ballast_unit_seconds() * 1e6 : 0.0)
+         << " us each) so the host's queueing is hidden; one untimed warm-up call per variant; median per call";
+  device << suite->facts.name << ", " << suite->facts.sms << " SMs, L2 " << suite->facts.l2_bytes / 1024 << " KiB, "
+         << suite->facts.total_bytes / (1 << 20) << " MiB (" << suite->facts.free_bytes / (1 << 20)
+         << " MiB free after set-up)";
+  std::string graph_names;
+  for (const DatasetSpec& d : graphs) graph_names += (graph_names.empty() ? "" : " ") + d.name;
+  std::string baseline_table;
+  for (sparseport_op op : benchmarked_ops()) {
+    const Baseline b = baseline_for(cuda, op);
+    baseline_table += (baseline_table.empty() ? "" : "; ") + std::string(op_name(op)) + ": " +
+                      (b.variant.empty() ? "none" : b.variant) + (b.vendor ? " (vendor)" : "");
+  }
+  std::ostringstream cap;
+  cap << suite->cfg.max_operand_gb;
+  benchmark::AddCustomContext("sparseport_version", version());
+  benchmark::AddCustomContext("sparseport_suite", "cuda");
+  benchmark::AddCustomContext("sparseport_command_line", command_line);
+  benchmark::AddCustomContext("sparseport_device", device.str());
+  if (!suite->facts.describe.empty()) benchmark::AddCustomContext("sparseport_device_runtime", suite->facts.describe);
+  benchmark::AddCustomContext("sparseport_copy_GBps", gbps.str());
+  benchmark::AddCustomContext("sparseport_copy_method", copy_how.empty() ? "not measured (no device)" : copy_how);
+  benchmark::AddCustomContext("sparseport_timing", timing.str());
+  benchmark::AddCustomContext("sparseport_rotation", rotation.str());
+  benchmark::AddCustomContext("sparseport_operand_cap_GB", cap.str());
+  benchmark::AddCustomContext("sparseport_bandwidth_unit", "TB/s");
+  benchmark::AddCustomContext("sparseport_suite_size", name(suite->cfg.size));
+  benchmark::AddCustomContext("sparseport_features", joined(suite->cfg.features));
+  benchmark::AddCustomContext("sparseport_graphs", graph_names.empty() ? "(none)" : graph_names);
+  benchmark::AddCustomContext("sparseport_data_dir", suite->cfg.data_dir.empty() ? "(none)" : suite->cfg.data_dir);
+  benchmark::AddCustomContext("sparseport_baselines", baseline_table);
+  if (suite->deadline_s > 0) benchmark::AddCustomContext("sparseport_deadline_s", std::to_string(suite->deadline_s));
+
+  // Graph, then F, then op outermost, so a graph is uploaded once and the operands of one
+  // (graph, F, op) serve all its variants (see Slot).
+  Suite* sp = suite.get();
+  size_t rows = 0;
+  for (const DatasetSpec& graph : graphs)
+    for (int64_t f : suite->cfg.features)
+      for (sparseport_op op : benchmarked_ops())
+        for (const std::string& variant : cuda.variants_of(op)) {
+          const RowSpec row{op, variant, graph, f};
+          const std::string n = row_name(op, "cuda", variant, graph.name, f);
+          benchmark::RegisterBenchmark(n.c_str(), [sp, row](benchmark::State& st) { run_row(st, *sp, row); })
+              ->UseManualTime()
+              ->Unit(benchmark::kMicrosecond);
+          ++rows;
+        }
+  if (rows == 0) {
+    std::cerr << "sparseport_bench_cuda: nothing to run (" << graphs.size() << " graphs).\n";
+    return 1;
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  // Device memory goes back while the CUDA runtime is still up.
+  suite->slot = Slot{};
+  suite->graph.reset();
+  suite->timer.reset();
+  suite->ctx.reset();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return real_main(argc, argv);
+  } catch (const std::exception& ex) {
+    std::cerr << ex.what() << "\n";
+    return 2;
+  }
+}
