@@ -376,6 +376,21 @@ int real_main(int argc, char** argv) {
   benchmark::AddCustomContext("sparseport_version", version());
   benchmark::AddCustomContext("sparseport_backends", backend_list);
   benchmark::AddCustomContext("sparseport_threads", thread_summary(suite->cfg.threads));
+  // Threads per backend, as each describes itself: openmp (and spmm.graphblas, which follows the
+  // context's threads) use the count above, while Kokkos's is fixed when Kokkos is initialised
+  // (Debian's Kokkos is Serial: 1), so rows of different backends may run on different counts.
+  for (const BackendCtx& b : suite->backends) {
+    const sparseport_plugin* t = b.ctx.plugin().table;
+    std::string line = "(no description)";
+    if (t != nullptr && t->describe_devices != nullptr) {
+      std::vector<char> buf(2048);
+      sparseport_status st{};
+      line = t->describe_devices(buf.data(), buf.size(), &st) == SPARSEPORT_OK ? std::string(buf.data())
+                                                                                : std::string(st.message);
+    }
+    if (b.ctx.threads() > 0) line += "; Context::set_threads(" + std::to_string(b.ctx.threads()) + ")";
+    benchmark::AddCustomContext("sparseport_threads_" + b.name, line);
+  }
   benchmark::AddCustomContext("sparseport_copy_GBps", gbps.str());
   benchmark::AddCustomContext("sparseport_copy_method", copy_how);
   benchmark::AddCustomContext("sparseport_suite_size", name(suite->cfg.size));

@@ -169,7 +169,17 @@ void decide_by_probe(PlanState& p, const void* args, const std::vector<std::stri
   sparseport_status error{};
   std::string probe_text;
   const double t_vendor = time_variant(*p.plugin, p.exec, p.op, p.decision.vendor, sample.args(), p.opt.probe_repeats, true, &error);
-  if (t_vendor < 0) warn(label(p) + ": vendor " + p.decision.vendor + " failed on the probe: " + error.message);
+  if (t_vendor < 0) {
+    // The vendor refusing the sample almost always means the caller's arguments are wrong (host
+    // pointers on a GPU backend ...): stop deciding, run the vendor, and let the op report it.
+    p.decision.variant = p.decision.vendor;
+    p.decision.source = "unscheduled";
+    p.decision.reason = std::string("the vendor failed on the probe sample: ") + error.message;
+    p.verify_pending = false;
+    p.decision.decide_seconds += since(t0);
+    log(p.opt, label(p) + ": " + p.decision.reason);
+    return;
+  }
   probe_text = p.decision.vendor + "=" + ms(t_vendor);
   std::vector<std::pair<std::string, double>> times;
   for (size_t i = 0; i < k; ++i) {
@@ -203,7 +213,8 @@ void verify(PlanState& p, const void* args, const std::string& where) {
     sparseport_status error{};
     if (time_variant(*p.plugin, p.exec, p.op, p.decision.variant, args, 1, false, &error) < 0)
       detail::throw_status(error, where + "/" + p.decision.variant);
-    return;  // nothing to compare: that call was the op itself
+    store(p, base_record(p));  // nothing to compare (that call was the op itself); now verified
+    return;
   }
   // spmm with beta != 0 reads C: restore C before every run so the result is computed once.
   const sparseport_spmm_args* spmm = p.op == SPARSEPORT_OP_SPMM ? static_cast<const sparseport_spmm_args*>(args) : nullptr;
@@ -286,7 +297,17 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
     return p;
   }
   const DeviceSignature dev = device_signature(plugin, exec);
-  p->structure = read_structure(plugin, exec, op, args);
+  try {
+    p->structure = read_structure(plugin, exec, op, args);
+  } catch (const Error& e) {
+    // Unreadable sparse operand (e.g. host pointers given to a GPU backend): do not decide; the
+    // op's own checks then report the argument precisely.
+    p->decided = true;
+    p->decision.source = "unscheduled";
+    p->decision.reason = std::string("could not read the sparse operand: ") + e.what();
+    log(p->opt, std::string(op_name(op)) + "[" + plugin.name + "]: " + p->decision.reason);
+    return p;
+  }
   p->graph = graph_signature(p->structure);
   p->versions = dev.versions_text();
   p->key = dev.hash + "/" + p->graph + "/" + op_name(op) + "/F" + std::to_string(p->info.features) + "/" +
@@ -338,12 +359,12 @@ void execute(PlanState& p, const void* args, const std::string& where) {
     const std::vector<std::string> applicable = applicable_variants(plugin, p.op, args);
     if (applicable.empty()) (void)select(plugin, p.op, args, {}, where);  // throws, listing every reason
     if (!p.decided) {
-      decide_by_probe(p, args, applicable);
-      p.decided = true;
       p.verify_pending = true;
+      decide_by_probe(p, args, applicable);  // clears verify_pending when it could not probe
+      p.decided = true;
       p.structure = {};
     }
-    if (p.decision.source == "off" || p.decision.source == "single") {
+    if (p.decision.source == "off" || p.decision.source == "single" || p.decision.source == "unscheduled") {
       variant = select(plugin, p.op, args, {}, where);
     } else if (p.decision.variant.empty() || !applies(plugin, p.op, p.decision.variant, args, nullptr)) {
       // Replay miss, or a decision that does not apply to these operands (e.g. alignment): vendor.

@@ -4,7 +4,10 @@
 # Where apt-get cannot run (not root, not Debian, no network: the GPU machine), it says what is
 # missing and goes on: CMake then builds whatever the machine has.
 set -u
-pkgs=(build-essential cmake ninja-build pkgconf zlib1g-dev libgtest-dev libbenchmark-dev libhwloc-dev python3)
+pkgs=(build-essential cmake ninja-build pkgconf zlib1g-dev libgtest-dev libbenchmark-dev libhwloc-dev python3
+  # The kokkos plugin (Debian's Kokkos 3.4, Serial only; Kokkos Kernels needs BLAS and LAPACK) and
+  # the CPU vendor baseline spmm.graphblas. Without them CMake leaves those parts out.
+  libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libblas-dev liblapack-dev libgraphblas-dev)
 
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "sparseport/plugin_abi.h"
@@ -81,5 +82,13 @@ SPARSEPORT_OPENMP_DECLARE_KERNELS
 }  // namespace avx2
 
 #undef SPARSEPORT_OPENMP_DECLARE_KERNELS
+
+// spmm.graphblas, the vendor baseline (spmm_graphblas.cpp; built only with
+// SPARSEPORT_ENABLE_GRAPHBLAS, once, outside the ISA copies: GraphBLAS does the math).
+void spmm_graphblas(const sparseport_spmm_args& args, int threads);
+// Whether spmm.graphblas applies to args; when not, the reason goes to *why.
+bool spmm_graphblas_applies(const sparseport_spmm_args& args, std::string* why);
+// "SuiteSparse:GraphBLAS 7.4.0", for the device description.
+std::string graphblas_version();
 
 }  // namespace sparseport::openmp

@@ -25,6 +25,12 @@ const sparseport_variant kVariants[] = {
      "blocks of whole rows (equal rows + nonzeros) to threads, register tiles of F (SIMD across F); rows never split"},
     {SPARSEPORT_OP_SPMM, "spmm.merge_path", 0,
      "rows + nonzeros cut evenly (merge path), a row cut at a boundary fixed up from carries; for mega-rows"},
+#if defined(SPARSEPORT_OPENMP_HAVE_GRAPHBLAS)
+    {SPARSEPORT_OP_SPMM, "spmm.graphblas", SPARSEPORT_VARIANT_VENDOR,
+     "SuiteSparse:GraphBLAS GrB_mxm (PLUS_TIMES; MAX/MIN_TIMES, *_SECOND on patterns) into C; B, C and 64-bit sorted A "
+     "lent without copies, but 32-bit indices are widened, unsorted/repeated rows rebuilt, padded B/C and "
+     "beta!=0 with alpha!=1 (or max/min) staged: copies, see SPARSEPORT_LOG=graphblas; max/min refuse repeated columns"},
+#endif
     {SPARSEPORT_OP_SDDMM, "sddmm.rows", kDefault,
      "nonzeros split evenly over threads and walked row by row, SIMD dot products over F"},
     {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.sorted_add", kDefault,
@@ -109,6 +115,8 @@ std::string_view suffix(const char* variant, std::string_view op) {
   throw Unsupported("sparseport openmp: op " + std::string(op) + " has no variant '" + std::string(variant) + "'");
 }
 
+[[maybe_unused]] bool is_graphblas(const char* variant) { return variant != nullptr && std::string_view(variant) == "spmm.graphblas"; }
+
 omp::SpmmVariant spmm_variant(const char* variant) {
   const std::string_view s = suffix(variant, "spmm");
   if (s == "rows") return omp::SpmmVariant::rows;
@@ -140,11 +148,41 @@ void expect(const char* variant, std::string_view op, std::string_view only) {
   if (suffix(variant, op) != only) unknown(variant, op);
 }
 
+// Only spmm.graphblas has conditions (see kernels/openmp/spmm_graphblas.cpp); every other variant
+// handles every valid input.
+int applies(int32_t op, const char* variant, const void* args, sparseport_status* why) {
+#if defined(SPARSEPORT_OPENMP_HAVE_GRAPHBLAS)
+  if (op == SPARSEPORT_OP_SPMM && is_graphblas(variant)) {
+    std::string reason;
+    int yes = 0;
+    const int rc = detail::guarded(why, [&] {
+      yes = omp::spmm_graphblas_applies(*static_cast<const sparseport_spmm_args*>(args), &reason) ? 1 : 0;
+    });
+    if (rc != SPARSEPORT_OK) return 0;
+    if (yes == 0) detail::set_status(why, SPARSEPORT_ERR_UNSUPPORTED, reason, 0, "");
+    return yes;
+  }
+#else
+  (void)op, (void)variant, (void)args, (void)why;
+#endif
+  return 1;
+}
+
 int describe(char* buf, size_t len, sparseport_status* st) {
   return detail::guarded(st, [&] {
-    const std::string line = omp::describe_host() + "; kernels for " + kernels().isa;
+    std::string line = omp::describe_host() + "; kernels for " + kernels().isa;
+#if defined(SPARSEPORT_OPENMP_HAVE_GRAPHBLAS)
+    line += "; vendor baseline " + omp::graphblas_version() + " (threads follow the context's)";
+#endif
     std::snprintf(buf, len, "%s", line.c_str());
   });
+}
+
+int device_signature(void* state, char* buf, size_t len, sparseport_status* st) {
+  // The state is null (threads travel in sparseport_exec): this reports OpenMP's default thread
+  // count, and the scheduler overrides `threads` when the context sets its own.
+  (void)state;
+  return detail::guarded(st, [&] { std::snprintf(buf, len, "%s", omp::signature(omp::resolve_threads(nullptr)).c_str()); });
 }
 
 const sparseport_plugin kTable = {
@@ -163,9 +201,14 @@ const sparseport_plugin kTable = {
     &omp::host_release,
     &omp::host_copy,
     nullptr,  // synchronize: every op returns when its work is done
-    nullptr,  // applies: every variant handles every valid input (see plugins/openmp/README.md)
+    &applies,
     [](const sparseport_exec* x, const char* v, const sparseport_spmm_args* a, sparseport_status* st) {
-      return detail::guarded(st, [&] { kernels().spmm(*a, spmm_variant(v), omp::resolve_threads(x)); });
+      return detail::guarded(st, [&] {
+#if defined(SPARSEPORT_OPENMP_HAVE_GRAPHBLAS)
+        if (is_graphblas(v)) return omp::spmm_graphblas(*a, omp::resolve_threads(x));
+#endif
+        kernels().spmm(*a, spmm_variant(v), omp::resolve_threads(x));
+      });
     },
     [](const sparseport_exec* x, const char* v, const sparseport_sddmm_args* a, sparseport_status* st) {
       return detail::guarded(st, [&] {
@@ -215,6 +258,7 @@ const sparseport_plugin kTable = {
         kernels().csr_transpose(*a, omp::resolve_threads(x));
       });
     },
+    &device_signature,
 };
 
 }  // namespace

@@ -177,6 +177,8 @@ size_t clear_decision_cache(const SchedulerOptions& opt) {
 
 void clear_plan_memo() { scheduler::clear_memo(); }
 
+Decision last_decision() { return scheduler::last_decision(); }
+
 std::string device_signature(const Context& ctx) {
   return scheduler::device_signature(ctx.plugin(), ctx.exec()).text();
 }

@@ -23,3 +23,16 @@ if(NOT step_output MATCHES "consumer: ok")
   message(FATAL_ERROR "install test: the consumer ran but did not report success:\n${step_output}")
 endif()
 message(STATUS "${step_output}")
+
+# The kokkos component, when the library was built with it: find_package(... COMPONENTS kokkos),
+# link SparsePort::kokkos, and run a program that initialises Kokkos itself.
+if(KOKKOS_CONSUMER_DIR)
+  step("configuring the kokkos consumer" ${CMAKE_COMMAND} -S ${KOKKOS_CONSUMER_DIR} -B ${WORK_DIR}/consumer_kokkos
+       -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=${cfg})
+  step("building the kokkos consumer" ${CMAKE_COMMAND} --build ${WORK_DIR}/consumer_kokkos)
+  step("running the kokkos consumer" ${WORK_DIR}/consumer_kokkos/consumer_kokkos)
+  if(NOT step_output MATCHES "consumer_kokkos: ok")
+    message(FATAL_ERROR "install test: the kokkos consumer ran but did not report success:\n${step_output}")
+  endif()
+  message(STATUS "${step_output}")
+endif()

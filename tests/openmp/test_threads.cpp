@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "oracle.hpp"
+#include "sparseport/errors.hpp"
 
 namespace {
 
@@ -67,7 +68,14 @@ void check_spmm(bool pattern) {
             HostDense<V> c = c0;
             // beta == 0 must ignore C's old contents, NaN included.
             if (s.beta == 0.0) std::fill(c.data.begin(), c.data.end(), std::numeric_limits<V>::quiet_NaN());
-            spmm(ctx, a.view(), b.view(), c.mut(), {r, s.alpha, s.beta, v});
+            try {
+              spmm(ctx, a.view(), b.view(), c.mut(), {r, s.alpha, s.beta, v});
+            } catch (const sparseport::Unsupported& e) {
+              // A variant with conditions may refuse this input (spmm.graphblas: max/min when a row
+              // repeats a column, which this matrix does); any other refusal is a failure.
+              ASSERT_NE(std::string(e.what()).find("does not apply"), std::string::npos) << e.what();
+              break;
+            }
             ASSERT_TRUE(close_to(c, want, F));
           }
       }

@@ -136,6 +136,9 @@ std::string decision_cache_file(const SchedulerOptions& opt = {});
 std::vector<std::string> decision_cache_lines(const SchedulerOptions& opt = {});
 // Removes the cache file; returns the number of entries it held.
 size_t clear_decision_cache(const SchedulerOptions& opt = {});
+// The decision behind the calling thread's most recent scheduled op call (one-shot or plan);
+// empty variant when none ran yet. Lets tools report what "auto" chose.
+Decision last_decision();
 // Forgets the one-shot functions' internal plans (the next one-shot call decides afresh).
 void clear_plan_memo();
 

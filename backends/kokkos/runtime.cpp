@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "backends/kokkos/runtime.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "backends/kokkos/space.hpp"
+#include "src/core/plugin_support.hpp"
+
+namespace sparseport::kokkos {
+
+namespace {
+
+std::mutex& init_mutex() {
+  static std::mutex m;
+  return m;
+}
+bool g_initialized_here = false;
+
+// Registered with atexit right after Kokkos::initialize, so it runs before the destructors of
+// statics constructed earlier and after those of statics constructed later (a static Context made
+// after this point is destroyed first, while Kokkos still runs).
+void finalize_at_exit() {
+  if (g_initialized_here && Kokkos::is_initialized()) Kokkos::finalize();
+}
+
+std::string version_string() {
+  return std::to_string(KOKKOS_VERSION / 10000) + "." + std::to_string(KOKKOS_VERSION / 100 % 100) + "." +
+         std::to_string(KOKKOS_VERSION % 100);
+}
+
+using HostBytes = Kokkos::View<char*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using ConstHostBytes = Kokkos::View<const char*, Kokkos::HostSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using SpaceBytes = Kokkos::View<char*, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+using ConstSpaceBytes = Kokkos::View<const char*, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+}  // namespace
+
+void ensure_initialized() {
+  std::lock_guard<std::mutex> lock(init_mutex());
+  if (Kokkos::is_initialized()) return;
+#if KOKKOS_VERSION >= 40000
+  if (Kokkos::is_finalized())
+    throw BackendError("sparseport kokkos: Kokkos " + version_string() +
+                           " was already finalised in this process and cannot be initialised again; keep Kokkos "
+                           "initialised while SparsePort contexts on the kokkos backend are created",
+                       0, "Kokkos::is_finalized");
+#endif
+  if (g_initialized_here)
+    throw BackendError("sparseport kokkos: Kokkos " + version_string() +
+                           " was finalised by someone else after SparsePort initialised it; it cannot be restarted",
+                       0, "Kokkos::is_initialized");
+  // No arguments: Kokkos reads its own environment (KOKKOS_NUM_THREADS, OMP_NUM_THREADS, ...).
+  Kokkos::initialize();
+  g_initialized_here = true;
+  std::atexit(&finalize_at_exit);
+}
+
+bool initialized_here() {
+  std::lock_guard<std::mutex> lock(init_mutex());
+  return g_initialized_here;
+}
+
+int context_create(int32_t, void** state, sparseport_status* st) {
+  return detail::guarded(st, [&] {
+    ensure_initialized();
+    *state = nullptr;  // no per-context state: Kokkos's default instance serves every context
+  });
+}
+
+void context_destroy(void*) {}
+
+int alloc(void*, size_t bytes, void** ptr, sparseport_status* st) {
+  return detail::guarded(st, [&] {
+    ensure_initialized();
+    try {
+      *ptr = Kokkos::kokkos_malloc<MemSpace>("sparseport", bytes == 0 ? 1 : bytes);
+    } catch (const std::exception& e) {
+      throw BackendError("sparseport kokkos: cannot allocate " + std::to_string(bytes) + " bytes in " +
+                             MemSpace::name() + ": " + e.what(),
+                         0, "Kokkos::kokkos_malloc");
+    }
+  });
+}
+
+void release(void*, void* ptr) {
+  // After Kokkos::finalize the allocation records are gone; a buffer that outlives Kokkos leaks
+  // rather than crashing the exit path.
+  if (ptr != nullptr && Kokkos::is_initialized()) Kokkos::kokkos_free<MemSpace>(ptr);
+}
+
+int copy(void*, void* dst, const void* src, size_t bytes, int32_t kind, sparseport_status* st) {
+  return detail::guarded(st, [&] {
+    if (bytes == 0) return;
+    if constexpr (!kDeviceMemory) {
+      std::memmove(dst, src, bytes);
+    } else {
+      auto* d = static_cast<char*>(dst);
+      const auto* s = static_cast<const char*>(src);
+      if (kind == SPARSEPORT_COPY_HOST_TO_DEVICE)
+        Kokkos::deep_copy(SpaceBytes(d, bytes), ConstHostBytes(s, bytes));
+      else if (kind == SPARSEPORT_COPY_DEVICE_TO_HOST)
+        Kokkos::deep_copy(HostBytes(d, bytes), ConstSpaceBytes(s, bytes));
+      else
+        Kokkos::deep_copy(SpaceBytes(d, bytes), ConstSpaceBytes(s, bytes));
+      Kokkos::fence();
+    }
+  });
+}
+
+int synchronize(void*, sparseport_status* st) {
+  return detail::guarded(st, [] {
+    if (Kokkos::is_initialized()) Kokkos::fence();
+  });
+}
+
+std::string describe() {
+  std::string line = "Kokkos " + version_string() + ", execution space " + ExecSpace::name();
+  if (Kokkos::is_initialized())
+    line += " (concurrency " + std::to_string(ExecSpace().concurrency()) + ", fixed when Kokkos was initialised" +
+            (g_initialized_here ? " by SparsePort" : " by the program") + ")";
+  else
+    line += " (not initialised yet: the first kokkos context does it)";
+  line += ", memory space " + std::string(MemSpace::name()) + (kDeviceMemory ? " (device memory)" : " (host memory)");
+  return line;
+}
+
+std::string signature() {
+  std::string s = std::string("exec_space=") + ExecSpace::name() + "\n";
+  if (Kokkos::is_initialized()) s += "concurrency=" + std::to_string(ExecSpace().concurrency()) + "\n";
+  s += std::string("memory_space=") + MemSpace::name() + "\n";
+  s += "kokkos_version=" + version_string() + "\n";
+  return s;
+}
+
+}  // namespace sparseport::kokkos

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the kokkos kernel files share: the policy shape (TeamPolicy over blocks of rows, vector
+// lanes across F), the reductions of the ABI as device functions, and the message reduction that
+// segment_reduce and gather_scatter both are. Only API common to Kokkos 3.4 and 4.x is used
+// (TeamPolicy, TeamThreadRange, ThreadVectorRange, parallel_scan, atomic_fetch_{add,max,min}), so
+// the same source builds against Debian's Kokkos and a user's.
+#pragma once
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <limits>
+
+#include "backends/kokkos/space.hpp"
+#include "sparseport/errors.hpp"
+#include "sparseport/plugin_abi.h"
+
+namespace sparseport::kokkos {
+
+using Policy = Kokkos::TeamPolicy<ExecSpace>;
+using Member = Policy::member_type;
+using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int64_t>>;
+
+// Rows per league member. On host spaces a league member is scheduled as one unit, so a block of
+// rows amortises that; on a GPU the team's threads share the block. 16 is a plain middle value,
+// not a measured optimum (the Debian build is Serial, where it makes no difference).
+inline constexpr int64_t kRowsPerTeam = 16;
+
+// Vector lanes across F: the largest power of two <= min(F, what the space allows).
+inline int vector_length(int64_t f) {
+  const int64_t cap = Policy::vector_length_max();
+  int64_t v = 1;
+  while (v * 2 <= f && v * 2 <= cap) v *= 2;
+  return static_cast<int>(v);
+}
+
+inline Policy row_blocks(int64_t rows, int64_t f) {
+  const int64_t league = (rows + kRowsPerTeam - 1) / kRowsPerTeam;
+  return Policy(static_cast<int>(league), Kokkos::AUTO, vector_length(f));
+}
+
+// The reductions, as in kernels/reference/reduce.hpp: NaN propagates through max and min, an empty
+// row or segment gives 0, mean is the sum over the count.
+enum class Op { sum, max, min };
+
+template <Op op, class V>
+KOKKOS_INLINE_FUNCTION V fold(V acc, V t) {
+  if constexpr (op == Op::sum) {
+    return acc + t;
+  } else {
+    if (acc != acc) return acc;  // NaN, without std::isnan (not a device function everywhere)
+    if (t != t) return t;
+    if constexpr (op == Op::max)
+      return t > acc ? t : acc;
+    else
+      return t < acc ? t : acc;
+  }
+}
+
+// Calls f.template operator()<Op>() for the ABI reduce (mean runs as sum and divides at the end).
+template <class F>
+void with_op(int32_t reduce, F&& f) {
+  if (reduce == SPARSEPORT_REDUCE_MAX)
+    f.template operator()<Op::max>();
+  else if (reduce == SPARSEPORT_REDUCE_MIN)
+    f.template operator()<Op::min>();
+  else
+    f.template operator()<Op::sum>();
+}
+
+// First position in [0, n) whose value is >= key; index sorted ascending.
+template <class I>
+KOKKOS_INLINE_FUNCTION int64_t lower_bound(const I* index, int64_t n, int64_t key) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (static_cast<int64_t>(index[mid]) < key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// E messages reduced into the rows of out: message e is row (pick ? pick[e] : e) of `rows`, times
+// w[e] when w is not null, and goes to out row dst[e]. segment_reduce and gather_scatter are this.
+template <class I, class V>
+struct Messages {
+  int64_t count = 0, f = 0;
+  const I* dst = nullptr;
+  const V* rows = nullptr;
+  int64_t ld = 0;
+  const I* pick = nullptr;
+  const V* w = nullptr;
+  V* out = nullptr;
+  int64_t out_rows = 0, out_ld = 0;
+  int32_t reduce = SPARSEPORT_REDUCE_SUM;
+};
+
+// dst sorted: output row r reduces the run [lower_bound(r), lower_bound(r + 1)), so every output
+// element is written once, in message order, without atomics.
+template <class I, class V>
+void reduce_sorted(const Messages<I, V>& msg) {
+  with_op(msg.reduce, [&]<Op op>() {
+    const Messages<I, V> m = msg;
+    const bool mean = m.reduce == SPARSEPORT_REDUCE_MEAN;
+    Kokkos::parallel_for(
+        "sparseport::kokkos::reduce_sorted", row_blocks(m.out_rows, m.f), KOKKOS_LAMBDA(const Member& t) {
+          const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
+          const int64_t r1 = r0 + kRowsPerTeam < m.out_rows ? r0 + kRowsPerTeam : m.out_rows;
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t r) {
+            const int64_t lo = lower_bound(m.dst, m.count, r), hi = lower_bound(m.dst, m.count, r + 1);
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, m.f), [&](const int64_t j) {
+              V acc = V(0);
+              for (int64_t e = lo; e < hi; ++e) {
+                const int64_t src = m.pick != nullptr ? static_cast<int64_t>(m.pick[e]) : e;
+                const V x = (m.w != nullptr ? m.w[e] : V(1)) * m.rows[src * m.ld + j];
+                acc = e == lo ? x : fold<op>(acc, x);
+              }
+              if (hi == lo) acc = V(0);
+              else if (mean) acc = acc / static_cast<V>(hi - lo);
+              m.out[r * m.out_ld + j] = acc;
+            });
+          });
+        });
+  });
+  Kokkos::fence();
+}
+
+// Any dst order: every element an atomic update (the baseline compilers generate), then a pass
+// that turns untouched rows into 0 and divides means by the count. Summation order varies between
+// runs on parallel spaces.
+template <class I, class V>
+void reduce_atomic(const Messages<I, V>& msg) {
+  Kokkos::View<int64_t*, MemSpace> counts("sparseport::kokkos::counts", static_cast<size_t>(msg.out_rows));
+  int64_t* count = counts.data();
+  with_op(msg.reduce, [&]<Op op>() {
+    const Messages<I, V> m = msg;
+    const V start = op == Op::max ? -std::numeric_limits<V>::infinity()
+                    : op == Op::min ? std::numeric_limits<V>::infinity()
+                                    : V(0);
+    Kokkos::parallel_for(
+        "sparseport::kokkos::reduce_atomic_init", row_blocks(m.out_rows, m.f), KOKKOS_LAMBDA(const Member& t) {
+          const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
+          const int64_t r1 = r0 + kRowsPerTeam < m.out_rows ? r0 + kRowsPerTeam : m.out_rows;
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t r) {
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, m.f), [&](const int64_t j) { m.out[r * m.out_ld + j] = start; });
+          });
+        });
+    Kokkos::parallel_for(
+        "sparseport::kokkos::reduce_atomic", row_blocks(m.count, m.f), KOKKOS_LAMBDA(const Member& t) {
+          const int64_t e0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
+          const int64_t e1 = e0 + kRowsPerTeam < m.count ? e0 + kRowsPerTeam : m.count;
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(t, e0, e1), [&](const int64_t e) {
+            const int64_t r = static_cast<int64_t>(m.dst[e]);
+            const int64_t src = m.pick != nullptr ? static_cast<int64_t>(m.pick[e]) : e;
+            const V we = m.w != nullptr ? m.w[e] : V(1);
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, m.f), [&](const int64_t j) {
+              const V x = we * m.rows[src * m.ld + j];
+              V* o = m.out + r * m.out_ld + j;
+              if constexpr (op == Op::sum) {
+                Kokkos::atomic_fetch_add(o, x);
+              } else if (x != x) {
+                Kokkos::atomic_exchange(o, x);  // NaN wins, as in the reference
+              } else if constexpr (op == Op::max) {
+                Kokkos::atomic_fetch_max(o, x);
+              } else {
+                Kokkos::atomic_fetch_min(o, x);
+              }
+            });
+            Kokkos::single(Kokkos::PerThread(t), [&]() { Kokkos::atomic_fetch_add(count + r, int64_t(1)); });
+          });
+        });
+    const bool mean = m.reduce == SPARSEPORT_REDUCE_MEAN;
+    Kokkos::parallel_for(
+        "sparseport::kokkos::reduce_atomic_finish", row_blocks(m.out_rows, m.f), KOKKOS_LAMBDA(const Member& t) {
+          const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
+          const int64_t r1 = r0 + kRowsPerTeam < m.out_rows ? r0 + kRowsPerTeam : m.out_rows;
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t r) {
+            const int64_t n = count[r];
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, m.f), [&](const int64_t j) {
+              V* o = m.out + r * m.out_ld + j;
+              if (n == 0) *o = V(0);
+              else if (mean) *o = *o / static_cast<V>(n);
+            });
+          });
+        });
+  });
+  Kokkos::fence();
+}
+
+// An exclusive scan of n counts into out[0..n] (out[0] = 0), on the execution space.
+template <class I>
+void exclusive_scan_into(I* out, int64_t n) {
+  // out[1..n] hold the counts on entry.
+  Kokkos::parallel_scan(
+      "sparseport::kokkos::scan", Range(0, n), KOKKOS_LAMBDA(const int64_t t, I& partial, const bool final) {
+        const I v = out[t + 1];
+        partial += v;
+        if (final) out[t + 1] = partial;
+      });
+  Kokkos::parallel_for(
+      "sparseport::kokkos::scan_head", Range(0, 1), KOKKOS_LAMBDA(const int64_t) { out[0] = I(0); });
+  Kokkos::fence();
+}
+
+}  // namespace sparseport::kokkos

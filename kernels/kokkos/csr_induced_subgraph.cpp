@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// csr_induced_subgraph: a vertex map (A.rows entries, -1 where a vertex is not selected) built in
+// each phase (the plugin keeps no state between the two calls); phase 0 counts the kept entries of
+// each selected row and scans, phase 1 writes them relabelled in A's order, a row per team thread.
+#include "kernels/kokkos/common.hpp"
+#include "kernels/kokkos/kernels.hpp"
+#include "src/core/plugin_support.hpp"
+
+namespace sparseport::kokkos {
+namespace {
+
+template <class I, class V>
+void induced_subgraph(const sparseport_induced_subgraph_args& args) {
+  const I* rp = detail::as<I>(args.a.rowptr);
+  const I* ci = detail::as<I>(args.a.colind);
+  const V* av = detail::as<V>(args.a.values);
+  const I* vert = detail::as<I>(args.vertices.data);
+  I* orp = detail::as_mut<I>(args.out.rowptr);
+  const int64_t s = args.vertices.n;
+  Kokkos::View<int64_t*, MemSpace> map_view(Kokkos::view_alloc(Kokkos::WithoutInitializing, "sparseport::kokkos::map"),
+                                            static_cast<size_t>(args.a.rows));
+  Kokkos::deep_copy(map_view, int64_t(-1));
+  int64_t* local = map_view.data();
+  // Vertices are distinct, so no two writes meet.
+  Kokkos::parallel_for(
+      "sparseport::kokkos::csr_induced_subgraph.map", Range(0, s),
+      KOKKOS_LAMBDA(const int64_t t) { local[static_cast<int64_t>(vert[t])] = t; });
+  if (args.phase == 0) {
+    Kokkos::parallel_for(
+        "sparseport::kokkos::csr_induced_subgraph.count", row_blocks(s, 32), KOKKOS_LAMBDA(const Member& team) {
+          const int64_t t0 = static_cast<int64_t>(team.league_rank()) * kRowsPerTeam;
+          const int64_t t1 = t0 + kRowsPerTeam < s ? t0 + kRowsPerTeam : s;
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(team, t0, t1), [&](const int64_t t) {
+            const int64_t r = static_cast<int64_t>(vert[t]);
+            I kept = 0;
+            Kokkos::parallel_reduce(
+                Kokkos::ThreadVectorRange(team, static_cast<int64_t>(rp[r + 1] - rp[r])),
+                [&](const int64_t x, I& n) { n += local[static_cast<int64_t>(ci[rp[r] + x])] >= 0 ? 1 : 0; }, kept);
+            Kokkos::single(Kokkos::PerThread(team), [&]() { orp[t + 1] = kept; });
+          });
+        });
+    Kokkos::fence();
+    exclusive_scan_into(orp, s);
+    return;
+  }
+  I* oci = detail::as_mut<I>(args.out.colind);
+  V* ov = detail::as_mut<V>(args.out.values);
+  Kokkos::parallel_for(
+      "sparseport::kokkos::csr_induced_subgraph.fill", Range(0, s), KOKKOS_LAMBDA(const int64_t t) {
+        const int64_t r = static_cast<int64_t>(vert[t]);
+        int64_t o = static_cast<int64_t>(orp[t]);
+        for (int64_t e = static_cast<int64_t>(rp[r]); e < static_cast<int64_t>(rp[r + 1]); ++e) {
+          const int64_t c = local[static_cast<int64_t>(ci[e])];
+          if (c < 0) continue;
+          oci[o] = static_cast<I>(c);
+          if (ov != nullptr) ov[o] = av[e];
+          ++o;
+        }
+      });
+  Kokkos::fence();
+}
+
+}  // namespace
+
+void csr_induced_subgraph(const sparseport_induced_subgraph_args& args) {
+  detail::dispatch(args.a.index_type, args.a.value_type, [&]<class I, class V>() { induced_subgraph<I, V>(args); });
+}
+
+}  // namespace sparseport::kokkos

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+// csr_slice_rows (two phases: row lengths and a parallel scan, then the rows copied by vector
+// lanes) and its dense form (each selected row zeroed by vector lanes, then its entries added in
+// storage order by one lane, so repeated columns add up in the reference's order).
+#include "kernels/kokkos/common.hpp"
+#include "kernels/kokkos/kernels.hpp"
+#include "src/core/plugin_support.hpp"
+
+namespace sparseport::kokkos {
+namespace {
+
+template <class I, class V>
+void slice_rows(const sparseport_slice_rows_args& args) {
+  const I* rp = detail::as<I>(args.a.rowptr);
+  const I* ci = detail::as<I>(args.a.colind);
+  const V* av = detail::as<V>(args.a.values);
+  const I* pick = detail::as<I>(args.rows.data);
+  I* orp = detail::as_mut<I>(args.out.rowptr);
+  const int64_t s = args.rows.n;
+  if (args.phase == 0) {
+    Kokkos::parallel_for(
+        "sparseport::kokkos::csr_slice_rows.count", Range(0, s), KOKKOS_LAMBDA(const int64_t t) {
+          const int64_t r = static_cast<int64_t>(pick[t]);
+          orp[t + 1] = rp[r + 1] - rp[r];
+        });
+    exclusive_scan_into(orp, s);
+    return;
+  }
+  I* oci = detail::as_mut<I>(args.out.colind);
+  V* ov = detail::as_mut<V>(args.out.values);
+  Kokkos::parallel_for(
+      "sparseport::kokkos::csr_slice_rows.copy", row_blocks(s, 32), KOKKOS_LAMBDA(const Member& team) {
+        const int64_t t0 = static_cast<int64_t>(team.league_rank()) * kRowsPerTeam;
+        const int64_t t1 = t0 + kRowsPerTeam < s ? t0 + kRowsPerTeam : s;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, t0, t1), [&](const int64_t t) {
+          const int64_t r = static_cast<int64_t>(pick[t]);
+          const int64_t from = static_cast<int64_t>(rp[r]), to = static_cast<int64_t>(orp[t]);
+          const int64_t n = static_cast<int64_t>(rp[r + 1]) - from;
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, n), [&](const int64_t x) {
+            oci[to + x] = ci[from + x];
+            if (ov != nullptr) ov[to + x] = av[from + x];
+          });
+        });
+      });
+  Kokkos::fence();
+}
+
+template <class I, class V>
+void slice_rows_dense(const sparseport_slice_rows_dense_args& args) {
+  const I* rp = detail::as<I>(args.a.rowptr);
+  const I* ci = detail::as<I>(args.a.colind);
+  const V* av = detail::as<V>(args.a.values);
+  const I* pick = detail::as<I>(args.rows.data);
+  V* out = detail::as_mut<V>(args.out.data);
+  const int64_t s = args.rows.n, cols = args.out.cols, ld = args.out.ld;
+  Kokkos::parallel_for(
+      "sparseport::kokkos::csr_slice_rows_dense", row_blocks(s, cols), KOKKOS_LAMBDA(const Member& team) {
+        const int64_t t0 = static_cast<int64_t>(team.league_rank()) * kRowsPerTeam;
+        const int64_t t1 = t0 + kRowsPerTeam < s ? t0 + kRowsPerTeam : s;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, t0, t1), [&](const int64_t t) {
+          V* ot = out + t * ld;  // only the first cols elements are ours; the padding is the caller's
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, cols), [&](const int64_t j) { ot[j] = V(0); });
+          const int64_t r = static_cast<int64_t>(pick[t]);
+          Kokkos::single(Kokkos::PerThread(team), [&]() {
+            for (int64_t e = static_cast<int64_t>(rp[r]); e < static_cast<int64_t>(rp[r + 1]); ++e)
+              ot[static_cast<int64_t>(ci[e])] += av != nullptr ? av[e] : V(1);
+          });
+        });
+      });
+  Kokkos::fence();
+}
+
+}  // namespace
+
+void csr_slice_rows(const sparseport_slice_rows_args& args) {
+  detail::dispatch(args.a.index_type, args.a.value_type, [&]<class I, class V>() { slice_rows<I, V>(args); });
+}
+
+void csr_slice_rows_dense(const sparseport_slice_rows_dense_args& args) {
+  detail::dispatch(args.a.index_type, args.out.value_type, [&]<class I, class V>() { slice_rows_dense<I, V>(args); });
+}
+
+}  // namespace sparseport::kokkos

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+// csr_transpose: a counting sort by column. Counts and placement use atomics (a parallel space
+// places the entries of one column in any order), then each result row is sorted by the entry's
+// position in A, which restores the reference's stable order (A's row order, and storage order for
+// repeated columns); the row of each entry is found by binary search in A's rowptr.
+#include "kernels/kokkos/common.hpp"
+#include "kernels/kokkos/kernels.hpp"
+#include "src/core/plugin_support.hpp"
+
+namespace sparseport::kokkos {
+namespace {
+
+// In-place heapsort of p[0..n): O(n log n) without recursion or scratch, so it runs in a device
+// lambda too; a hub column is not quadratic.
+KOKKOS_INLINE_FUNCTION void sift_down(int64_t* p, int64_t root, int64_t n) {
+  while (2 * root + 1 < n) {
+    int64_t child = 2 * root + 1;
+    if (child + 1 < n && p[child] < p[child + 1]) ++child;
+    if (!(p[root] < p[child])) return;
+    const int64_t tmp = p[root];
+    p[root] = p[child];
+    p[child] = tmp;
+    root = child;
+  }
+}
+
+KOKKOS_INLINE_FUNCTION void heap_sort(int64_t* p, int64_t n) {
+  for (int64_t i = n / 2 - 1; i >= 0; --i) sift_down(p, i, n);
+  for (int64_t end = n - 1; end > 0; --end) {
+    const int64_t tmp = p[0];
+    p[0] = p[end];
+    p[end] = tmp;
+    sift_down(p, 0, end);
+  }
+}
+
+template <class I, class V>
+void transpose(const sparseport_transpose_args& args) {
+  const I* rp = detail::as<I>(args.a.rowptr);
+  const I* ci = detail::as<I>(args.a.colind);
+  const V* av = detail::as<V>(args.a.values);
+  I* orp = detail::as_mut<I>(args.out.rowptr);
+  I* oci = detail::as_mut<I>(args.out.colind);
+  V* ov = detail::as_mut<V>(args.out.values);
+  const int64_t m = args.a.rows, k = args.a.cols, nnz = args.a.nnz;
+  Kokkos::parallel_for(
+      "sparseport::kokkos::csr_transpose.zero", Range(0, k + 1), KOKKOS_LAMBDA(const int64_t c) { orp[c] = I(0); });
+  Kokkos::parallel_for(
+      "sparseport::kokkos::csr_transpose.count", Range(0, nnz),
+      KOKKOS_LAMBDA(const int64_t e) { Kokkos::atomic_fetch_add(orp + static_cast<int64_t>(ci[e]) + 1, I(1)); });
+  Kokkos::fence();
+  exclusive_scan_into(orp, k);
+  Kokkos::View<I*, MemSpace> next_view(Kokkos::view_alloc(Kokkos::WithoutInitializing, "sparseport::kokkos::next"),
+                                       static_cast<size_t>(k));
+  Kokkos::View<int64_t*, MemSpace> perm_view(Kokkos::view_alloc(Kokkos::WithoutInitializing, "sparseport::kokkos::perm"),
+                                             static_cast<size_t>(nnz));
+  I* next = next_view.data();
+  int64_t* perm = perm_view.data();
+  Kokkos::parallel_for(
+      "sparseport::kokkos::csr_transpose.cursor", Range(0, k), KOKKOS_LAMBDA(const int64_t c) { next[c] = orp[c]; });
+  Kokkos::parallel_for(
+      "sparseport::kokkos::csr_transpose.place", Range(0, nnz), KOKKOS_LAMBDA(const int64_t e) {
+        const int64_t o = static_cast<int64_t>(Kokkos::atomic_fetch_add(next + static_cast<int64_t>(ci[e]), I(1)));
+        perm[o] = e;
+      });
+  Kokkos::parallel_for(
+      "sparseport::kokkos::csr_transpose.order", Range(0, k), KOKKOS_LAMBDA(const int64_t c) {
+        const int64_t b = static_cast<int64_t>(orp[c]);
+        heap_sort(perm + b, static_cast<int64_t>(orp[c + 1]) - b);
+      });
+  Kokkos::parallel_for(
+      "sparseport::kokkos::csr_transpose.fill", Range(0, nnz), KOKKOS_LAMBDA(const int64_t o) {
+        const int64_t e = perm[o];
+        // The last row whose start is <= e holds e (empty rows before it share its start).
+        const int64_t row = lower_bound(rp, m + 1, e + 1) - 1;
+        oci[o] = static_cast<I>(row);
+        if (ov != nullptr) ov[o] = av[e];
+      });
+  Kokkos::fence();
+}
+
+}  // namespace
+
+void csr_transpose(const sparseport_transpose_args& args) {
+  detail::dispatch(args.a.index_type, args.a.value_type, [&]<class I, class V>() { transpose<I, V>(args); });
+}
+
+}  // namespace sparseport::kokkos

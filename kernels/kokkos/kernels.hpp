@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: Apache-2.0
+// The kokkos kernels: one function per op, taking the op's ABI argument struct (already validated
+// by the front end; every pointer in the memory space of backends/kokkos/space.hpp). They run on
+// Kokkos::DefaultExecutionSpace, fence before returning, and throw errors.hpp exceptions; the
+// plugin turns them into a status. This header has no Kokkos in it, so plugin.cpp stays light.
+#pragma once
+
+#include <string>
+
+#include "sparseport/plugin_abi.h"
+
+namespace sparseport::kokkos {
+
+// TeamPolicy over blocks of rows, vector lanes across F.
+void spmm_team_rows(const sparseport_spmm_args& args);
+// KokkosSparse::spmv on rank-2 strided views (the vendor baseline); sums only.
+void spmm_kokkoskernels(const sparseport_spmm_args& args);
+bool spmm_kokkoskernels_applies(const sparseport_spmm_args& args, std::string* why);
+void sddmm(const sparseport_sddmm_args& args);
+// Sorted index: each output row finds its run by binary search and reduces it, no atomics.
+void segment_reduce_team_segments(const sparseport_segment_args& args);
+// Any index order: Kokkos atomics per element (sum/mean with atomic_add, max/min with atomic max/min).
+void segment_reduce_atomic(const sparseport_segment_args& args);
+void gather_scatter_team_segments(const sparseport_gather_scatter_args& args);
+void gather_scatter_atomic(const sparseport_gather_scatter_args& args);
+void csr_attention(const sparseport_attention_args& args);
+void csr_slice_rows(const sparseport_slice_rows_args& args);
+void csr_slice_rows_dense(const sparseport_slice_rows_dense_args& args);
+void csr_induced_subgraph(const sparseport_induced_subgraph_args& args);
+void csr_transpose(const sparseport_transpose_args& args);
+
+}  // namespace sparseport::kokkos

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: Apache-2.0
+// Fills the kokkos backend's table: lifecycle and memory from backends/kokkos (Kokkos started by
+// the first context unless the program started it; memory in the default execution space's memory
+// space, host or device as backends/kokkos/space.hpp decides), math from kernels/kokkos.
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "backends/kokkos/runtime.hpp"
+#include "backends/kokkos/space.hpp"
+#include "kernels/kokkos/kernels.hpp"
+#include "src/core/plugin_support.hpp"
+
+namespace {
+
+using namespace sparseport;
+namespace kk = sparseport::kokkos;
+
+constexpr uint32_t kDefault = SPARSEPORT_VARIANT_DEFAULT;
+
+const sparseport_variant kVariants[] = {
+    {SPARSEPORT_OP_SPMM, "spmm.team_rows", kDefault,
+     "TeamPolicy over blocks of 16 rows, a team thread per row, vector lanes across F; rows never split"},
+    {SPARSEPORT_OP_SPMM, "spmm.kokkoskernels", SPARSEPORT_VARIANT_VENDOR,
+     "KokkosSparse::spmv on rank-2 strided views (no copies; a pattern A gets an nnz-long array of ones); "
+     "reduce sum only"},
+    {SPARSEPORT_OP_SDDMM, "sddmm.team_rows", kDefault,
+     "a team thread per row of A, each nonzero's dot product a vector reduction across F"},
+    {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.team_segments", kDefault,
+     "each output row finds its run of the sorted index by binary search and reduces it across F; no atomics"},
+    {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.atomic", 0,
+     "every element a Kokkos atomic update (add, max or min), then counts fix empty rows and means"},
+    {SPARSEPORT_OP_SCATTER_REDUCE, "scatter_reduce.atomic", kDefault,
+     "every element a Kokkos atomic update (add, max or min), then counts fix empty rows and means"},
+    {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.team_segments", kDefault,
+     "each output row finds its run of sorted dst by binary search, messages formed on the fly; no atomics"},
+    {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.atomic", 0,
+     "every element of every gathered message a Kokkos atomic update; the baseline"},
+    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.onepass", kDefault,
+     "a team thread per row, online softmax in one pass, V rows summed by vector lanes in the output row"},
+    {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.scan_copy", kDefault,
+     "row lengths and a parallel_scan, then each selected row copied by vector lanes"},
+    {SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE, "csr_slice_rows_dense.rows", kDefault,
+     "each selected dense row zeroed by vector lanes, then its entries added in storage order"},
+    {SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH, "csr_induced_subgraph.map", kDefault,
+     "a vertex map, then kept entries counted per row (vector reduction) and scanned, or written relabelled"},
+    {SPARSEPORT_OP_CSR_TRANSPOSE, "csr_transpose.count_sort", kDefault,
+     "atomic counting sort by column, then each result row heap-sorted by position in A (stable order)"},
+};
+
+// The part of a variant name after "op.", checked against the names this plugin lists for op.
+std::string_view suffix(const char* variant, std::string_view op) {
+  const std::string_view v = variant != nullptr ? variant : "";
+  if (v.size() <= op.size() + 1 || v.substr(0, op.size()) != op || v[op.size()] != '.')
+    throw Unsupported("sparseport kokkos: '" + std::string(v) + "' is not a variant of " + std::string(op));
+  return v.substr(op.size() + 1);
+}
+
+[[noreturn]] void unknown(const char* variant, std::string_view op) {
+  throw Unsupported("sparseport kokkos: op " + std::string(op) + " has no variant '" + std::string(variant) + "'");
+}
+
+void expect(const char* variant, std::string_view op, std::string_view only) {
+  if (suffix(variant, op) != only) unknown(variant, op);
+}
+
+// Only spmm.kokkoskernels has conditions (sums only); every other variant takes every valid input.
+int applies(int32_t op, const char* variant, const void* args, sparseport_status* why) {
+  if (op != SPARSEPORT_OP_SPMM || variant == nullptr || std::string_view(variant) != "spmm.kokkoskernels") return 1;
+  std::string reason;
+  int yes = 0;
+  if (detail::guarded(why, [&] {
+        yes = kk::spmm_kokkoskernels_applies(*static_cast<const sparseport_spmm_args*>(args), &reason) ? 1 : 0;
+      }) != SPARSEPORT_OK)
+    return 0;
+  if (yes == 0) detail::set_status(why, SPARSEPORT_ERR_UNSUPPORTED, reason, 0, "");
+  return yes;
+}
+
+int describe(char* buf, size_t len, sparseport_status* st) {
+  return detail::guarded(st, [&] {
+    const std::string line = kk::describe() + "; Context::set_threads does not change Kokkos's thread count";
+    std::snprintf(buf, len, "%s", line.c_str());
+  });
+}
+
+// ABI 1.1 device signature: the execution and memory spaces and their concurrency (hardware keys),
+// and the Kokkos version (a version key: a rebuilt Kokkos invalidates cached decisions).
+int device_signature(void*, char* buf, size_t len, sparseport_status* st) {
+  return detail::guarded(st, [&] { std::snprintf(buf, len, "%s", kk::signature().c_str()); });
+}
+
+const sparseport_plugin kTable = {
+    SPARSEPORT_ABI_VERSION,
+    sizeof(sparseport_plugin),
+    "kokkos",
+    "Kokkos on its default execution space (TeamPolicy over rows, vector lanes across F), Kokkos Kernels spmv baseline",
+    kk::kAbiMemorySpace,
+    kVariants,
+    static_cast<int32_t>(sizeof kVariants / sizeof kVariants[0]),
+    nullptr,  // device_count: one device, the default execution space Kokkos was initialised with
+    &describe,
+    &kk::context_create,
+    &kk::context_destroy,
+    &kk::alloc,
+    &kk::release,
+    &kk::copy,
+    &kk::synchronize,
+    &applies,
+    [](const sparseport_exec*, const char* v, const sparseport_spmm_args* a, sparseport_status* st) {
+      return detail::guarded(st, [&] {
+        const std::string_view s = suffix(v, "spmm");
+        if (s == "team_rows") return kk::spmm_team_rows(*a);
+        if (s == "kokkoskernels") return kk::spmm_kokkoskernels(*a);
+        unknown(v, "spmm");
+      });
+    },
+    [](const sparseport_exec*, const char* v, const sparseport_sddmm_args* a, sparseport_status* st) {
+      return detail::guarded(st, [&] {
+        expect(v, "sddmm", "team_rows");
+        kk::sddmm(*a);
+      });
+    },
+    [](const sparseport_exec*, const char* v, const sparseport_segment_args* a, sparseport_status* st) {
+      return detail::guarded(st, [&] {
+        const std::string_view s = suffix(v, "segment_reduce");
+        if (s == "team_segments") return kk::segment_reduce_team_segments(*a);
+        if (s == "atomic") return kk::segment_reduce_atomic(*a);
+        unknown(v, "segment_reduce");
+      });
+    },
+    [](const sparseport_exec*, const char* v, const sparseport_segment_args* a, sparseport_status* st) {
+      return detail::guarded(st, [&] {
+        expect(v, "scatter_reduce", "atomic");
+        kk::segment_reduce_atomic(*a);
+      });
+    },
+    [](const sparseport_exec*, const char* v, const sparseport_gather_scatter_args* a, sparseport_status* st) {
+      return detail::guarded(st, [&] {
+        const std::string_view s = suffix(v, "gather_scatter");
+        if (s == "team_segments") return kk::gather_scatter_team_segments(*a);
+        if (s == "atomic") return kk::gather_scatter_atomic(*a);
+        unknown(v, "gather_scatter");
+      });
+    },
+    [](const sparseport_exec*, const char* v, const sparseport_attention_args* a, sparseport_status* st) {
+      return detail::guarded(st, [&] {
+        expect(v, "csr_attention", "onepass");
+        kk::csr_attention(*a);
+      });
+    },
+    [](const sparseport_exec*, const char* v, const sparseport_slice_rows_args* a, sparseport_status* st) {
+      return detail::guarded(st, [&] {
+        expect(v, "csr_slice_rows", "scan_copy");
+        kk::csr_slice_rows(*a);
+      });
+    },
+    [](const sparseport_exec*, const char* v, const sparseport_slice_rows_dense_args* a, sparseport_status* st) {
+      return detail::guarded(st, [&] {
+        expect(v, "csr_slice_rows_dense", "rows");
+        kk::csr_slice_rows_dense(*a);
+      });
+    },
+    [](const sparseport_exec*, const char* v, const sparseport_induced_subgraph_args* a, sparseport_status* st) {
+      return detail::guarded(st, [&] {
+        expect(v, "csr_induced_subgraph", "map");
+        kk::csr_induced_subgraph(*a);
+      });
+    },
+    [](const sparseport_exec*, const char* v, const sparseport_transpose_args* a, sparseport_status* st) {
+      return detail::guarded(st, [&] {
+        expect(v, "csr_transpose", "count_sort");
+        kk::csr_transpose(*a);
+      });
+    },
+    &device_signature,
+};
+
+}  // namespace
+
+extern "C" const sparseport_plugin* sparseport_plugin_kokkos(void) { return &kTable; }
