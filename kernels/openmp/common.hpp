@@ -175,6 +175,19 @@ inline void reduce_rows(const Src& src, int64_t e0, int64_t e1, int64_t F, Sink&
   using S = Simd<V>;
   using Vec = typename S::Vec;
   constexpr int L = S::kLanes;
+  if (F == 1) {
+    // One column (GCN norms, attention logits, F = 1 features): a plain scalar loop. The tiled
+    // path below would pay its tile dispatch and a runtime-length tail loop per row or run.
+    V acc = identity<R, V>();
+    for (int64_t e = e0; e < e1; ++e) {
+      if constexpr (Src::weighted)
+        acc = combine<R>(acc, src.weight(e) * src.row(e)[0]);
+      else
+        acc = combine<R>(acc, src.row(e)[0]);
+    }
+    sink.scalar(0, acc);
+    return;
+  }
   int64_t f = 0;
   const auto tile = [&]<int NV>() {
     Vec acc[NV];

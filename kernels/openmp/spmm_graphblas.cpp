@@ -156,11 +156,14 @@ class LentFull {
       : data_(data), name_(name) {
     check(GrB_Matrix_new(&mat_.m, type, static_cast<GrB_Index>(rows), static_cast<GrB_Index>(cols)),
           "GrB_Matrix_new for " + name + " (" + std::to_string(rows) + "x" + std::to_string(cols) + ")");
-    check(GxB_Matrix_Option_set(mat_.m, GxB_SPARSITY_CONTROL, GxB_FULL), "pinning " + name + " to full");
     void* p = data;
     check(GxB_Matrix_pack_FullR(mat_.m, &p, static_cast<GrB_Index>(rows * cols) * value_bytes, false, nullptr),
           "GxB_Matrix_pack_FullR of " + name + " (" + std::to_string(rows) + "x" + std::to_string(cols) + ")");
     packed_ = true;
+    // Pinned after the pack: pinning an empty matrix to full first makes GraphBLAS allocate and
+    // fill a rows x cols block only to free it in the pack (GxB_BURBLE showed 90 + 16 ms per
+    // 256 MB operand, five times the product itself).
+    check(GxB_Matrix_Option_set(mat_.m, GxB_SPARSITY_CONTROL, GxB_FULL), "pinning " + name + " to full");
   }
   LentFull(const LentFull&) = delete;
   LentFull& operator=(const LentFull&) = delete;
@@ -205,7 +208,6 @@ class LentCsr {
       : rowptr_(rowptr), colind_(colind), values_(values) {
     check(GrB_Matrix_new(&mat_.m, type, static_cast<GrB_Index>(rows), static_cast<GrB_Index>(cols)),
           "GrB_Matrix_new for A (" + std::to_string(rows) + "x" + std::to_string(cols) + ")");
-    check(GxB_Matrix_Option_set(mat_.m, GxB_SPARSITY_CONTROL, GxB_SPARSE), "pinning A to sparse");
     GrB_Index* p = rowptr;
     GrB_Index* j = colind;
     void* x = values;
@@ -214,6 +216,8 @@ class LentCsr {
           "GxB_Matrix_pack_CSR of A (" + std::to_string(rows) + "x" + std::to_string(cols) + ", nnz " +
               std::to_string(nnz) + ")");
     packed_ = true;
+    // After the pack, as for LentFull: kept sparse, so GraphBLAS never converts the lent arrays.
+    check(GxB_Matrix_Option_set(mat_.m, GxB_SPARSITY_CONTROL, GxB_SPARSE), "pinning A to sparse");
   }
   LentCsr(const LentCsr&) = delete;
   LentCsr& operator=(const LentCsr&) = delete;
@@ -332,7 +336,12 @@ void run(const sparseport_spmm_args& args, int threads) {
 
   // ---- A ----
   Matrix built;  // the copy, when A cannot be lent as it is
-  std::vector<GrB_Index> rp64, ci64;
+  // Widened indices live in per-thread buffers kept between calls: a fresh 100 MB vector per call
+  // costs more in page faults than the copy itself. The references are ordinary locals, so the
+  // OpenMP team below shares the calling thread's buffers (not each its own thread_local).
+  thread_local std::vector<GrB_Index> kept_rp64, kept_ci64;
+  std::vector<GrB_Index>& rp64 = kept_rp64;
+  std::vector<GrB_Index>& ci64 = kept_ci64;
   V* one = nullptr;  // the iso value of a pattern A
   struct FreeOne {
     V*& p;
