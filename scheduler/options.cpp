@@ -52,7 +52,7 @@ SchedulerOptions resolve(const SchedulerOptions& given) {
   if (o.min_probe_rows <= 0) o.min_probe_rows = 512;
   if (o.alpha <= 0) o.alpha = env_double("SPARSEPORT_ALPHA", 1e-3, 10.0, 0.95);
   if (o.top_k <= 0) o.top_k = static_cast<int>(env_double("SPARSEPORT_TOPK", 1, 64, 3));
-  if (o.hub_threshold <= 0) o.hub_threshold = static_cast<int64_t>(env_double("SPARSEPORT_HUB_T", 1, 1e12, 1024));
+  if (o.hub_threshold <= 0) o.hub_threshold = static_cast<int64_t>(env_double("SPARSEPORT_HUB_T", 1, 1e12, 256));
   if (o.probe_repeats <= 0) o.probe_repeats = static_cast<int>(env_double("SPARSEPORT_PROBE_REPEATS", 1, 1000, 5));
   if (o.cache_dir.empty()) o.cache_dir = default_cache_dir();
   if (!o.log) {

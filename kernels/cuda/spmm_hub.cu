@@ -20,6 +20,15 @@ namespace {
 // with T = 32, 0.83 / 1.07 with 128, 0.76 / 1.03 with 256 and 512, 0.90 / 1.20 with 2048; er, band
 // and megarow did not move with T. SPARSEPORT_HUB_T overrides it.
 constexpr int64_t kDefaultHubThreshold = 256;
+// Below kSmallNnz entries the kernel is latency-bound (it fills the GPU for a few microseconds),
+// and the longest chain of dependent gathers decides: a lower threshold and shorter CTA items cut
+// it. H100, benchmarks/hub_experiment.sh, 2026-11-22, F = 64 and 256, hub_split over cuSPARSE,
+// geomean over the 18 real matrices (0.01-1 M entries): T = 256 / items of 2048: 0.93x; T = 64 /
+// 512: 1.16x; T = 32 / 128: 1.09x. On rmat:20:16 (16 M) T = 64 lost (1.18x -> 0.98x at F = 64),
+// so large inputs keep 256 / 2048.
+constexpr int64_t kSmallNnz = int64_t{4} << 20;
+constexpr int64_t kSmallHubThreshold = 64;
+constexpr int64_t kSmallHubChunk = 512;
 // Entries per CTA item: 8 warps x 256 entries. A hub longer than 8 items per SM is cut into
 // 8 * SMs items instead, so a mega-row always spreads over every SM.
 constexpr int64_t kHubChunk = 2048;
@@ -47,6 +56,19 @@ class HubPlan : public Plan {
   cudaStream_t stream_;
 };
 
+// Entries per CTA item: kSmallHubChunk for small inputs, else kHubChunk; SPARSEPORT_HUB_CHUNK
+// overrides both (for tuning).
+int64_t hub_chunk(int64_t nnz) {
+  if (const char* v = std::getenv("SPARSEPORT_HUB_CHUNK"); v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const long long c = std::strtoll(v, &end, 10);
+    if (end == v || *end != '\0' || c < 8)
+      throw InvalidArgument(std::string("SPARSEPORT_HUB_CHUNK='") + v + "' is not a whole number of entries >= 8");
+    return c;
+  }
+  return nnz <= kSmallNnz ? kSmallHubChunk : kHubChunk;
+}
+
 template <class I>
 std::shared_ptr<HubPlan> build_plan(const State& s, const sparseport_csr& a, int64_t threshold) {
   std::vector<I> rowptr(static_cast<size_t>(a.rows + 1));
@@ -56,11 +78,12 @@ std::shared_ptr<HubPlan> build_plan(const State& s, const sparseport_csr& a, int
   std::vector<HubItem> items;
   std::vector<int32_t> split_items;
   const int64_t spread = int64_t{8} * s.info().sms;
+  const int64_t chunk = hub_chunk(a.nnz);
   for (int64_t r = 0; r < a.rows; ++r) {
     const int64_t e0 = rowptr[static_cast<size_t>(r)], e1 = rowptr[static_cast<size_t>(r) + 1];
     const int64_t deg = e1 - e0;
     if (deg <= threshold) continue;
-    const int64_t ch = std::max(kHubChunk, ceil_div(deg, spread));
+    const int64_t ch = std::max(chunk, ceil_div(deg, spread));
     const int64_t n = ceil_div(deg, ch);
     const int32_t split = n > 1 ? static_cast<int32_t>(split_items.size()) : -1;
     if (n > 1) split_items.push_back(static_cast<int32_t>(n));
@@ -191,7 +214,8 @@ void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold) {
     using V = decltype(v);
     const std::string key = "spmm.hub_split|" + std::to_string(reinterpret_cast<uintptr_t>(a.a.rowptr)) + "|" +
                             std::to_string(a.a.rows) + "|" + std::to_string(a.a.nnz) + "|" +
-                            std::to_string(sizeof(I)) + "|" + std::to_string(threshold);
+                            std::to_string(sizeof(I)) + "|" + std::to_string(threshold) + "|" +
+                            std::to_string(hub_chunk(a.a.nnz));
     std::shared_ptr<HubPlan> plan = std::static_pointer_cast<HubPlan>(s.plans().find(key));
     if (plan == nullptr) {
       plan = build_plan<I>(s, a.a, threshold);
@@ -234,7 +258,8 @@ int64_t hub_threshold() {
 }
 
 void spmm_hub_split(const State& s, const sparseport_spmm_args& a) {
-  const int64_t t = hub_threshold();
+  const bool env_t = std::getenv("SPARSEPORT_HUB_T") != nullptr && *std::getenv("SPARSEPORT_HUB_T") != '\0';
+  const int64_t t = env_t ? hub_threshold() : (a.a.nnz <= kSmallNnz ? kSmallHubThreshold : kDefaultHubThreshold);
   if (vec4_rows(a.b.data, a.b.ld, a.b.cols) && vec4_rows(a.c.data, a.c.ld, a.c.cols)) {
     switch (vec4_group(a.b.cols, 4)) {
       case 4: launch<4, 4>(s, a, t); break;

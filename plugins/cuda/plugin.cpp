@@ -30,7 +30,7 @@ const sparseport_variant kVariants[] = {
     {SPARSEPORT_OP_SPMM, "spmm.row_subwarp", 0,
      "2 to 16 lanes per row (several rows per warp), pairs staged and shuffled; F <= 16, for low degree"},
     {SPARSEPORT_OP_SPMM, "spmm.hub_split", 0,
-     "rows above SPARSEPORT_HUB_T (256) entries get whole CTAs, a mega-row split over up to 8 x SMs CTAs; the rest as "
+     "rows above SPARSEPORT_HUB_T (256; 64 below 4 M entries) entries get whole CTAs, a mega-row split over up to 8 x SMs CTAs; the rest as "
      "row_warp(_vec4), in the same launch"},
     {SPARSEPORT_OP_SPMM, "spmm.nnz_balanced", 0,
      "equal nonzero chunks per group, rows reduced in registers, atomics only for rows that cross a chunk; skew-independent"},

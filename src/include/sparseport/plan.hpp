@@ -43,7 +43,7 @@ struct SchedulerOptions {
   int64_t min_probe_rows = 0;  // 512: the sample never has fewer rows (unless the matrix has fewer)
   double alpha = 0;            // SPARSEPORT_ALPHA, 0.95: native accepted iff t_native <= alpha * t_vendor
   int top_k = 0;               // SPARSEPORT_TOPK, 3: native variants the estimate sends to the probe
-  int64_t hub_threshold = 0;   // SPARSEPORT_HUB_T, 1024: the degree above which a row counts as a hub
+  int64_t hub_threshold = 0;   // SPARSEPORT_HUB_T, 256: the degree above which a row counts as a hub (as spmm.hub_split)
   int probe_repeats = 0;       // SPARSEPORT_PROBE_REPEATS, 5: timed repeats per candidate (median)
   std::string cache_dir;       // SPARSEPORT_CACHE_DIR, else ~/.cache/sparseport
   bool log = false;            // or SPARSEPORT_LOG containing "scheduler": print every decision
