@@ -187,7 +187,7 @@ int64_t decode_one(const char* p, int32_t index_type) {
 }  // namespace
 
 ProbeSample::ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
-                         const Structure& s, const SchedulerOptions& opt)
+                         Structure& s, const SchedulerOptions& opt)
     : plugin_(plugin), exec_(exec) {
   const sparseport_plugin* t = plugin.table;
   const bool device = t->memory_space == SPARSEPORT_MEMORY_DEVICE;
@@ -196,6 +196,7 @@ ProbeSample::ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, 
     if (op == SPARSEPORT_OP_SPMM) a = &static_cast<const sparseport_spmm_args*>(args)->a;
     if (op == SPARSEPORT_OP_SDDMM) a = &static_cast<const sparseport_sddmm_args*>(args)->a;
     if (op == SPARSEPORT_OP_CSR_ATTENTION) a = &static_cast<const sparseport_attention_args*>(args)->a;
+    widen_rowptr(s);
     const std::vector<int64_t> rows = stratified_rows(s.rowptr, opt.probe_frac, opt.min_probe_rows);
     const int64_t n = static_cast<int64_t>(rows.size());
     const size_t isz = a->index_type == SPARSEPORT_I64 ? 8 : 4, vsz = a->value_type == SPARSEPORT_F64 ? 8 : 4;

@@ -31,7 +31,7 @@ double time_variant(const PluginInfo& plugin, const sparseport_exec& exec, spars
 class ProbeSample {
  public:
   ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
-              const Structure& s, const SchedulerOptions& opt);
+              Structure& s, const SchedulerOptions& opt);  // widens s's rowptr
   ~ProbeSample();
   ProbeSample(const ProbeSample&) = delete;
   ProbeSample& operator=(const ProbeSample&) = delete;

@@ -245,8 +245,20 @@ Structure read_structure(const PluginInfo& plugin, const sparseport_exec& exec, 
     s.rows = csr->rows;
     s.cols = csr->cols;
     s.nnz = csr->nnz;
-    s.rowptr.resize(csr->rows + 1);
-    read_indices(plugin, exec, csr->rowptr, csr->index_type, 0, csr->rows + 1, s.rowptr.data());
+    s.index_type = csr->index_type;
+    if (plugin.table->memory_space == SPARSEPORT_MEMORY_DEVICE) {
+      // Kept between calls per thread: a fresh buffer of megabytes costs more in page faults than
+      // the copy; the plan keeps its own copy only until it has decided.
+      thread_local std::vector<char> staging;
+      staging.resize(s.rowptr_size());
+      sparseport_status st{};
+      if (plugin.table->copy(exec.state, staging.data(), csr->rowptr, staging.size(), SPARSEPORT_COPY_DEVICE_TO_HOST,
+                             &st) != SPARSEPORT_OK)
+        detail::throw_status(st, "sparseport scheduler: copying rowptr to the host failed");
+      s.copied_rowptr = staging;
+    } else {
+      s.host_rowptr = csr->rowptr;
+    }
     sample_blocks(plugin, exec, csr->colind, csr->index_type, csr->nnz, &s.sample);
     return s;
   }
@@ -277,8 +289,19 @@ Structure read_structure(const PluginInfo& plugin, const sparseport_exec& exec, 
   return s;
 }
 
+void widen_rowptr(Structure& s) {
+  if (!s.csr || !s.rowptr.empty()) return;
+  s.rowptr.resize(static_cast<size_t>(s.rows + 1));
+  if (s.index_type == SPARSEPORT_I64) {
+    std::memcpy(s.rowptr.data(), s.rowptr_bytes(), s.rowptr_size());
+  } else {
+    const auto* r = static_cast<const int32_t*>(s.rowptr_bytes());
+    for (int64_t i = 0; i <= s.rows; ++i) s.rowptr[static_cast<size_t>(i)] = r[i];
+  }
+}
+
 std::string graph_signature(const Structure& s) {
-  uint64_t h = hash_bytes(s.rowptr.data(), s.rowptr.size() * sizeof(int64_t), 1);
+  uint64_t h = s.csr ? hash_bytes(s.rowptr_bytes(), s.rowptr_size(), 1) : 1;
   h = hash_bytes(s.sample.data(), s.sample.size() * sizeof(int64_t), h);
   char buf[160];
   std::snprintf(buf, sizeof buf, "%s%lldx%lld:%lld:%s", s.csr ? "csr" : (s.sorted ? "sorted" : "index"),
@@ -300,7 +323,8 @@ std::string Features::text() const {
   return buf;
 }
 
-Features features(const Structure& s, const ProblemInfo& p, int64_t hub_threshold) {
+Features features(Structure& s, const ProblemInfo& p, int64_t hub_threshold) {
+  widen_rowptr(s);
   Features f;
   f.rows = s.rows;
   f.cols = s.cols;

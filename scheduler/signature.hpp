@@ -40,9 +40,20 @@ struct Structure {
   int64_t rows = 0, cols = 0, nnz = 0;
   bool csr = true;              // false: a sorted (segment, gather) or unsorted (scatter) index array
   bool sorted = true;
-  std::vector<int64_t> rowptr;  // csr (and sorted index arrays): rows + 1 entries
-  std::vector<int64_t> sample;  // a deterministic sample of colind (or of the unsorted index)
+  std::vector<int64_t> sample;  // a deterministic sample of colind (or of the index)
+  // CSR rowptr as stored (int32 or int64): the caller's array for host memory, else a host copy.
+  // Hashing reads these bytes directly; the widened copy below exists only once a decision needs
+  // degrees (a cache hit never pays for it).
+  int32_t index_type = SPARSEPORT_I32;
+  const void* host_rowptr = nullptr;
+  std::vector<char> copied_rowptr;
+  std::vector<int64_t> rowptr;  // rows + 1 entries after widen_rowptr(); empty before
+
+  const void* rowptr_bytes() const { return copied_rowptr.empty() ? host_rowptr : copied_rowptr.data(); }
+  size_t rowptr_size() const { return static_cast<size_t>(rows + 1) * (index_type == SPARSEPORT_I64 ? 8 : 4); }
 };
+// Fills s.rowptr from the stored bytes (once).
+void widen_rowptr(Structure& s);
 
 // What the op's problem is: F, types, reduce, and where its sparse operand lives.
 struct ProblemInfo {
@@ -71,6 +82,6 @@ struct Features {
   bool aligned16 = true;                 // dense operands' rows 16-byte aligned (F*size % 16 == 0)
   std::string text() const;
 };
-Features features(const Structure& s, const ProblemInfo& p, int64_t hub_threshold);
+Features features(Structure& s, const ProblemInfo& p, int64_t hub_threshold);  // widens rowptr
 
 }  // namespace sparseport::scheduler
