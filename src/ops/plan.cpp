@@ -30,6 +30,25 @@ std::shared_ptr<detail::PlanState> requested_state(const std::string& variant) {
   return s;
 }
 
+// What every plan constructor shares after its sparse operand was checked: F must be >= 0, and a
+// named variant bypasses the scheduler; otherwise `shape` (the op's args with null dense data)
+// goes to scheduler::prepare.
+template <class Args>
+std::shared_ptr<detail::PlanState> plan_state(const Context& ctx, sparseport_op op, const std::string& w,
+                                              int64_t features, const std::string& variant, const Args& shape,
+                                              const SchedulerOptions& sched) {
+  if (features < 0) throw InvalidArgument(w + ": features " + std::to_string(features) + " is negative");
+  if (!variant.empty()) return requested_state(variant);
+  return scheduler::prepare(ctx.plugin(), ctx.exec(), op, &shape, sched);
+}
+
+// run(): the dense operand that carries F must have the plan's F.
+void check_features(const std::string& w, const char* arg, int64_t got, int64_t want) {
+  if (got != want)
+    throw DimensionMismatch(w + ": " + arg + " has " + std::to_string(got) + " columns but the plan was made for F = " +
+                            std::to_string(want));
+}
+
 template <class Args>
 void run_plan(const Context& ctx, detail::PlanState& state, sparseport_op op, const Args& args,
               const std::string& requested, const std::string& w) {
@@ -47,23 +66,16 @@ SpmmPlan::SpmmPlan(const Context& ctx, const CsrView& a, int64_t features, const
     : ctx_(ctx), a_(a), features_(features), opt_(opt) {
   const std::string w = ops::where(ctx, SPARSEPORT_OP_SPMM) + " (SpmmPlan)";
   ops::check_csr(ctx, w, "A", a);
-  if (features < 0) throw InvalidArgument(w + ": features " + std::to_string(features) + " is negative");
-  if (!opt.variant.empty()) {
-    state_ = requested_state(opt.variant);
-    return;
-  }
   const int32_t vt = static_cast<int32_t>(a.value_type);
   const sparseport_spmm_args probe_shape{ops::to_abi(a), {a.cols, features, features, nullptr, vt},
                                          {a.rows, features, features, nullptr, vt}, static_cast<int32_t>(opt.reduce),
                                          opt.alpha, opt.beta};
-  state_ = scheduler::prepare(ctx.plugin(), ctx.exec(), SPARSEPORT_OP_SPMM, &probe_shape, sched);
+  state_ = plan_state(ctx, SPARSEPORT_OP_SPMM, w, features, opt.variant, probe_shape, sched);
 }
 
 void SpmmPlan::run(const DenseView& b, const DenseMutView& c) {
   const std::string w = ops::where(ctx_, SPARSEPORT_OP_SPMM) + " (SpmmPlan)";
-  if (b.cols != features_)
-    throw DimensionMismatch(w + ": B has " + std::to_string(b.cols) + " columns but the plan was made for F = " +
-                            std::to_string(features_));
+  check_features(w, "B", b.cols, features_);
   if (const auto args = ops::spmm_args(ctx_, w, a_, b, c, opt_, false))
     run_plan(ctx_, *state_, SPARSEPORT_OP_SPMM, *args, opt_.variant, w);
 }
@@ -75,22 +87,15 @@ SddmmPlan::SddmmPlan(const Context& ctx, const CsrView& a, int64_t features, con
     : ctx_(ctx), a_(a), features_(features), opt_(opt) {
   const std::string w = ops::where(ctx, SPARSEPORT_OP_SDDMM) + " (SddmmPlan)";
   ops::check_csr(ctx, w, "A", a);
-  if (features < 0) throw InvalidArgument(w + ": features " + std::to_string(features) + " is negative");
-  if (!opt.variant.empty()) {
-    state_ = requested_state(opt.variant);
-    return;
-  }
   const int32_t vt = static_cast<int32_t>(a.value_type);
   const sparseport_sddmm_args probe_shape{ops::to_abi(a), {a.rows, features, features, nullptr, vt},
                                           {a.cols, features, features, nullptr, vt}, {a.nnz, 1, 1, nullptr, vt}};
-  state_ = scheduler::prepare(ctx.plugin(), ctx.exec(), SPARSEPORT_OP_SDDMM, &probe_shape, sched);
+  state_ = plan_state(ctx, SPARSEPORT_OP_SDDMM, w, features, opt.variant, probe_shape, sched);
 }
 
 void SddmmPlan::run(const DenseView& x, const DenseView& y, const DenseMutView& out) {
   const std::string w = ops::where(ctx_, SPARSEPORT_OP_SDDMM) + " (SddmmPlan)";
-  if (x.cols != features_)
-    throw DimensionMismatch(w + ": X has " + std::to_string(x.cols) + " columns but the plan was made for F = " +
-                            std::to_string(features_));
+  check_features(w, "X", x.cols, features_);
   if (const auto args = ops::sddmm_args(ctx_, w, a_, x, y, out, false))
     run_plan(ctx_, *state_, SPARSEPORT_OP_SDDMM, *args, opt_.variant, w);
 }
@@ -102,11 +107,6 @@ AttentionPlan::AttentionPlan(const Context& ctx, const CsrView& a, int64_t featu
     : ctx_(ctx), a_(a), features_(features), opt_(opt) {
   const std::string w = ops::where(ctx, SPARSEPORT_OP_CSR_ATTENTION) + " (AttentionPlan)";
   ops::check_csr(ctx, w, "A", a);
-  if (features < 0) throw InvalidArgument(w + ": features " + std::to_string(features) + " is negative");
-  if (!opt.variant.empty()) {
-    state_ = requested_state(opt.variant);
-    return;
-  }
   const int32_t vt = static_cast<int32_t>(a.value_type);
   const sparseport_attention_args probe_shape{ops::to_abi(a),
                                               {a.rows, features, features, nullptr, vt},
@@ -114,14 +114,12 @@ AttentionPlan::AttentionPlan(const Context& ctx, const CsrView& a, int64_t featu
                                               {a.cols, features, features, nullptr, vt},
                                               {a.rows, features, features, nullptr, vt},
                                               1.0};
-  state_ = scheduler::prepare(ctx.plugin(), ctx.exec(), SPARSEPORT_OP_CSR_ATTENTION, &probe_shape, sched);
+  state_ = plan_state(ctx, SPARSEPORT_OP_CSR_ATTENTION, w, features, opt.variant, probe_shape, sched);
 }
 
 void AttentionPlan::run(const DenseView& q, const DenseView& k, const DenseView& v, const DenseMutView& out) {
   const std::string w = ops::where(ctx_, SPARSEPORT_OP_CSR_ATTENTION) + " (AttentionPlan)";
-  if (q.cols != features_)
-    throw DimensionMismatch(w + ": Q has " + std::to_string(q.cols) + " columns but the plan was made for F = " +
-                            std::to_string(features_));
+  check_features(w, "Q", q.cols, features_);
   if (const auto args = ops::attention_args(ctx_, w, a_, q, k, v, out, opt_, false))
     run_plan(ctx_, *state_, SPARSEPORT_OP_CSR_ATTENTION, *args, opt_.variant, w);
 }
@@ -133,25 +131,18 @@ GatherScatterPlan::GatherScatterPlan(const Context& ctx, const CooView& edges, i
     : ctx_(ctx), edges_(edges), features_(features), opt_(opt) {
   const std::string w = ops::where(ctx, SPARSEPORT_OP_GATHER_SCATTER) + " (GatherScatterPlan)";
   if (edges.rows < 0 || edges.cols < 0 || edges.nnz < 0) throw InvalidArgument(w + ": edges has a negative size");
-  if (features < 0) throw InvalidArgument(w + ": features " + std::to_string(features) + " is negative");
   ops::check_index(ctx, w, "edges.row (dst)", {edges.nnz, edges.row, edges.index_type}, edges.rows, true);
   ops::check_index(ctx, w, "edges.col (src)", {edges.nnz, edges.col, edges.index_type}, edges.cols, false);
-  if (!opt.variant.empty()) {
-    state_ = requested_state(opt.variant);
-    return;
-  }
   const int32_t vt = static_cast<int32_t>(edges.value_type);
   const sparseport_gather_scatter_args probe_shape{ops::to_abi(edges), {edges.cols, features, features, nullptr, vt},
                                                    {edges.rows, features, features, nullptr, vt},
                                                    static_cast<int32_t>(opt.reduce)};
-  state_ = scheduler::prepare(ctx.plugin(), ctx.exec(), SPARSEPORT_OP_GATHER_SCATTER, &probe_shape, sched);
+  state_ = plan_state(ctx, SPARSEPORT_OP_GATHER_SCATTER, w, features, opt.variant, probe_shape, sched);
 }
 
 void GatherScatterPlan::run(const DenseView& x, const DenseMutView& out) {
   const std::string w = ops::where(ctx_, SPARSEPORT_OP_GATHER_SCATTER) + " (GatherScatterPlan)";
-  if (x.cols != features_)
-    throw DimensionMismatch(w + ": x has " + std::to_string(x.cols) + " columns but the plan was made for F = " +
-                            std::to_string(features_));
+  check_features(w, "x", x.cols, features_);
   if (const auto args = ops::gather_scatter_args(ctx_, w, edges_, x, out, opt_, false))
     run_plan(ctx_, *state_, SPARSEPORT_OP_GATHER_SCATTER, *args, opt_.variant, w);
 }
