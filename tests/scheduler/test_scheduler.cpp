@@ -388,4 +388,60 @@ TEST(SchedulerPipeline, PlansOnTheOpenMPBackendComputeTheRightAnswer) {
   EXPECT_THROW(replay.run(HostDense<float>(a.cols, 16).view(), c.mut()), DimensionMismatch);
 }
 
+TEST(SchedulerPipeline, EveryPlanKindMatchesTheReferenceAndRefusesBadArguments) {
+  TempDir dir;
+  Context ctx = Context::create("openmp"), ref = Context::create("reference");
+  const auto a = generate<int32_t, float>("rmat:11:8");
+  const int64_t F = 16;
+  HostDense<float> x(a.rows, F), y(a.cols, F), v(a.cols, F);
+  for (size_t i = 0; i < y.data.size(); ++i) y.data[i] = static_cast<float>(i % 13) * 0.1f - 0.6f;
+  for (size_t i = 0; i < x.data.size(); ++i) x.data[i] = static_cast<float>(i % 7) * 0.2f - 0.5f;
+  v = y;
+  const SchedulerOptions o = options(dir, SchedulerMode::probe);
+  const auto close = [](const std::vector<float>& got, const std::vector<float>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << i;
+  };
+  {
+    HostDense<float> out(a.nnz(), 1), want(a.nnz(), 1);
+    SddmmPlan plan(ctx, a.view(), F, {}, o);
+    plan.run(x.view(), y.view(), out.mut());
+    sddmm(ref, a.view(), x.view(), y.view(), want.mut());
+    close(out.data, want.data);
+    EXPECT_FALSE(plan.decision().source.empty());
+  }
+  {
+    HostDense<float> out(a.rows, F), want(a.rows, F);
+    AttentionPlan plan(ctx, a.view(), F, {}, o);
+    plan.run(x.view(), y.view(), v.view(), out.mut());
+    csr_attention(ref, a.view(), x.view(), y.view(), v.view(), want.mut());
+    close(out.data, want.data);
+  }
+  {
+    HostCoo<int32_t, float> coo;
+    coo.rows = a.rows;
+    coo.cols = a.cols;
+    for (int64_t i = 0; i < a.rows; ++i)
+      for (int32_t e = a.rowptr[i]; e < a.rowptr[i + 1]; ++e) {
+        coo.row.push_back(static_cast<int32_t>(i));
+        coo.col.push_back(a.colind[e]);
+        coo.values.push_back(a.values[e]);
+      }
+    HostDense<float> out(a.rows, F), want(a.rows, F);
+    GatherScatterPlan plan(ctx, coo.view(), F, {Reduce::max, {}}, o);
+    plan.run(y.view(), out.mut());
+    gather_scatter(ref, coo.view(), y.view(), want.mut(), {Reduce::max, {}});
+    close(out.data, want.data);
+  }
+  // A named variant bypasses the scheduler and says so; a negative F and a wrong width are refused.
+  SpmmPlan named(ctx, a.view(), F, {Reduce::sum, 1.0, 0.0, "spmm.rows"}, o);
+  EXPECT_EQ(named.decision().source, "requested");
+  EXPECT_EQ(named.decision().variant, "spmm.rows");
+  EXPECT_THROW(SpmmPlan(ctx, a.view(), -1, {}, o), InvalidArgument);
+  HostDense<float> c(a.rows, F);
+  EXPECT_THROW(named.run(HostDense<float>(a.cols, F + 1).view(), c.mut()), DimensionMismatch);
+  SpmmPlan unknown(ctx, a.view(), F, {Reduce::sum, 1.0, 0.0, "spmm.nope"}, o);
+  EXPECT_THROW(unknown.run(y.view(), c.mut()), Unsupported);
+}
+
 }  // namespace
