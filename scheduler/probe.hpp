@@ -23,8 +23,10 @@ namespace sparseport::scheduler {
 // Runs one variant of op through the plugin table; returns the slot's status code.
 int call_slot(const sparseport_plugin* t, sparseport_op op, const sparseport_exec& exec, const std::string& variant,
               const void* args, sparseport_status* st);
-// Median wall time of `repeats` calls (after one untimed warm-up call when `warmup`), each
-// followed by synchronize. A failing call returns a negative time and its status in *failed.
+// Median over `repeats` of the wall time per call. With `warmup`: two untimed calls first, and
+// calls shorter than ~200 us are timed in batches (back-to-back calls, one synchronize, the mean),
+// so host clock and synchronize overheads do not swamp short GPU kernels. Without: one call per
+// repeat. A failing call returns a negative time and its status in *failed.
 double time_variant(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op,
                     const std::string& variant, const void* args, int repeats, bool warmup, sparseport_status* failed);
 
