@@ -341,17 +341,22 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
 }
 
 namespace {
-thread_local Decision g_last;
+// The plan behind the thread's last call: a reference count per call instead of copying the
+// decision's strings on the hot path; last_decision() copies it under the plan's lock.
+thread_local std::shared_ptr<PlanState> g_last;
 }
 
-Decision last_decision() { return g_last; }
+Decision last_decision() {
+  const std::shared_ptr<PlanState> p = g_last;
+  if (p == nullptr) return {};
+  std::lock_guard<std::mutex> lock(p->mu);
+  return p->decision;
+}
 
-void execute(PlanState& p, const void* args, const std::string& where) {
+void execute(const std::shared_ptr<PlanState>& plan, const void* args, const std::string& where) {
+  PlanState& p = *plan;
+  if (g_last != plan) g_last = plan;
   std::lock_guard<std::mutex> lock(p.mu);
-  struct Remember {  // whatever way this returns, the thread's last decision is this plan's
-    PlanState& p;
-    ~Remember() { g_last = p.decision; }
-  } remember{p};
   const PluginInfo& plugin = *p.plugin;
   std::string variant = p.decision.variant;
   // Fast path (every call after the first): the decided variant still applies.
@@ -459,7 +464,7 @@ void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op
     if (memo.size() >= 1024) memo.clear();  // bounded: a long-running program with many graphs re-decides
     plan = memo.emplace(key, plan).first->second;
   }
-  execute(*plan, args, where);
+  execute(plan, args, where);
 }
 
 void clear_memo() {

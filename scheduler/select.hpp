@@ -60,7 +60,7 @@ std::string vendor_of(const PluginInfo& plugin, sparseport_op op, const std::vec
 
 std::shared_ptr<detail::PlanState> prepare(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op,
                                            const void* args, const SchedulerOptions& opt);
-void execute(detail::PlanState& plan, const void* args, const std::string& where);
+void execute(const std::shared_ptr<detail::PlanState>& plan, const void* args, const std::string& where);
 
 // The one-shot path used by every op of ops.hpp.
 void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,

@@ -50,7 +50,7 @@ void check_features(const std::string& w, const char* arg, int64_t got, int64_t 
 }
 
 template <class Args>
-void run_plan(const Context& ctx, detail::PlanState& state, sparseport_op op, const Args& args,
+void run_plan(const Context& ctx, const std::shared_ptr<detail::PlanState>& state, sparseport_op op, const Args& args,
               const std::string& requested, const std::string& w) {
   if (!requested.empty()) {
     scheduler::run(ctx.plugin(), ctx.exec(), op, &args, requested, w);
@@ -77,7 +77,7 @@ void SpmmPlan::run(const DenseView& b, const DenseMutView& c) {
   const std::string w = ops::where(ctx_, SPARSEPORT_OP_SPMM) + " (SpmmPlan)";
   check_features(w, "B", b.cols, features_);
   if (const auto args = ops::spmm_args(ctx_, w, a_, b, c, opt_, false))
-    run_plan(ctx_, *state_, SPARSEPORT_OP_SPMM, *args, opt_.variant, w);
+    run_plan(ctx_, state_, SPARSEPORT_OP_SPMM, *args, opt_.variant, w);
 }
 
 const Decision& SpmmPlan::decision() const { return state_->decision; }
@@ -97,7 +97,7 @@ void SddmmPlan::run(const DenseView& x, const DenseView& y, const DenseMutView& 
   const std::string w = ops::where(ctx_, SPARSEPORT_OP_SDDMM) + " (SddmmPlan)";
   check_features(w, "X", x.cols, features_);
   if (const auto args = ops::sddmm_args(ctx_, w, a_, x, y, out, false))
-    run_plan(ctx_, *state_, SPARSEPORT_OP_SDDMM, *args, opt_.variant, w);
+    run_plan(ctx_, state_, SPARSEPORT_OP_SDDMM, *args, opt_.variant, w);
 }
 
 const Decision& SddmmPlan::decision() const { return state_->decision; }
@@ -121,7 +121,7 @@ void AttentionPlan::run(const DenseView& q, const DenseView& k, const DenseView&
   const std::string w = ops::where(ctx_, SPARSEPORT_OP_CSR_ATTENTION) + " (AttentionPlan)";
   check_features(w, "Q", q.cols, features_);
   if (const auto args = ops::attention_args(ctx_, w, a_, q, k, v, out, opt_, false))
-    run_plan(ctx_, *state_, SPARSEPORT_OP_CSR_ATTENTION, *args, opt_.variant, w);
+    run_plan(ctx_, state_, SPARSEPORT_OP_CSR_ATTENTION, *args, opt_.variant, w);
 }
 
 const Decision& AttentionPlan::decision() const { return state_->decision; }
@@ -144,7 +144,7 @@ void GatherScatterPlan::run(const DenseView& x, const DenseMutView& out) {
   const std::string w = ops::where(ctx_, SPARSEPORT_OP_GATHER_SCATTER) + " (GatherScatterPlan)";
   check_features(w, "x", x.cols, features_);
   if (const auto args = ops::gather_scatter_args(ctx_, w, edges_, x, out, opt_, false))
-    run_plan(ctx_, *state_, SPARSEPORT_OP_GATHER_SCATTER, *args, opt_.variant, w);
+    run_plan(ctx_, state_, SPARSEPORT_OP_GATHER_SCATTER, *args, opt_.variant, w);
 }
 
 const Decision& GatherScatterPlan::decision() const { return state_->decision; }

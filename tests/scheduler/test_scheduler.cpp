@@ -302,7 +302,7 @@ TEST(SchedulerPipeline, ProbeChoiceThatLosesAtFullSizeIsRevertedAndRecorded) {
   sparseport_spmm_args args = pb.args();
   auto plan = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::automatic));
   EXPECT_FALSE(plan->decided);
-  execute(*plan, &args, "test");
+  execute(plan, &args, "test");
   EXPECT_EQ(plan->decision.source, "probe");
   EXPECT_TRUE(plan->decision.reverted) << plan->decision.reason;
   EXPECT_EQ(plan->decision.variant, "spmm.vendor");
@@ -321,7 +321,7 @@ TEST(SchedulerPipeline, ProbeChoiceThatLosesAtFullSizeIsRevertedAndRecorded) {
   EXPECT_EQ(again->decision.source, "cache hit");
   EXPECT_EQ(again->decision.variant, "spmm.vendor");
   EXPECT_TRUE(again->decision.reverted);
-  execute(*again, &args, "test");
+  execute(again, &args, "test");
   EXPECT_EQ(g_calls.load(), 1) << "a cache hit runs the op once, no probe";
 }
 
@@ -332,12 +332,12 @@ TEST(SchedulerPipeline, GuardrailKeepsTheVendorWhenNoNativeIsFastEnough) {
   sparseport_spmm_args args = pb.args();
   // alpha 0.05: trap (0.1 ms) would need to beat 0.05 x vendor (1 ms).
   auto plan = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe, 0.05));
-  execute(*plan, &args, "test");
+  execute(plan, &args, "test");
   EXPECT_EQ(plan->decision.variant, "spmm.vendor");
   EXPECT_NE(plan->decision.reason.find("guardrail"), std::string::npos) << plan->decision.reason;
   // With the default alpha the trap wins on this small input and stays (it is faster at this size).
   auto plan2 = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe));
-  execute(*plan2, &args, "test");
+  execute(plan2, &args, "test");
   EXPECT_EQ(plan2->decision.variant, "spmm.trap") << plan2->decision.reason;
   EXPECT_FALSE(plan2->decision.reverted);
   EXPECT_TRUE(plan2->decision.verified);
@@ -349,12 +349,12 @@ TEST(SchedulerPipeline, ReplayIsDeterministicAndAMissUsesTheVendor) {
   Problem pb = make_problem(2000);
   sparseport_spmm_args args = pb.args();
   auto miss = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::replay));
-  execute(*miss, &args, "test");
+  execute(miss, &args, "test");
   EXPECT_EQ(miss->decision.source, "replay miss");
   EXPECT_EQ(miss->decision.variant, "spmm.vendor");
   EXPECT_TRUE(CacheFile(dir.path).read().empty()) << "replay never writes";
   auto probed = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe));
-  execute(*probed, &args, "test");
+  execute(probed, &args, "test");
   for (int run = 0; run < 3; ++run) {
     auto r = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::replay));
     EXPECT_EQ(r->decision.source, "replay");
