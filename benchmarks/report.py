@@ -16,6 +16,12 @@ input: the best variant other than the baseline itself (what issue 4's targets m
 variant per input"), and the best of all variants, baseline included (what a scheduler that may
 fall back to the baseline can reach); and, for spmm, the best variant of every input.
 
+Two issue-4 targets get their own tables when their rows are present (the CUDA suite's full
+size): "megarow vs uniform" (spmm's best time per F on megarow:2000000:16:0.05 and on
+er:2000000:8e-6, and their ratio; target <= 1.2) and "segment_reduce 60M messages" (the
+seg60m:* inputs, time and effective TB/s per variant; target >= 3 TB/s for nnz_balanced). These
+inputs are left out of the two summaries above, so those compare with reports made before them.
+
 A JSON file cut short (a run killed by a time limit) is read up to its last complete row.
 Suites whose context sets sparseport_bandwidth_unit=TB/s (the CUDA suite) show gathered TB/s
 instead of GB/s. --command records the exact command line(s) that produced the JSON.
@@ -31,7 +37,14 @@ import sys
 from collections import OrderedDict
 
 TIME_SUFFIXES = ("/manual_time", "/real_time")
-COUNTERS = ("median_ms", "GB/s", "GFLOP/s", "floor_frac", "floor_ms", "baseline_ms", "speedup")
+COUNTERS = ("median_ms", "GB/s", "GFLOP/s", "floor_frac", "floor_ms", "baseline_ms", "speedup", "eff_TB/s")
+# The inputs of two issue-4 targets (bench_cuda.cpp, extra_inputs): shown in their own tables,
+# left out of the summaries.
+MEGAROW_GRAPH = "megarow:2000000:16:0.05"
+UNIFORM_GRAPH = "er:2000000:8e-6"
+SEGMENT_PREFIX = "seg60m:"
+SEGMENT_TARGET_TBPS = 3.0
+MEGAROW_TARGET_RATIO = 1.2
 TO_SECONDS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
@@ -169,6 +182,53 @@ def baseline_variant(label):
     return baseline_name(label).split(" ")[0] if label.startswith("baseline=") else None
 
 
+def is_target_input(r):
+    """A row on one of the target-only inputs (not part of the suite's summaries)."""
+    return r["graph"] == UNIFORM_GRAPH or r["graph"].startswith(SEGMENT_PREFIX)
+
+
+def target_tables(ok):
+    """The Markdown of the issue-4 target tables whose rows are present (none: [])."""
+    out = []
+    uniform = [r for r in ok if r["op"] == "spmm" and r["graph"] == UNIFORM_GRAPH]
+    if uniform:
+        out += ["### megarow vs uniform", "",
+                f"spmm: the best time of any variant (the vendor's included) per F on {MEGAROW_GRAPH} "
+                f"(2M rows, one row with 5% of the 32M entries) and on {UNIFORM_GRAPH} (2M rows, about 32M "
+                f"entries, uniform); target: ratio <= {MEGAROW_TARGET_RATIO}.", "",
+                "| backend | F | megarow best | variant | uniform best | variant | ratio megarow / uniform |",
+                "|---|---:|---:|---|---:|---|---:|"]
+        spmm = [r for r in ok if r["op"] == "spmm" and r["graph"] in (MEGAROW_GRAPH, UNIFORM_GRAPH)]
+        for backend, features in sorted({(r["backend"], r["F"]) for r in uniform}):
+            def best(graph):
+                rs = [r for r in spmm if r["backend"] == backend and r["F"] == features and r["graph"] == graph]
+                return min(rs, key=lambda r: r["seconds"]) if rs else None
+            m, u = best(MEGAROW_GRAPH), best(UNIFORM_GRAPH)
+            ratio = m["seconds"] / u["seconds"] if m and u else None
+            out.append(f"| {backend} | {features} | {fmt_time(m['seconds']) if m else ''} | "
+                       f"{m['variant'] if m else '(no row)'} | {fmt_time(u['seconds'])} | {u['variant']} | "
+                       f"{fmt(ratio)} |")
+        out.append("")
+    seg = [r for r in ok if r["op"] == "segment_reduce" and r["graph"].startswith(SEGMENT_PREFIX)]
+    if seg:
+        out += ["### segment_reduce 60M messages", "",
+                "60M sorted messages (seg60m:uniform: 16 per segment; seg60m:hubs: half in 8 hub segments, the "
+                "rest 16 per segment), the indices of tests/cuda/cuda_timing.cpp; effective TB/s: "
+                "4*(E + E*F + N*F) bytes / time; target: nnz_balanced >= "
+                f"{SEGMENT_TARGET_TBPS:g} TB/s on both.", "",
+                "| input | backend | variant | F | time | effective TB/s | floor frac | speedup | vs |",
+                "|---|---|---|---:|---:|---:|---:|---:|---|"]
+        for r in sorted(seg, key=lambda r: (r["graph"] != SEGMENT_PREFIX + "uniform", r["graph"], r["F"],
+                                            r["backend"], r["variant"])):
+            out.append(f"| {r['graph']} | {r['backend']} | {r['variant']} | {r['F']} | {fmt_time(r['seconds'])} | "
+                       f"{fmt(r.get('eff_TB/s'))} | {fmt(r.get('floor_frac'))} | {fmt(r.get('speedup'))} | "
+                       f"{baseline_name(r['label'])} |")
+        out.append("")
+    if out:
+        out = ["## Issue-4 targets", ""] + out
+    return out
+
+
 def best_per_input(ok):
     """(op, backend) -> list of per-input dicts: graph, F, baseline, baseline_s, best native row and
     best row of all (baseline included). Inputs without a baseline time are left out."""
@@ -235,14 +295,18 @@ def render(rows, contexts, title, keep_order, commands=None, summary_only=False)
         ok.sort(key=sort_key)
         skipped.sort(key=sort_key)
 
-    best = best_per_input(ok)
+    # The target-only inputs have their own tables; the summaries stay comparable with older reports.
+    suite_ok = [r for r in ok if not is_target_input(r)]
+    targets_note = (" The inputs of the issue-4 target tables (their own section) are not counted here."
+                    if len(suite_ok) < len(ok) else "")
+    best = best_per_input(suite_ok)
     if best:
         out += ["## Best variant per input", "",
                 "Per (op, backend), over the inputs (graph, F) with a baseline time: geometric mean of the speedup "
                 "of the fastest variant on each input over the baseline measured in the same run. *best other*: "
                 "the fastest variant other than the baseline (the issue's \"best variant per input\"); *best of "
                 "all*: the baseline included (at least 1 up to noise). Time-weighted: sum of baseline times / sum "
-                "of best times.", "",
+                "of best times." + targets_note, "",
                 "| op | backend | baseline | inputs | geomean best other | time-weighted best other | "
                 "min | max | geomean best of all |",
                 "|---|---|---|---:|---:|---:|---:|---:|---:|"]
@@ -270,13 +334,15 @@ def render(rows, contexts, title, keep_order, commands=None, summary_only=False)
                            f"{fmt(i['baseline_s'] / r['seconds'])} |")
             out.append("")
 
+    out += target_tables(ok)
+
     out += ["## Summary per variant", "",
             "Per (op, backend, variant) over the rows with a baseline time: geometric mean of the speedups and "
-            "the time-weighted speedup (sum of baseline times / sum of times).", "",
+            "the time-weighted speedup (sum of baseline times / sum of times)." + targets_note, "",
             "| op | backend | variant | rows | geomean speedup | time-weighted speedup | median floor frac |",
             "|---|---|---|---:|---:|---:|---:|"]
     summary = OrderedDict()
-    for r in sorted(ok, key=lambda r: (r["op"], r["backend"], r["variant"])):
+    for r in sorted(suite_ok, key=lambda r: (r["op"], r["backend"], r["variant"])):
         summary.setdefault((r["op"], r["backend"], r["variant"]), []).append(r)
     for (op, backend, variant), rs in summary.items():
         sp = [r for r in rs if r.get("speedup") and r.get("baseline_ms")]

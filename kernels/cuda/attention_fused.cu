@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // csr_attention.fused: one pass per row with an online softmax (a running maximum m, the running
-// sum l of exp(s - m), and the output accumulated and rescaled whenever m grows). A group of G
-// lanes owns a row; each step scores U entries (dot products reduced by shuffles) and adds U
-// rows of V. The output is held in registers KV tiles of G * VEC columns at a time; a wider Fv
-// takes several passes over the row, each recomputing the scores.
+// sum l of exp(s - m), and the output accumulated and rescaled whenever m grows). Rows up to the
+// hub threshold run in fused_kernel, a team of lanes per row.
 //
-// Rows longer than the hub threshold (SPARSEPORT_HUB_T, as spmm.hub_split) would hold one group
+// Rows longer than the hub threshold (SPARSEPORT_HUB_T, as spmm.hub_split) would hold one team
 // for their whole length (rmat:20:16 at F = 64: 17 ms against 4.6 ms unfused, H100, 2026-11), so
 // they are split like flash-decoding: each item of up to CH entries is one CTA whose warps run
 // the online softmax on their share and merge (m, l, acc) in shared memory; a last kernel merges
@@ -19,88 +17,194 @@
 namespace sparseport::cuda {
 namespace {
 
-template <class I, class V, int VEC, int G>
+// One row per team of G * S lanes: S slices of G lanes, slice s taking entries e0 + s, e0 + s + S,
+// ... (strided, so the slices' colind reads of one step are contiguous). Each slice keeps its own
+// (m, l, acc) and the slices merge them by xor shuffles at the end, as flash-decoding merges
+// splits (S from row_slices). Each step of a slice handles U entries: their column indices were
+// prefetched by the step before, all their K and V loads are issued before the first shuffle (the
+// V rows depend only on the column index), then the U dot products are reduced together and the
+// softmax state is updated once. The old loop (U = 2, V loaded after the exps, S = 1) was a chain
+// of dependent latencies per step: 130 us against 14.7 us for spmm at astro-ph, F = 32, H100.
+//
+// Columns come in tiles of G * VEC, NT tiles per pass: NT = 1 or 2 holds all of q and K (F <= NT
+// tiles) and the pass's V tiles in registers. NT = 4 is the general case (F or Fv wider than two
+// tiles): one tile of K in registers and a loop for the rest, one tile of V loaded early and the
+// other three after the exps. A wider Fv takes several passes over the row, each recomputing the
+// scores.
+template <class I, class V, int VEC, int G, int S, int NT>
 __global__ void __launch_bounds__(kBlock) fused_kernel(AttnParams<I, V> p) {
-  constexpr int KV = 4;
-  constexpr int U = 2;
-  const int sub = static_cast<int>(threadIdx.x) & (G - 1);
+  constexpr bool kGeneral = NT > 2;
+  constexpr int KC = kGeneral ? 1 : NT;  // tiles of q and K held in registers
+  constexpr int VE = kGeneral ? 1 : NT;  // tiles of V loaded before the shuffles
+  // Entries per step: four, whose loads take 32 registers at fp32 and NT = 1 and keep the kernel
+  // at 64 to 80 registers (3 or 4 CTAs an SM, as the old loop); two where one entry's loads pass
+  // 64 bytes a lane (fp64 at NT = 2), which would need 128 registers for the loads alone. U = 8
+  // at G = 8 has not been measured.
+  constexpr int U = sizeof(V) * VEC * (KC + VE) > 64 ? 2 : 4;
+  constexpr int T = G * S;
+  constexpr int64_t W = int64_t{G} * VEC;  // columns per tile
+  static_assert(T <= 32 && (S & (S - 1)) == 0, "a row's team of G * S lanes lies in one warp");
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int sub = lane & (G - 1);
+  const int slice = (lane / G) & (S - 1);
   const unsigned mask = group_mask<G>();
-  const int64_t group = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / G;
-  const int64_t ngroups = static_cast<int64_t>(gridDim.x) * blockDim.x / G;
+  const unsigned team_mask = group_mask<T>();
+  const int64_t team = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / T;
+  const int64_t nteams = static_cast<int64_t>(gridDim.x) * blockDim.x / T;
   const V neg_inf = red_identity<Red::max, V>();
-  for (int64_t row = group; row < p.m; row += ngroups) {
+  const int64_t f_own = int64_t{sub} * VEC;  // this lane's columns in each tile
+  for (int64_t row = team; row < p.m; row += nteams) {
     const int64_t e0 = p.rowptr[row], e1 = p.rowptr[row + 1];
     if (e1 - e0 > p.skip_above) continue;
     V* orow = p.out + row * p.ldo;
     if (e0 == e1) {
-      for (int64_t f = sub; f < p.Fv; f += G) orow[f] = V(0);
+      for (int64_t f = int64_t{slice} * G + sub; f < p.Fv; f += T) orow[f] = V(0);
       continue;
     }
     const V* qrow = p.q + row * p.ldq;
-    for (int64_t fv0 = 0; fv0 < p.Fv; fv0 += int64_t{KV} * G * VEC) {
-      V run_max = neg_inf, run_sum = V(0);
-      VecN<V, VEC> acc[KV];
+    VecN<V, VEC> qr[KC];
 #pragma unroll
-      for (int t = 0; t < KV; ++t) vfill(acc[t], V(0));
-      for (int64_t e = e0; e < e1; e += U) {
-        int64_t c[U];
+    for (int c = 0; c < KC; ++c) {
+      vfill(qr[c], V(0));
+      if (f_own + c * W < p.F) qr[c] = vload<V, VEC>(qrow + f_own + c * W);
+    }
+    for (int64_t fv0 = 0; fv0 < p.Fv; fv0 += NT * W) {
+      V run_max = neg_inf, run_sum = V(0);
+      VecN<V, VEC> acc[NT];
+#pragma unroll
+      for (int t = 0; t < NT; ++t) vfill(acc[t], V(0));
+      I next[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t e = e0 + slice + int64_t{u} * S;
+        next[u] = e < e1 ? __ldg(p.colind + e) : I(0);
+      }
+#pragma unroll 1
+      for (int64_t e = e0 + slice; e < e1; e += int64_t{U} * S) {
         bool ok[U];
+        const V* krow[U];
+        const V* vrow[U];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-          ok[u] = e + u < e1;
-          c[u] = ok[u] ? static_cast<int64_t>(p.colind[e + u]) : 0;
+          ok[u] = e + int64_t{u} * S < e1;
+          krow[u] = p.k + static_cast<int64_t>(next[u]) * p.ldk + f_own;
+          vrow[u] = p.v + static_cast<int64_t>(next[u]) * p.ldv + fv0 + f_own;
+        }
+        // Every load of the step goes out before anything waits on one, K first as it is needed
+        // first.
+        VecN<V, VEC> kt[KC][U], vt[VE][U];
+#pragma unroll
+        for (int c = 0; c < KC; ++c)
+#pragma unroll
+          for (int u = 0; u < U; ++u) {
+            vfill(kt[c][u], V(0));
+            if (ok[u] && f_own + c * W < p.F) kt[c][u] = vload<V, VEC>(krow[u] + c * W);
+          }
+#pragma unroll
+        for (int t = 0; t < VE; ++t)
+#pragma unroll
+          for (int u = 0; u < U; ++u) {
+            vfill(vt[t][u], V(0));
+            if (ok[u] && fv0 + f_own + t * W < p.Fv) vt[t][u] = vload<V, VEC>(vrow[u] + t * W);
+          }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+          const int64_t en = e + int64_t{U + u} * S;
+          next[u] = en < e1 ? __ldg(p.colind + en) : I(0);
         }
         V s[U];
 #pragma unroll
-        for (int u = 0; u < U; ++u) s[u] = V(0);
-        for (int64_t f = int64_t{sub} * VEC; f < p.F; f += int64_t{G} * VEC) {
-          const VecN<V, VEC> qv = vload<V, VEC>(qrow + f);
+        for (int u = 0; u < U; ++u) {
+          s[u] = V(0);
 #pragma unroll
-          for (int u = 0; u < U; ++u)
-            if (ok[u]) {
-              const VecN<V, VEC> kv = vload<V, VEC>(p.k + c[u] * p.ldk + f);
+          for (int c = 0; c < KC; ++c)
 #pragma unroll
-              for (int i = 0; i < VEC; ++i) s[u] += qv.x[i] * kv.x[i];
-            }
+            for (int i = 0; i < VEC; ++i) s[u] += qr[c].x[i] * kt[c][u].x[i];
         }
+        if constexpr (kGeneral) {
+#pragma unroll 1
+          for (int64_t f = f_own + W; f < p.F; f += W) {
+            const VecN<V, VEC> qv = vload<V, VEC>(qrow + f);
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+              vfill(kt[0][u], V(0));
+              if (ok[u]) kt[0][u] = vload<V, VEC>(krow[u] + (f - f_own));
+            }
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+#pragma unroll
+              for (int i = 0; i < VEC; ++i) s[u] += qv.x[i] * kt[0][u].x[i];
+          }
+        }
+        // The U reductions interleaved, so their shuffle latencies overlap.
+#pragma unroll
+        for (int o = G / 2; o > 0; o /= 2)
+#pragma unroll
+          for (int u = 0; u < U; ++u) s[u] += __shfl_xor_sync(mask, s[u], o, G);
         V new_max = run_max;
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-          s[u] = group_sum<G>(s[u], mask) * p.scale;
+          s[u] *= p.scale;
           if (ok[u] && s[u] > new_max) new_max = s[u];
         }
-        // exp(-inf) = 0 drops the empty history on the first step.
+        // ok[0] holds on every step, so new_max is finite and exp(-inf) = 0 drops the empty
+        // history on the first step; an entry past the row's end gets exp(-inf) = 0 too.
         const V corr = vexp(run_max - new_max);
         V pr[U];
         run_sum *= corr;
 #pragma unroll
         for (int u = 0; u < U; ++u) {
-          pr[u] = ok[u] ? vexp(s[u] - new_max) : V(0);
+          pr[u] = vexp(ok[u] ? s[u] - new_max : neg_inf);
           run_sum += pr[u];
         }
         run_max = new_max;
 #pragma unroll
-        for (int t = 0; t < KV; ++t) {
-          const int64_t fv = fv0 + (int64_t{t} * G + sub) * VEC;
-          if (fv >= p.Fv) continue;
+        for (int t = 0; t < NT; ++t) {
+          if (fv0 + f_own + t * W >= p.Fv) continue;
+          if (t >= VE) {
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+              vfill(vt[0][u], V(0));
+              if (ok[u]) vt[0][u] = vload<V, VEC>(vrow[u] + t * W);
+            }
+          }
+          const VecN<V, VEC>* vv = vt[t < VE ? t : 0];
 #pragma unroll
           for (int i = 0; i < VEC; ++i) acc[t].x[i] *= corr;
 #pragma unroll
           for (int u = 0; u < U; ++u)
-            if (ok[u]) {
-              const VecN<V, VEC> vv = vload<V, VEC>(p.v + c[u] * p.ldv + fv);
 #pragma unroll
-              for (int i = 0; i < VEC; ++i) acc[t].x[i] += pr[u] * vv.x[i];
-            }
+            for (int i = 0; i < VEC; ++i) acc[t].x[i] += pr[u] * vv[u].x[i];
         }
       }
+      // Merge the slices. A slice that saw no entry (a row shorter than S) has m = -inf and
+      // l = acc = 0; its factor is set to 0 rather than computed as exp(-inf - -inf) = NaN.
 #pragma unroll
-      for (int t = 0; t < KV; ++t) {
-        const int64_t fv = fv0 + (int64_t{t} * G + sub) * VEC;
+      for (int o = G; o < T; o *= 2) {
+        const V om = __shfl_xor_sync(team_mask, run_max, o, T);
+        const V ol = __shfl_xor_sync(team_mask, run_sum, o, T);
+        const V nm = om > run_max ? om : run_max;
+        const V ca = run_max > neg_inf ? vexp(run_max - nm) : V(0);
+        const V cb = om > neg_inf ? vexp(om - nm) : V(0);
+        run_sum = run_sum * ca + ol * cb;
+        run_max = nm;
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+          if (fv0 + t * W >= p.Fv) continue;  // the same for the whole team
+#pragma unroll
+          for (int i = 0; i < VEC; ++i)
+            acc[t].x[i] = acc[t].x[i] * ca + __shfl_xor_sync(team_mask, acc[t].x[i], o, T) * cb;
+        }
+      }
+      if (slice != 0) continue;
+      const V inv = V(1) / run_sum;
+#pragma unroll
+      for (int t = 0; t < NT; ++t) {
+        const int64_t fv = fv0 + f_own + t * W;
         if (fv >= p.Fv) continue;
         VecN<V, VEC> o;
 #pragma unroll
-        for (int i = 0; i < VEC; ++i) o.x[i] = acc[t].x[i] / run_sum;
+        for (int i = 0; i < VEC; ++i) o.x[i] = acc[t].x[i] * inv;
         vstore<V, VEC>(orow + fv, o);
       }
     }
@@ -274,6 +378,32 @@ __global__ void __launch_bounds__(kBlock) merge_kernel(AttnParams<I, V> p, const
   }
 }
 
+// Slices per row. Rows alone fill the device only from sms * 2048 threads (astro-ph, 18.6k rows at
+// G = 8, is 149k threads against 270k resident on an H100's 132 SMs); below that the rows are
+// split into S slices, while a slice still averages 4 entries or more: fewer leave most of the
+// U = 4 slots of its one step empty and the merge costs about as much as the entries. Both limits
+// are first guesses, not yet measured.
+int row_slices(const State& s, int64_t m, int64_t nnz, int G, int max_slices) {
+  constexpr int64_t kThreadsPerSm = 2048;  // cc 8.0 and 9.0
+  const int64_t resident = int64_t{s.info().sms} * kThreadsPerSm;
+  int S = 1;
+  while (S < max_slices && m > 0 && m * G * S < resident && nnz >= m * 4 * (S * 2)) S *= 2;
+  return S;
+}
+
+// fused_kernel<.., S, NT> for the first S >= slices that the build holds: G * S <= 32, and only
+// at NT = 1 (S > 1 needs G < 32, and G < 32 always has F within one tile).
+template <class I, class V, int VEC, int G, int NT, int S = 1>
+void launch_rows(const State& s, const AttnParams<I, V>& p, int slices) {
+  if constexpr (NT == 1 && G * S < 32) {
+    if (S < slices) {
+      launch_rows<I, V, VEC, G, NT, S * 2>(s, p, slices);
+      return;
+    }
+  }
+  fused_kernel<I, V, VEC, G, S, NT><<<blocks_for(p.m * G * S), kBlock, 0, s.stream()>>>(p);
+}
+
 template <int VEC, int G>
 void launch(const State& s, const sparseport_attention_args& a) {
   const int64_t threshold = hub_threshold();
@@ -290,7 +420,19 @@ void launch(const State& s, const sparseport_attention_args& a) {
     }
     AttnParams<I, V> p = attn_params<I, V>(a);
     p.skip_above = threshold;
-    fused_kernel<I, V, VEC, G><<<blocks_for(a.a.rows * G), kBlock, 0, s.stream()>>>(p);
+    // Tiles of G * VEC columns: q and K take tf, V takes tv. G < 32 has tf = 1 (vec4_group) and
+    // runs a wide V in passes of one tile; G = 32 holds up to two tiles, then the general kernel.
+    const int64_t tf = ceil_div(p.F, int64_t{G} * VEC), tv = ceil_div(p.Fv, int64_t{G} * VEC);
+    if constexpr (G < 32) {
+      launch_rows<I, V, VEC, G, 1>(s, p, row_slices(s, a.a.rows, a.a.nnz, G, 32 / G));
+    } else {
+      if (tf <= 1 && tv <= 1)
+        launch_rows<I, V, VEC, G, 1>(s, p, 1);
+      else if (tf <= 2 && tv <= 2)
+        launch_rows<I, V, VEC, G, 2>(s, p, 1);
+      else
+        launch_rows<I, V, VEC, G, 4>(s, p, 1);
+    }
     check_launch("csr_attention.fused");
     if (plan->nitems_ == 0) return;
     Scratch pm(s, static_cast<size_t>(plan->nitems_) * sizeof(V)), pl(s, static_cast<size_t>(plan->nitems_) * sizeof(V)),

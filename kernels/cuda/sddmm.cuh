@@ -1,12 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The sddmm engine: out[e] = A.val[e] * dot(X[row(e), :], Y[col(e), :]). A group of G lanes (VEC
-// values each along F) computes one dot product and reduces it with shuffles; a warp's groups
-// take different entries. BALANCED = false: a warp per row (its groups stride over the row).
-// BALANCED = true: a warp per equal chunk of entries, each group walking the rows of its entries.
-// Each group has U dot products in flight.
+// The sddmm parameters, and the row engine of sddmm.row_warp and sddmm.vec4: out[e] = A.val[e] *
+// dot(X[row(e), :], Y[col(e), :]), a warp per row, a group of G lanes (VEC values each along F)
+// per dot product reduced with shuffles, the warp's groups striding over the row's entries, each
+// group with U dot products in flight. sddmm.nnz_balanced has its own kernel (entries, not rows).
 #pragma once
-
-#include <algorithm>
 
 #include "kernels/cuda/common.cuh"
 
@@ -101,31 +98,19 @@ __device__ __forceinline__ void sddmm_span(const SddmmParams<I, V>& p, int64_t z
   }
 }
 
-template <class I, class V, int VEC, int G, bool BALANCED>
-__global__ void __launch_bounds__(kBlock) sddmm_kernel(SddmmParams<I, V> p, int64_t chunk) {
+template <class I, class V, int VEC, int G>
+__global__ void __launch_bounds__(kBlock) sddmm_rows_kernel(SddmmParams<I, V> p) {
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int64_t nwarps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
-  if constexpr (BALANCED) {
-    for (int64_t z0 = warp * chunk; z0 < p.nnz; z0 += nwarps * chunk) {
-      const int64_t z1 = z0 + chunk < p.nnz ? z0 + chunk : p.nnz;
-      sddmm_span<I, V, VEC, G>(p, z0, z1, row_of(p.rowptr, p.m, z0));
-    }
-  } else {
-    for (int64_t row = warp; row < p.m; row += nwarps) sddmm_span<I, V, VEC, G>(p, p.rowptr[row], p.rowptr[row + 1], row);
-  }
+  for (int64_t row = warp; row < p.m; row += nwarps) sddmm_span<I, V, VEC, G>(p, p.rowptr[row], p.rowptr[row + 1], row);
 }
 
-template <int VEC, int G, bool BALANCED>
-void launch_sddmm(const State& s, const sparseport_sddmm_args& a, const char* name) {
-  // Balanced: one chunk per resident warp, at least 256 entries so the row search stays small.
-  const int64_t resident = int64_t{s.info().sms} * 64;
-  const int64_t chunk = BALANCED ? std::max<int64_t>(256, ceil_div(a.a.nnz, resident)) : 0;
-  const int64_t warps = BALANCED ? ceil_div(a.a.nnz, chunk) : a.a.rows;
+template <int VEC, int G>
+void launch_sddmm_rows(const State& s, const sparseport_sddmm_args& a, const char* name) {
   dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
-    sddmm_kernel<I, V, VEC, G, BALANCED><<<blocks_for(warps * 32), kBlock, 0, s.stream()>>>(sddmm_params<I, V>(a),
-                                                                                              chunk);
+    sddmm_rows_kernel<I, V, VEC, G><<<blocks_for(a.a.rows * 32), kBlock, 0, s.stream()>>>(sddmm_params<I, V>(a));
   });
   check_launch(name);
 }

@@ -6,7 +6,7 @@
 namespace sparseport::cuda {
 
 void sddmm_row_warp(const State& s, const sparseport_sddmm_args& a) {
-  launch_sddmm<1, 32, false>(s, a, "sddmm.row_warp");
+  launch_sddmm_rows<1, 32>(s, a, "sddmm.row_warp");
 }
 
 }  // namespace sparseport::cuda

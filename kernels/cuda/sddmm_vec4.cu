@@ -7,10 +7,10 @@ namespace sparseport::cuda {
 
 void sddmm_vec4(const State& s, const sparseport_sddmm_args& a) {
   switch (vec4_group(a.x.cols, 4)) {
-    case 4: launch_sddmm<4, 4, false>(s, a, "sddmm.vec4"); break;
-    case 8: launch_sddmm<4, 8, false>(s, a, "sddmm.vec4"); break;
-    case 16: launch_sddmm<4, 16, false>(s, a, "sddmm.vec4"); break;
-    default: launch_sddmm<4, 32, false>(s, a, "sddmm.vec4"); break;
+    case 4: launch_sddmm_rows<4, 4>(s, a, "sddmm.vec4"); break;
+    case 8: launch_sddmm_rows<4, 8>(s, a, "sddmm.vec4"); break;
+    case 16: launch_sddmm_rows<4, 16>(s, a, "sddmm.vec4"); break;
+    default: launch_sddmm_rows<4, 32>(s, a, "sddmm.vec4"); break;
   }
 }
 

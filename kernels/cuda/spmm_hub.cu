@@ -193,7 +193,7 @@ __device__ __forceinline__ void hub_item(const SpmmParams<I, V>& p, const HubIte
   }
 }
 
-template <Red R, class I, class V, int VEC, int G>
+template <Red R, class I, class V, int VEC, int G, int S, int CPL>
 __global__ void __launch_bounds__(kBlock)
     spmm_hub_kernel(SpmmParams<I, V> p, const HubItem* items, int64_t nitems, V* acc, unsigned* counters,
                     const int32_t* split_items) {
@@ -202,12 +202,15 @@ __global__ void __launch_bounds__(kBlock)
     return;
   }
   const int64_t blk = blockIdx.x - nitems, nblk = gridDim.x - nitems;
-  const int64_t group = (blk * blockDim.x + threadIdx.x) / G;
-  const int64_t ngroups = nblk * blockDim.x / G;
-  spmm_rows_body<R, I, V, VEC, G, false>(p, group, ngroups);
+  const int64_t group = (blk * blockDim.x + threadIdx.x) / (G * S);
+  const int64_t ngroups = nblk * blockDim.x / (G * S);
+  // 8 vectors in flight per lane (row_warp_vec4 keeps 4): half the dependent rounds on the
+  // longest regular rows, which decide latency-bound launches.
+  constexpr int U = VEC == 1 ? 8 : (CPL >= 4 ? 2 : 8 / CPL);
+  spmm_rows_body<R, I, V, VEC, G, false, S, CPL, U>(p, group, ngroups);
 }
 
-template <int VEC, int G>
+template <int VEC, int G, int S = 1, int CPL = 1>
 void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold) {
   dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
     using I = decltype(i);
@@ -234,9 +237,9 @@ void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold) {
         check(cudaMemsetAsync(counters.get(), 0, static_cast<size_t>(plan->nsplit_) * sizeof(unsigned), s.stream()),
               "cudaMemsetAsync (hub_split counters)");
       }
-      const int64_t regular = std::min<int64_t>(blocks_for(p.m * G), 2147483647 - plan->nitems_);
+      const int64_t regular = std::min<int64_t>(blocks_for(p.m * G * S), 2147483647 - plan->nitems_);
       const unsigned grid = static_cast<unsigned>(plan->nitems_ + regular);
-      spmm_hub_kernel<R, I, V, VEC, G><<<grid, kBlock, 0, s.stream()>>>(p, plan->items_, plan->nitems_,
+      spmm_hub_kernel<R, I, V, VEC, G, S, CPL><<<grid, kBlock, 0, s.stream()>>>(p, plan->items_, plan->nitems_,
                                                                         acc.as<V>(), counters.as<unsigned>(),
                                                                         plan->split_items_);
       check_launch("spmm.hub_split");
@@ -261,11 +264,30 @@ void spmm_hub_split(const State& s, const sparseport_spmm_args& a) {
   const bool env_t = std::getenv("SPARSEPORT_HUB_T") != nullptr && *std::getenv("SPARSEPORT_HUB_T") != '\0';
   const int64_t t = env_t ? hub_threshold() : (a.a.nnz <= kSmallNnz ? kSmallHubThreshold : kDefaultHubThreshold);
   if (vec4_rows(a.b.data, a.b.ld, a.b.cols) && vec4_rows(a.c.data, a.c.ld, a.c.cols)) {
-    switch (vec4_group(a.b.cols, 4)) {
-      case 4: launch<4, 4>(s, a, t); break;
-      case 8: launch<4, 8>(s, a, t); break;
-      case 16: launch<4, 16>(s, a, t); break;
-      default: launch<4, 32>(s, a, t); break;
+    const int g = vec4_group(a.b.cols, 4);
+    // Small matrices: the regular rows' groups (m x G lanes) cannot fill the GPU, so a row gets a
+    // team of slices (and, for F >= 128, narrower groups holding several vectors per lane), as
+    // long as the mean row keeps at least 4 entries per slice.
+    const bool small = a.a.rows * g < int64_t{s.info().sms} * 2048;
+    const int64_t mean_deg = a.a.nnz / std::max<int64_t>(a.a.rows, 1);
+    if (small && g == 8 && mean_deg >= 16) {
+      launch<4, 8, 4>(s, a, t);
+    } else if (small && g == 8 && mean_deg >= 8) {
+      launch<4, 8, 2>(s, a, t);
+    } else if (small && g == 16 && mean_deg >= 8) {
+      launch<4, 16, 2>(s, a, t);
+    } else if (small && g == 32 && mean_deg >= 8) {
+      if (a.b.cols <= 128)
+        launch<4, 16, 2, 2>(s, a, t);
+      else
+        launch<4, 16, 2, 4>(s, a, t);
+    } else {
+      switch (g) {
+        case 4: launch<4, 4>(s, a, t); break;
+        case 8: launch<4, 8>(s, a, t); break;
+        case 16: launch<4, 16>(s, a, t); break;
+        default: launch<4, 32>(s, a, t); break;
+      }
     }
   } else {
     launch<1, 32>(s, a, t);

@@ -229,6 +229,22 @@ TEST(CudaSpmm, EveryVariantMixedTypes) {
              kSeed + 40);
 }
 
+// spmm.hub_split gives each regular row a team of slices (and narrower groups with several
+// vectors per lane at F >= 128) when m x G lanes cannot fill the GPU and the mean row has at least
+// 8 entries: mean degree ~20 takes S = 4 at F = 32 and the two-slice teams above it (F = 36 and
+// 96 leave lanes of the last tile idle); mean ~10 takes S = 2 at F = 32. Most rows have fewer
+// entries than slices, so empty slices are exercised too.
+TEST(CudaSpmm, SmallMatricesTeamsOfSlices) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  check_spmm(ctx, skewed_csr<int32_t, float>(1500, 1200, 40000, 0.4, kSeed + 45),
+             {{32, 32, 32, 0}, {36, 36, 36, 0}, {64, 64, 64, 0}, {96, 96, 96, 0}, {128, 128, 128, 0},
+              {256, 256, 256, 0}},
+             kSeed + 45);
+  check_spmm(ctx, skewed_csr<int64_t, double>(3000, 2500, 30000, 0.4, kSeed + 46, false),
+             {{32, 32, 32, 0}, {64, 64, 64, 0}, {128, 128, 128, 0}, {256, 256, 256, 0}}, kSeed + 46);
+}
+
 TEST(CudaSpmm, MatrixWithoutEntriesScalesC) {
   CUDA_TEST_REQUIRE_GPU();
   Context ctx = Context::create("cuda");
@@ -244,7 +260,10 @@ TEST(CudaSpmm, MatrixWithoutEntriesScalesC) {
 template <class I, class V>
 void check_sddmm(const Context& ctx, const HostCsr<I, V>& a, uint64_t seed) {
   const auto da = to_device(ctx, a);
-  for (int64_t F : {1, 7, 32, 64, 130}) {
+  // Every shape of sddmm.nnz_balanced: 4, 8 (one or two lanes per dot product), 12 (four lanes,
+  // walked), 32..256 (eight lanes, 1 to 8 vectors each, unrolled), 36 (eight lanes, walked), and
+  // the scalar paths (1, 7, 130).
+  for (int64_t F : {1, 4, 7, 8, 12, 32, 36, 64, 128, 130, 256}) {
     const HostDense<V> x = random_dense<V>(a.rows, F, F, seed + 1);
     const HostDense<V> y = random_dense<V>(a.cols, F, F, seed + 2);
     const DevDense<V> dx = to_device(ctx, x), dy = to_device(ctx, y);
@@ -369,13 +388,12 @@ TEST(CudaSegment, EveryVariantDoubleInt64Unweighted) {
 // ---- attention ---------------------------------------------------------------------------------
 
 template <class I, class V>
-void check_attention(const Context& ctx, uint64_t seed) {
-  // A mega-row of 1800 entries (longer than one warp's softmax), hubs, empty rows.
-  const auto a = skewed_csr<I, V>(800, 700, 6000, 0.3, seed);
+void check_attention(const Context& ctx, const HostCsr<I, V>& a, const std::vector<int64_t>& Fs,
+                     const std::vector<int64_t>& Fvs, uint64_t seed) {
   const auto da = to_device(ctx, a);
   const double tol = std::is_same_v<V, float> ? 2e-5 : 1e-12;
-  for (int64_t F : {4, 33}) {
-    for (int64_t Fv : {3, 64, 200}) {
+  for (int64_t F : Fs) {
+    for (int64_t Fv : Fvs) {
       const HostDense<V> q = random_dense<V>(a.rows, F, F, seed + 1), k = random_dense<V>(a.cols, F, F, seed + 2),
                          vv = random_dense<V>(a.cols, Fv, Fv, seed + 3);
       const DevDense<V> dq = to_device(ctx, q), dk = to_device(ctx, k), dv = to_device(ctx, vv);
@@ -414,16 +432,30 @@ void check_attention(const Context& ctx, uint64_t seed) {
   }
 }
 
+// A mega-row of 1800 entries (longer than one warp's softmax), hubs, empty rows.
 TEST(CudaAttention, EveryVariantFloatInt32) {
   CUDA_TEST_REQUIRE_GPU();
   Context ctx = Context::create("cuda");
-  check_attention<int32_t, float>(ctx, kSeed + 100);
+  check_attention(ctx, skewed_csr<int32_t, float>(800, 700, 6000, 0.3, kSeed + 100), {4, 33}, {3, 64, 200},
+                  kSeed + 100);
 }
 
 TEST(CudaAttention, EveryVariantDoubleInt64) {
   CUDA_TEST_REQUIRE_GPU();
   Context ctx = Context::create("cuda");
-  check_attention<int64_t, double>(ctx, kSeed + 110);
+  check_attention(ctx, skewed_csr<int64_t, double>(800, 700, 6000, 0.3, kSeed + 110), {4, 33}, {3, 64, 200},
+                  kSeed + 110);
+}
+
+// A small matrix with a mean degree of about 20: csr_attention.fused gives a row several slices
+// (each its own online softmax, merged by shuffles) at F = 32 and 64, one or two register tiles of
+// q, K and V per lane at 128 and 256, and several passes when Fv is wider than a tile.
+TEST(CudaAttention, SmallMatrixSlicesAndTiles) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  check_attention(ctx, skewed_csr<int32_t, float>(1500, 1200, 40000, 0.4, kSeed + 120), {32, 64, 128, 256}, {32, 256},
+                  kSeed + 120);
+  check_attention(ctx, skewed_csr<int64_t, double>(1500, 1200, 40000, 0.4, kSeed + 130), {32, 64}, {64}, kSeed + 130);
 }
 
 // ---- structure ---------------------------------------------------------------------------------
