@@ -213,7 +213,9 @@ __global__ void __launch_bounds__(kBlock) fused_kernel(AttnParams<I, V> p) {
 
 // ---- the split path for long rows --------------------------------------------------------------
 
-constexpr int64_t kItemChunk = 1024;  // entries per CTA item at least (8 warps x 128)
+// Entries per CTA item at least: 8 warps x 128, or x 32 below 4 M entries, where the hub
+// threshold is 64 and the items must stay short so that the longest chain stays short.
+constexpr int64_t kItemChunk = 1024, kSmallItemChunk = 256, kSmallNnz = int64_t{4} << 20;
 constexpr int kItemTile = 128;        // output columns per pass of an item: 4 per lane
 
 struct AttnItem {
@@ -233,6 +235,7 @@ class AttnPlan : public Plan {
   AttnItem* items_ = nullptr;
   LongRow* rows_ = nullptr;
   int64_t nitems_ = 0, nrows_ = 0;
+  int64_t threshold_ = 0;  // rows with more entries take the split path
 
  private:
   cudaStream_t stream_;
@@ -247,24 +250,36 @@ T* to_pool(const State& s, const std::vector<T>& v, const char* what) {
   return static_cast<T*>(p);
 }
 
+// The threshold: SPARSEPORT_HUB_T when set. Otherwise 256, or, below 4 M entries (latency-bound
+// inputs, where the longest chain decides) and only when some row is longer than 256 anyway, 64
+// (hub_threshold_for): the split path costs two more launches (items, merge), which a graph whose
+// rows all fit 256 should not pay. H200, 2026-11-23: threshold 64 everywhere made wiki-Vote,
+// facebook and email-Enron 1.6-2.6x faster but cora, pubmed, citeseer and bcsstk16 (longest rows
+// 99-200) 1.1-2.9x slower than 256.
 template <class I>
-std::shared_ptr<AttnPlan> build_plan(const State& s, const sparseport_csr& a, int64_t threshold) {
+std::shared_ptr<AttnPlan> build_plan(const State& s, const sparseport_csr& a) {
   std::vector<I> rowptr(static_cast<size_t>(a.rows + 1));
   check(cudaMemcpyAsync(rowptr.data(), a.rowptr, rowptr.size() * sizeof(I), cudaMemcpyDeviceToHost, s.stream()),
         "cudaMemcpyAsync (csr_attention.fused reads rowptr)");
   check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (csr_attention.fused plan)");
+  int64_t longest = 0;
+  for (int64_t r = 0; r < a.rows; ++r)
+    longest = std::max<int64_t>(longest, rowptr[static_cast<size_t>(r) + 1] - rowptr[static_cast<size_t>(r)]);
+  const int64_t base = hub_threshold();
+  const int64_t threshold = longest > base ? hub_threshold_for(a.nnz) : base;
   std::vector<AttnItem> items;
   std::vector<LongRow> rows;
   const int64_t spread = int64_t{8} * s.info().sms;
   for (int64_t r = 0; r < a.rows; ++r) {
     const int64_t e0 = rowptr[static_cast<size_t>(r)], e1 = rowptr[static_cast<size_t>(r) + 1];
     if (e1 - e0 <= threshold) continue;
-    const int64_t ch = std::max(kItemChunk, ceil_div(e1 - e0, spread));
+    const int64_t ch = std::max(a.nnz <= kSmallNnz ? kSmallItemChunk : kItemChunk, ceil_div(e1 - e0, spread));
     const int64_t first = static_cast<int64_t>(items.size());
     for (int64_t b = e0; b < e1; b += ch) items.push_back({r, b, std::min(e1, b + ch)});
     rows.push_back({r, first, static_cast<int64_t>(items.size()) - first});
   }
   auto plan = std::make_shared<AttnPlan>(s.stream());
+  plan->threshold_ = threshold;
   plan->nitems_ = static_cast<int64_t>(items.size());
   plan->nrows_ = static_cast<int64_t>(rows.size());
   plan->items_ = to_pool(s, items, "csr_attention.fused items");
@@ -406,20 +421,21 @@ void launch_rows(const State& s, const AttnParams<I, V>& p, int slices) {
 
 template <int VEC, int G>
 void launch(const State& s, const sparseport_attention_args& a) {
-  const int64_t threshold = hub_threshold();
+  const int64_t base = hub_threshold();  // with the graph, decides the plan's threshold
   dispatch_types(a.a.index_type, a.q.value_type, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
     const std::string key = "csr_attention.fused|" + std::to_string(reinterpret_cast<uintptr_t>(a.a.rowptr)) + "|" +
                             std::to_string(a.a.rows) + "|" + std::to_string(a.a.nnz) + "|" +
-                            std::to_string(sizeof(I)) + "|" + std::to_string(threshold);
+                            std::to_string(sizeof(I)) + "|" + std::to_string(base) + "|" +
+                            std::to_string(hub_threshold_for(a.a.nnz));
     std::shared_ptr<AttnPlan> plan = std::static_pointer_cast<AttnPlan>(s.plans().find(key));
     if (plan == nullptr) {
-      plan = build_plan<I>(s, a.a, threshold);
+      plan = build_plan<I>(s, a.a);
       s.plans().insert(key, plan);
     }
     AttnParams<I, V> p = attn_params<I, V>(a);
-    p.skip_above = threshold;
+    p.skip_above = plan->threshold_;
     // Tiles of G * VEC columns: q and K take tf, V takes tv. G < 32 has tf = 1 (vec4_group) and
     // runs a wide V in passes of one tile; G = 32 holds up to two tiles, then the general kernel.
     const int64_t tf = ceil_div(p.F, int64_t{G} * VEC), tv = ceil_div(p.Fv, int64_t{G} * VEC);

@@ -40,8 +40,11 @@ void spmm_nnz_balanced(const State& s, const sparseport_spmm_args& a);
 // a timing of CSR ALG2 against ALG3 (after its preprocessing); the faster one is kept and reused.
 void spmm_cusparse(const State& s, const sparseport_spmm_args& a);
 
-// Hub threshold for spmm.hub_split: rows with more entries than this get whole CTAs.
+// Hub threshold: SPARSEPORT_HUB_T, else 256. hub_threshold_for(nnz): what spmm.hub_split and
+// csr_attention.fused use, SPARSEPORT_HUB_T, else 64 below 4 M entries (latency-bound inputs,
+// where the longest regular row decides) and 256 above.
 int64_t hub_threshold();
+int64_t hub_threshold_for(int64_t nnz);
 
 // ---- sddmm ---------------------------------------------------------------------------------------
 

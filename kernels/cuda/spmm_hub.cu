@@ -193,7 +193,7 @@ __device__ __forceinline__ void hub_item(const SpmmParams<I, V>& p, const HubIte
   }
 }
 
-template <Red R, class I, class V, int VEC, int G, int S, int CPL>
+template <Red R, class I, class V, int VEC, int G, int S>
 __global__ void __launch_bounds__(kBlock)
     spmm_hub_kernel(SpmmParams<I, V> p, const HubItem* items, int64_t nitems, V* acc, unsigned* counters,
                     const int32_t* split_items) {
@@ -206,11 +206,10 @@ __global__ void __launch_bounds__(kBlock)
   const int64_t ngroups = nblk * blockDim.x / (G * S);
   // 8 vectors in flight per lane (row_warp_vec4 keeps 4): half the dependent rounds on the
   // longest regular rows, which decide latency-bound launches.
-  constexpr int U = VEC == 1 ? 8 : (CPL >= 4 ? 2 : 8 / CPL);
-  spmm_rows_body<R, I, V, VEC, G, false, S, CPL, U>(p, group, ngroups);
+  spmm_rows_body<R, I, V, VEC, G, false, S, 8>(p, group, ngroups);
 }
 
-template <int VEC, int G, int S = 1, int CPL = 1>
+template <int VEC, int G, int S = 1>
 void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold) {
   dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
     using I = decltype(i);
@@ -239,7 +238,7 @@ void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold) {
       }
       const int64_t regular = std::min<int64_t>(blocks_for(p.m * G * S), 2147483647 - plan->nitems_);
       const unsigned grid = static_cast<unsigned>(plan->nitems_ + regular);
-      spmm_hub_kernel<R, I, V, VEC, G, S, CPL><<<grid, kBlock, 0, s.stream()>>>(p, plan->items_, plan->nitems_,
+      spmm_hub_kernel<R, I, V, VEC, G, S><<<grid, kBlock, 0, s.stream()>>>(p, plan->items_, plan->nitems_,
                                                                         acc.as<V>(), counters.as<unsigned>(),
                                                                         plan->split_items_);
       check_launch("spmm.hub_split");
@@ -260,28 +259,35 @@ int64_t hub_threshold() {
   return kDefaultHubThreshold;
 }
 
+int64_t hub_threshold_for(int64_t nnz) {
+  const char* env = std::getenv("SPARSEPORT_HUB_T");
+  if (env != nullptr && *env != '\0') return hub_threshold();
+  return nnz <= kSmallNnz ? kSmallHubThreshold : kDefaultHubThreshold;
+}
+
 void spmm_hub_split(const State& s, const sparseport_spmm_args& a) {
-  const bool env_t = std::getenv("SPARSEPORT_HUB_T") != nullptr && *std::getenv("SPARSEPORT_HUB_T") != '\0';
-  const int64_t t = env_t ? hub_threshold() : (a.a.nnz <= kSmallNnz ? kSmallHubThreshold : kDefaultHubThreshold);
+  const int64_t t = hub_threshold_for(a.a.nnz);
   if (vec4_rows(a.b.data, a.b.ld, a.b.cols) && vec4_rows(a.c.data, a.c.ld, a.c.cols)) {
     const int g = vec4_group(a.b.cols, 4);
-    // Small matrices: the regular rows' groups (m x G lanes) cannot fill the GPU, so a row gets a
-    // team of slices (and, for F >= 128, narrower groups holding several vectors per lane), as
-    // long as the mean row keeps at least 4 entries per slice.
-    const bool small = a.a.rows * g < int64_t{s.info().sms} * 2048;
+    // Small matrices: the regular rows' groups (m x G lanes, less than two waves of a full GPU)
+    // leave the GPU idle while each group walks its row, so a row gets a team of S slices, as
+    // long as the mean row keeps at least 4 entries per slice. A team of S slices takes rows up to S x T entries at
+    // F <= 64 (each slice's chain is no longer than a lone group's at T), so rows just above T
+    // stay off the CTA items, which cost a CTA and a shared-memory reduction each (bcsstk16, mean
+    // degree 59: 17.8 us against 13.0 for row_warp_vec4 at F = 32 with T = 64, H200).
+    const bool small = a.a.rows * g < int64_t{s.info().sms} * 4096;
     const int64_t mean_deg = a.a.nnz / std::max<int64_t>(a.a.rows, 1);
     if (small && g == 8 && mean_deg >= 16) {
-      launch<4, 8, 4>(s, a, t);
+      launch<4, 8, 4>(s, a, 4 * t);
     } else if (small && g == 8 && mean_deg >= 8) {
-      launch<4, 8, 2>(s, a, t);
+      launch<4, 8, 2>(s, a, 2 * t);
     } else if (small && g == 16 && mean_deg >= 8) {
-      launch<4, 16, 2>(s, a, t);
-    } else if (small && g == 32 && mean_deg >= 8) {
-      if (a.b.cols <= 128)
-        launch<4, 16, 2, 2>(s, a, t);
-      else
-        launch<4, 16, 2, 4>(s, a, t);
+      launch<4, 16, 2>(s, a, 2 * t);
     } else {
+      // F >= 128 keeps whole-warp groups: two slices of 16 lanes holding two or four vectors
+      // each lost to them on astro-ph (25.9 / 51.8 us against 21.6 / 35.5 at F = 128 / 256,
+      // H200) and won nowhere by more than noise; eight lanes of eight vectors in four slices
+      // take 170 registers a lane.
       switch (g) {
         case 4: launch<4, 4>(s, a, t); break;
         case 8: launch<4, 8>(s, a, t); break;

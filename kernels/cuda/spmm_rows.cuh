@@ -6,8 +6,8 @@
 //  - STAGE = true: the group reads G pairs at once, one per lane, coalesced, and hands them
 //    round with shuffles (GE-SpMM's coalesced row caching).
 // Either way U gathers are issued before the first is used, so U * VEC values per lane are in
-// flight. spmm_rows_body also serves teams of several groups per row (S slices) and several
-// vectors per lane (CPL), which hub_split uses on small matrices.
+// flight. spmm_rows_body also serves teams of several groups per row (S slices), which hub_split
+// uses on small matrices.
 #pragma once
 
 #include "kernels/cuda/common.cuh"
@@ -55,13 +55,11 @@ __device__ __forceinline__ void write_empty_row(V* crow, int64_t F, const Finish
 // e0 + s, e0 + s + S, ... (strided, so the slices' colind reads stay coalesced), and the slices'
 // partial results combined by shuffles before slice 0 writes. S > 1 serves small matrices, whose
 // m * G lanes would leave most of the GPU idle while each group walks its row alone (a chain of
-// deg / U dependent gathers). Each lane holds CPL vectors of VEC columns, CPL * G * VEC columns
-// per tile (lane sub owns columns (k * G + sub) * VEC, so every load instruction is coalesced),
-// so a wide F needs fewer passes over the row's entries. UU > 0 sets the gathers in flight per
-// lane and vector (U), else 8 for scalars and 4 for vectors.
-template <Red R, class I, class V, int VEC, int G, bool STAGE, int S = 1, int CPL = 1, int UU = 0>
+// deg / U dependent gathers). UU > 0 sets the gathers in flight per lane (U), else 8 for scalars
+// and 4 for vectors.
+template <Red R, class I, class V, int VEC, int G, bool STAGE, int S = 1, int UU = 0>
 __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_t group, int64_t ngroups) {
-  static_assert(G * S <= 32 && (!STAGE || (S == 1 && CPL == 1)), "a team fits in a warp; staging is per row");
+  static_assert(G * S <= 32 && (!STAGE || S == 1), "a team fits in a warp; staging is per row");
   constexpr int U = UU > 0 ? UU : (VEC == 1 ? 8 : 4);
   constexpr int T = G * S;
   const int t = static_cast<int>(threadIdx.x) & (T - 1);
@@ -80,16 +78,12 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
       continue;
     }
     const V count = static_cast<V>(e1 - e0);
-    for (int64_t f0 = 0; f0 < p.F; f0 += int64_t{G} * VEC * CPL) {
-      bool active[CPL];
-      VecN<V, VEC> acc[CPL];
-#pragma unroll
-      for (int k = 0; k < CPL; ++k) {
-        active[k] = f0 + (int64_t{k} * G + sub) * VEC < p.F;  // VEC > 1 only when F % VEC == 0
-        vfill(acc[k], red_identity<R, V>());
-      }
+    for (int64_t f0 = 0; f0 < p.F; f0 += int64_t{G} * VEC) {
+      const int64_t f = f0 + int64_t{sub} * VEC;
+      const bool active = f < p.F;  // VEC > 1 only when F % VEC == 0
+      VecN<V, VEC> acc;
+      vfill(acc, red_identity<R, V>());
       if constexpr (STAGE) {
-        const int64_t f = f0 + int64_t{sub} * VEC;
         for (int64_t base = e0; base < e1; base += G) {
           const int n = static_cast<int>(e1 - base < G ? e1 - base : G);
           I my_c = 0;
@@ -106,20 +100,20 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
             for (int u = 0; u < U; ++u) {
               const I cc = __shfl_sync(mask, my_c, j + u, G);
               w[u] = __shfl_sync(mask, my_w, j + u, G);
-              if (active[0]) bv[u] = vload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f);
+              if (active) bv[u] = vload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f);
             }
-            if (active[0]) {
+            if (active) {
 #pragma unroll
-              for (int u = 0; u < U; ++u) vaccumulate<R>(acc[0], w[u], bv[u]);
+              for (int u = 0; u < U; ++u) vaccumulate<R>(acc, w[u], bv[u]);
             }
           }
           for (; j < n; ++j) {
             const I cc = __shfl_sync(mask, my_c, j, G);
             const V w = __shfl_sync(mask, my_w, j, G);
-            if (active[0]) vaccumulate<R>(acc[0], w, vload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f));
+            if (active) vaccumulate<R>(acc, w, vload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f));
           }
         }
-      } else if (active[0]) {
+      } else if (active) {
         int64_t e = e0 + slice;
         for (; e + int64_t{U - 1} * S < e1; e += int64_t{U} * S) {
           I cc[U];
@@ -129,26 +123,16 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
             cc[u] = colind[e + u * S];
             w[u] = val != nullptr ? val[e + u * S] : V(1);
           }
-          VecN<V, VEC> bv[U][CPL];
+          VecN<V, VEC> bv[U];
 #pragma unroll
-          for (int u = 0; u < U; ++u)
+          for (int u = 0; u < U; ++u) bv[u] = vload<V, VEC>(b + static_cast<int64_t>(cc[u]) * p.ldb + f);
 #pragma unroll
-            for (int k = 0; k < CPL; ++k)
-              if (active[k])
-                bv[u][k] = vload<V, VEC>(b + static_cast<int64_t>(cc[u]) * p.ldb + f0 + (int64_t{k} * G + sub) * VEC);
-#pragma unroll
-          for (int u = 0; u < U; ++u)
-#pragma unroll
-            for (int k = 0; k < CPL; ++k)
-              if (active[k]) vaccumulate<R>(acc[k], w[u], bv[u][k]);
+          for (int u = 0; u < U; ++u) vaccumulate<R>(acc, w[u], bv[u]);
         }
         for (; e < e1; e += S) {
           const I cc = colind[e];
           const V w = val != nullptr ? val[e] : V(1);
-#pragma unroll
-          for (int k = 0; k < CPL; ++k)
-            if (active[k])
-              vaccumulate<R>(acc[k], w, vload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f0 + (int64_t{k} * G + sub) * VEC));
+          vaccumulate<R>(acc, w, vload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f));
         }
       }
       if constexpr (S > 1) {
@@ -156,26 +140,20 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
 #pragma unroll
         for (int o = G; o < T; o *= 2)
 #pragma unroll
-          for (int k = 0; k < CPL; ++k)
-#pragma unroll
-            for (int i = 0; i < VEC; ++i)
-              acc[k].x[i] = red_combine<R>(acc[k].x[i], __shfl_xor_sync(team_mask, acc[k].x[i], o, T));
+          for (int i = 0; i < VEC; ++i) acc.x[i] = red_combine<R>(acc.x[i], __shfl_xor_sync(team_mask, acc.x[i], o, T));
         if (slice != 0) continue;
       }
-#pragma unroll
-      for (int k = 0; k < CPL; ++k) {
-        if (!active[k]) continue;
-        V* cp = crow + f0 + (int64_t{k} * G + sub) * VEC;
+      if (active) {
         VecN<V, VEC> out;
         if (p.fin.beta != V(0)) {
-          const VecN<V, VEC> old = vload_rw<V, VEC>(cp);
+          const VecN<V, VEC> old = vload_rw<V, VEC>(crow + f);
 #pragma unroll
-          for (int i = 0; i < VEC; ++i) out.x[i] = p.fin.value(acc[k].x[i], count, old.x[i]);
+          for (int i = 0; i < VEC; ++i) out.x[i] = p.fin.value(acc.x[i], count, old.x[i]);
         } else {
 #pragma unroll
-          for (int i = 0; i < VEC; ++i) out.x[i] = p.fin.value(acc[k].x[i], count, V(0));
+          for (int i = 0; i < VEC; ++i) out.x[i] = p.fin.value(acc.x[i], count, V(0));
         }
-        vstore_stream<V, VEC>(cp, out);
+        vstore_stream<V, VEC>(crow + f, out);
       }
     }
   }

@@ -31,7 +31,7 @@ const sparseport_variant kVariants[] = {
      "2 to 16 lanes per row (several rows per warp), pairs staged and shuffled; F <= 16, for low degree"},
     {SPARSEPORT_OP_SPMM, "spmm.hub_split", 0,
      "rows above SPARSEPORT_HUB_T (256; 64 below 4 M entries) entries get whole CTAs, a mega-row split over up to 8 x SMs CTAs; the rest as "
-     "row_warp(_vec4), in the same launch"},
+     "row_warp(_vec4), in the same launch, with several lane groups per row on small matrices"},
     {SPARSEPORT_OP_SPMM, "spmm.nnz_balanced", 0,
      "equal nonzero chunks per group, rows reduced in registers, atomics only for rows that cross a chunk; skew-independent"},
     {SPARSEPORT_OP_SPMM, "spmm.row_cache", 0,
@@ -39,7 +39,8 @@ const sparseport_variant kVariants[] = {
     {SPARSEPORT_OP_SPMM, "spmm.cusparse", kVendor,
      "cusparseSpMM CSR, row-major B and C, the faster of ALG2 and ALG3 (preprocessed) timed once per plan; sum only"},
     {SPARSEPORT_OP_SDDMM, "sddmm.nnz_balanced", kDefault,
-     "equal chunks of entries per warp, a group of lanes per dot product (16-byte vectors where F and alignment allow)"},
+     "entries as the unit of work (a row index kept per matrix), 8 lanes per dot product with 16-byte vectors where F and "
+     "alignment allow, several dot products in flight per lane"},
     {SPARSEPORT_OP_SDDMM, "sddmm.row_warp", 0, "a warp per row, one column per lane, dot products reduced by shuffles"},
     {SPARSEPORT_OP_SDDMM, "sddmm.vec4", 0,
      "a warp per row, F/4 lanes per dot product with 16-byte vectors; needs F % 4 == 0 and 16-byte aligned rows of X and Y"},

@@ -229,11 +229,11 @@ TEST(CudaSpmm, EveryVariantMixedTypes) {
              kSeed + 40);
 }
 
-// spmm.hub_split gives each regular row a team of slices (and narrower groups with several
-// vectors per lane at F >= 128) when m x G lanes cannot fill the GPU and the mean row has at least
-// 8 entries: mean degree ~20 takes S = 4 at F = 32 and the two-slice teams above it (F = 36 and
-// 96 leave lanes of the last tile idle); mean ~10 takes S = 2 at F = 32. Most rows have fewer
-// entries than slices, so empty slices are exercised too.
+// spmm.hub_split gives each regular row a team of slices when m x G lanes cannot fill the GPU,
+// F <= 64 and the mean row has at least 8 entries: mean degree ~20 takes S = 4 at F = 32 and
+// S = 2 at F = 36 (lanes of the tile idle) and 64; mean ~10 takes S = 2 at F = 32; F >= 96 runs
+// whole-warp groups. Most rows have fewer entries than slices, so empty slices are exercised too,
+// and the threshold grows with S (rows of 50-210 entries stay in the teams).
 TEST(CudaSpmm, SmallMatricesTeamsOfSlices) {
   CUDA_TEST_REQUIRE_GPU();
   Context ctx = Context::create("cuda");
