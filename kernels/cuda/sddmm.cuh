@@ -41,6 +41,44 @@ SddmmParams<I, V> sddmm_params(const sparseport_sddmm_args& a) {
   return p;
 }
 
+// dot[u] += X[r[u], :] . Y[c[u], :] over this lane's VEC columns of every tile of G * VEC, the U
+// entries' loads issued before the first product (entries with !ok[u] load nothing).
+template <class I, class V, int VEC, int G, int U>
+__device__ __forceinline__ void sddmm_walk_dots(const SddmmParams<I, V>& p, const int64_t (&r)[U],
+                                                const int64_t (&c)[U], const bool (&ok)[U], int sub, V (&dot)[U]) {
+  for (int64_t f = int64_t{sub} * VEC; f < p.F; f += int64_t{G} * VEC) {
+    VecN<V, VEC> xv[U], yv[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (ok[u]) {
+        xv[u] = vload<V, VEC>(p.x + r[u] * p.ldx + f);
+        yv[u] = vload<V, VEC>(p.y + c[u] * p.ldy + f);
+      }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (ok[u]) {
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) dot[u] += xv[u].x[i] * yv[u].x[i];
+      }
+  }
+}
+
+// Sums each group's partial dot products and writes out[e] = val[e] * dot for the entries
+// e = first + u * stride with ok[u]. Every lane of a group shares its entries' ok, so the group's
+// shuffles are all taken.
+template <class I, class V, int G, int U>
+__device__ __forceinline__ void sddmm_store(const SddmmParams<I, V>& p, int64_t first, int64_t stride,
+                                            const bool (&ok)[U], int sub, unsigned mask, V (&dot)[U]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) dot[u] = group_sum<G>(dot[u], mask);
+  if (sub != 0) return;
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const int64_t e = first + int64_t{u} * stride;
+    if (ok[u]) p.out[e * p.ldo] = (p.val != nullptr ? p.val[e] : V(1)) * dot[u];
+  }
+}
+
 // Entries z0 + grp, z0 + grp + NG, ... below z1; `row` is the row of the group's first entry (or
 // an earlier one) and is walked forward.
 template <class I, class V, int VEC, int G>
@@ -71,30 +109,8 @@ __device__ __forceinline__ void sddmm_span(const SddmmParams<I, V>& p, int64_t z
     V dot[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) dot[u] = V(0);
-    for (int64_t f = int64_t{sub} * VEC; f < p.F; f += int64_t{G} * VEC) {
-      VecN<V, VEC> xv[U], yv[U];
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (ok[u]) {
-          xv[u] = vload<V, VEC>(p.x + r[u] * p.ldx + f);
-          yv[u] = vload<V, VEC>(p.y + c[u] * p.ldy + f);
-        }
-#pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (ok[u]) {
-#pragma unroll
-          for (int i = 0; i < VEC; ++i) dot[u] += xv[u].x[i] * yv[u].x[i];
-        }
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) dot[u] = group_sum<G>(dot[u], mask);
-    if (sub == 0) {
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int64_t eu = e + int64_t{u} * NG;
-        if (ok[u]) p.out[eu * p.ldo] = (p.val != nullptr ? p.val[eu] : V(1)) * dot[u];
-      }
-    }
+    sddmm_walk_dots<I, V, VEC, G, U>(p, r, c, ok, sub, dot);
+    sddmm_store<I, V, G, U>(p, e, NG, ok, sub, mask, dot);
   }
 }
 

@@ -106,32 +106,9 @@ __global__ void __launch_bounds__(kBlock) sddmm_nnz_kernel(SddmmParams<I, V> p, 
             for (int i = 0; i < VEC; ++i) dot[u] += xv[u][k].x[i] * yv[u][k].x[i];
         }
     } else {
-      for (int64_t f = int64_t{sub} * VEC; f < p.F; f += int64_t{G} * VEC) {
-        VecN<V, VEC> xv[U], yv[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u)
-          if (ok[u]) {
-            xv[u] = vload<V, VEC>(p.x + r[u] * p.ldx + f);
-            yv[u] = vload<V, VEC>(p.y + c[u] * p.ldy + f);
-          }
-#pragma unroll
-        for (int u = 0; u < U; ++u)
-          if (ok[u]) {
-#pragma unroll
-            for (int i = 0; i < VEC; ++i) dot[u] += xv[u].x[i] * yv[u].x[i];
-          }
-      }
+      sddmm_walk_dots<I, V, VEC, G, U>(p, r, c, ok, sub, dot);
     }
-    // Every lane of a group shares its entries' ok, so the group's shuffles are all taken.
-#pragma unroll
-    for (int u = 0; u < U; ++u) dot[u] = group_sum<G>(dot[u], mask);
-    if (sub == 0) {
-#pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int64_t e = base + int64_t{u} * NG + grp;
-        if (ok[u]) p.out[e * p.ldo] = (p.val != nullptr ? p.val[e] : V(1)) * dot[u];
-      }
-    }
+    sddmm_store<I, V, G, U>(p, base + grp, NG, ok, sub, mask, dot);
   }
 }
 
