@@ -39,7 +39,8 @@ __global__ void __launch_bounds__(kBlock) fused_kernel(AttnParams<I, V> p) {
   // Entries per step: four, whose loads take 32 registers at fp32 and NT = 1 and keep the kernel
   // at 64 to 80 registers (3 or 4 CTAs an SM, as the old loop); two where one entry's loads pass
   // 64 bytes a lane (fp64 at NT = 2), which would need 128 registers for the loads alone. U = 8
-  // at G = 8 has not been measured.
+  // at fp32 and NT = 1 took 100 registers (2 CTAs an SM) and was 18 % slower over the suite
+  // (band:1000000:16 F = 32: 494 -> 760 us, H200, 2026-11-23).
   constexpr int U = sizeof(V) * VEC * (KC + VE) > 64 ? 2 : 4;
   constexpr int T = G * S;
   constexpr int64_t W = int64_t{G} * VEC;  // columns per tile
@@ -396,11 +397,15 @@ __global__ void __launch_bounds__(kBlock) merge_kernel(AttnParams<I, V> p, const
 // Slices per row. Rows alone fill the device only from sms * 2048 threads (astro-ph, 18.6k rows at
 // G = 8, is 149k threads against 270k resident on an H100's 132 SMs); below that the rows are
 // split into S slices, while a slice still averages 4 entries or more: fewer leave most of the
-// U = 4 slots of its one step empty and the merge costs about as much as the entries. Both limits
-// are first guesses, not yet measured.
+// U = 4 slots of its one step empty and the merge costs about as much as the entries (first
+// guesses; the suite measures the variant as a whole).
 int row_slices(const State& s, int64_t m, int64_t nnz, int G, int max_slices) {
   constexpr int64_t kThreadsPerSm = 2048;  // cc 8.0 and 9.0
   const int64_t resident = int64_t{s.info().sms} * kThreadsPerSm;
+  // A graph so small that full teams still leave the GPU half empty gets them whatever its mean
+  // degree: idle slices cost nothing there, and the longest row's chain is what the launch waits
+  // for (cora, mean degree 4, a row of 168 entries).
+  if (m > 0 && m * G * max_slices <= resident / 2) return max_slices;
   int S = 1;
   while (S < max_slices && m > 0 && m * G * S < resident && nnz >= m * 4 * (S * 2)) S *= 2;
   return S;

@@ -271,17 +271,23 @@ void spmm_hub_split(const State& s, const sparseport_spmm_args& a) {
     const int g = vec4_group(a.b.cols, 4);
     // Small matrices: the regular rows' groups (m x G lanes, less than two waves of a full GPU)
     // leave the GPU idle while each group walks its row, so a row gets a team of S slices, as
-    // long as the mean row keeps at least 4 entries per slice. A team of S slices takes rows up to S x T entries at
-    // F <= 64 (each slice's chain is no longer than a lone group's at T), so rows just above T
-    // stay off the CTA items, which cost a CTA and a shared-memory reduction each (bcsstk16, mean
-    // degree 59: 17.8 us against 13.0 for row_warp_vec4 at F = 32 with T = 64, H200).
-    const bool small = a.a.rows * g < int64_t{s.info().sms} * 4096;
+    // long as the mean row keeps at least 4 entries per slice (more slices on a full GPU lost:
+    // email-Enron F = 64 33.4 -> 34.6 us, copter2 28.5 -> 39.1 us with four waves, H200). A team
+    // of S slices takes rows up to S x T entries (each slice's chain is no longer than a lone
+    // group's at T), so rows just above T stay off the CTA items, which cost a CTA and a
+    // shared-memory reduction each (bcsstk16, mean degree 59: 17.8 us against 13.0 for
+    // row_warp_vec4 at F = 32 with T = 64, H200). A tiny matrix, one that leaves the GPU half
+    // empty even with a whole warp per row, gets full teams whatever its mean degree: idle slices
+    // cost nothing there, and the longest row decides.
+    const int64_t resident = int64_t{s.info().sms} * 2048;
+    const bool small = a.a.rows * g < 2 * resident;
+    const bool tiny = a.a.rows * 32 <= resident / 2;
     const int64_t mean_deg = a.a.nnz / std::max<int64_t>(a.a.rows, 1);
-    if (small && g == 8 && mean_deg >= 16) {
+    if (g == 8 && (tiny || (small && mean_deg >= 16))) {
       launch<4, 8, 4>(s, a, 4 * t);
     } else if (small && g == 8 && mean_deg >= 8) {
       launch<4, 8, 2>(s, a, 2 * t);
-    } else if (small && g == 16 && mean_deg >= 8) {
+    } else if (g == 16 && (tiny || (small && mean_deg >= 8))) {
       launch<4, 16, 2>(s, a, 2 * t);
     } else {
       // F >= 128 keeps whole-warp groups: two slices of 16 lanes holding two or four vectors

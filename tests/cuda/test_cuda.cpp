@@ -230,10 +230,11 @@ TEST(CudaSpmm, EveryVariantMixedTypes) {
 }
 
 // spmm.hub_split gives each regular row a team of slices when m x G lanes cannot fill the GPU,
-// F <= 64 and the mean row has at least 8 entries: mean degree ~20 takes S = 4 at F = 32 and
-// S = 2 at F = 36 (lanes of the tile idle) and 64; mean ~10 takes S = 2 at F = 32; F >= 96 runs
-// whole-warp groups. Most rows have fewer entries than slices, so empty slices are exercised too,
-// and the threshold grows with S (rows of 50-210 entries stay in the teams).
+// F <= 64 and the mean row has at least 8 entries (any mean on a tiny matrix): 1500 rows take
+// S = 4 at F = 32 and S = 2 at F = 36 (lanes of the tile idle) and 64; 6000 rows of mean degree
+// ~10 take S = 2 at F = 32 (on 132 SMs); F >= 96 runs whole-warp groups. Most rows have fewer
+// entries than slices, so empty slices are exercised too, and the threshold grows with S (rows of
+// 50-210 entries stay in the teams).
 TEST(CudaSpmm, SmallMatricesTeamsOfSlices) {
   CUDA_TEST_REQUIRE_GPU();
   Context ctx = Context::create("cuda");
@@ -241,7 +242,7 @@ TEST(CudaSpmm, SmallMatricesTeamsOfSlices) {
              {{32, 32, 32, 0}, {36, 36, 36, 0}, {64, 64, 64, 0}, {96, 96, 96, 0}, {128, 128, 128, 0},
               {256, 256, 256, 0}},
              kSeed + 45);
-  check_spmm(ctx, skewed_csr<int64_t, double>(3000, 2500, 30000, 0.4, kSeed + 46, false),
+  check_spmm(ctx, skewed_csr<int64_t, double>(6000, 5000, 60000, 0.4, kSeed + 46, false),
              {{32, 32, 32, 0}, {64, 64, 64, 0}, {128, 128, 128, 0}, {256, 256, 256, 0}}, kSeed + 46);
 }
 
