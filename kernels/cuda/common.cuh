@@ -121,25 +121,6 @@ __device__ __forceinline__ void vstore(V* p, const VecN<V, N>& v) {
   }
 }
 
-// Stores of an output nothing in the same kernel reads again (C of spmm), marked evict-first
-// (st.global.cs), so that the streamed output does not push the gathered operand out of the L2:
-// on er:200000:2e-5 at F = 64, B (51 MB) is read about four times and can only stay in the L2
-// beside C if C's lines leave first. Measured effect: none beyond noise (H100, row_warp_vec4 on
-// er F = 64: 81.6 us before, benchmarks/results/2026-11-22-h100.md; 80.4 us with it, 2026-11-23);
-// kept as it costs nothing.
-template <class V, int N>
-__device__ __forceinline__ void vstore_stream(V* p, const VecN<V, N>& v) {
-  if constexpr (std::is_same_v<V, float> && N == 4) {
-    __stcs(reinterpret_cast<float4*>(p), make_float4(v.x[0], v.x[1], v.x[2], v.x[3]));
-  } else if constexpr (std::is_same_v<V, double> && N % 2 == 0) {
-#pragma unroll
-    for (int i = 0; i < N; i += 2) __stcs(reinterpret_cast<double2*>(p + i), make_double2(v.x[i], v.x[i + 1]));
-  } else {
-#pragma unroll
-    for (int i = 0; i < N; ++i) __stcs(p + i, v.x[i]);
-  }
-}
-
 // acc = acc (op) w * b, element by element.
 template <Red R, class V, int N>
 __device__ __forceinline__ void vaccumulate(VecN<V, N>& acc, V w, const VecN<V, N>& b) {

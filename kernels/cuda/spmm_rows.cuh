@@ -153,7 +153,7 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
 #pragma unroll
           for (int i = 0; i < VEC; ++i) out.x[i] = p.fin.value(acc.x[i], count, V(0));
         }
-        vstore_stream<V, VEC>(crow + f, out);
+        vstore<V, VEC>(crow + f, out);
       }
     }
   }
