@@ -100,12 +100,44 @@ struct Context::Impl {
   const PluginInfo* plugin = nullptr;
   int device = 0;
   int threads = 0;
+  ValidateMode validate = ValidateMode::once;
+  bool deterministic = false;
   void* state = nullptr;
 
   ~Impl() {
     if (plugin != nullptr && plugin->table->context_destroy != nullptr) plugin->table->context_destroy(state);
   }
 };
+
+const char* name(ValidateMode m) {
+  switch (m) {
+    case ValidateMode::once: return "once";
+    case ValidateMode::always: return "always";
+    case ValidateMode::off: return "off";
+    default: return "from_env";
+  }
+}
+
+namespace {
+
+ValidateMode validate_from_env() {
+  const char* env = std::getenv("SPARSEPORT_VALIDATE");
+  const std::string_view v = env != nullptr ? env : "";
+  if (v.empty() || v == "once") return ValidateMode::once;
+  if (v == "always") return ValidateMode::always;
+  if (v == "off") return ValidateMode::off;
+  throw InvalidArgument("sparseport: SPARSEPORT_VALIDATE is '" + std::string(v) + "' (want once, always or off)");
+}
+
+bool deterministic_from_env() {
+  const char* env = std::getenv("SPARSEPORT_DETERMINISTIC");
+  const std::string_view v = env != nullptr ? env : "";
+  if (v.empty() || v == "0") return false;
+  if (v == "1") return true;
+  throw InvalidArgument("sparseport: SPARSEPORT_DETERMINISTIC is '" + std::string(v) + "' (want 0 or 1)");
+}
+
+}  // namespace
 
 Context Context::create(std::string_view backend) {
   std::string spec(backend);
@@ -140,6 +172,8 @@ Context Context::create(std::string_view backend) {
   }
 
   auto impl = std::make_shared<Impl>();
+  impl->validate = validate_from_env();
+  impl->deterministic = deterministic_from_env();
   impl->plugin = &p;
   impl->device = device;
   impl->backend = p.table->device_count != nullptr ? token + ":" + std::to_string(device) : token;
@@ -166,7 +200,17 @@ void Context::set_threads(int threads) {
 }
 int Context::threads() const { return impl_->threads; }
 
-sparseport_exec Context::exec() const { return {impl_->state, impl_->threads}; }
+void Context::set_validate(ValidateMode mode) {
+  impl_->validate = mode == ValidateMode::from_env ? validate_from_env() : mode;
+}
+ValidateMode Context::validate() const { return impl_->validate; }
+
+void Context::set_deterministic(bool on) { impl_->deterministic = on; }
+bool Context::deterministic() const { return impl_->deterministic; }
+
+sparseport_exec Context::exec() const {
+  return {impl_->state, impl_->threads, impl_->deterministic ? SPARSEPORT_EXEC_DETERMINISTIC : 0};
+}
 
 Buffer::Buffer(Buffer&& o) noexcept { *this = std::move(o); }
 Buffer& Buffer::operator=(Buffer&& o) noexcept {

@@ -56,6 +56,16 @@ sparseport_op op_from_name(std::string_view name);  // throws InvalidArgument
 
 class Context;
 
+// How often the front end checks index contents (rowptr, columns, index arrays; O(nnz)).
+//   once    host memory: every call; device memory: once per operand (address, shape, types) and
+//           context, and whenever a plan is built. A later call with the same device arrays
+//           trusts that their contents did not change (use `always` if they do).
+//   always  every call, in either memory.
+//   off     never (shapes, pointers and type tags are still checked): bad indices are undefined.
+// from_env reads SPARSEPORT_VALIDATE=once|always|off (default once).
+enum class ValidateMode { from_env, once, always, off };
+const char* name(ValidateMode m);
+
 // Memory owned by a context's backend (device memory on a GPU backend). Move-only.
 class Buffer {
  public:
@@ -106,6 +116,17 @@ class Context {
   // Threads for CPU backends; 0 (the default) means the backend's own default (OMP_NUM_THREADS).
   void set_threads(int threads);
   int threads() const;
+
+  // Index checks (see ValidateMode); the default comes from SPARSEPORT_VALIDATE. Throws
+  // InvalidArgument for from_env after an invalid SPARSEPORT_VALIDATE value.
+  void set_validate(ValidateMode mode);
+  ValidateMode validate() const;  // as resolved: once, always or off
+
+  // Deterministic mode: every scheduled op runs only variants that give bitwise-identical results
+  // run to run and for any launch configuration or thread count on the same device. The default
+  // is SPARSEPORT_DETERMINISTIC=1 (on) or unset/0 (off).
+  void set_deterministic(bool on);
+  bool deterministic() const;
 
   Buffer allocate(size_t bytes) const;
   // Copies between host memory and this context's memory space (plain memcpy on host backends).

@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define SPARSEPORT_ABI_VERSION_MAJOR 1
-#define SPARSEPORT_ABI_VERSION_MINOR 1
+#define SPARSEPORT_ABI_VERSION_MINOR 2
 #define SPARSEPORT_ABI_VERSION ((SPARSEPORT_ABI_VERSION_MAJOR << 16) | SPARSEPORT_ABI_VERSION_MINOR)
 
 typedef enum sparseport_value_type { SPARSEPORT_F32 = 1, SPARSEPORT_F64 = 2 } sparseport_value_type;
@@ -119,10 +119,13 @@ typedef struct sparseport_dense_mut {
   int32_t value_type;
 } sparseport_dense_mut;
 
-/* Execution: the plugin's per-context state (stream, handles) and the thread count (0 = default). */
+/* Execution: the plugin's per-context state (stream, handles), the thread count (0 = default) and,
+ * from ABI 1.2, SPARSEPORT_EXEC_* flags (a plugin built against 1.1 never reads them). */
+enum { SPARSEPORT_EXEC_DETERMINISTIC = 1 }; /* bitwise-identical results run to run, any launch shape */
 typedef struct sparseport_exec {
   void* state;
   int32_t threads;
+  int32_t flags;
 } sparseport_exec;
 
 /* Argument structs, one per op. Shapes are already checked by the front end. */
@@ -193,7 +196,38 @@ typedef struct sparseport_transpose_args {
   sparseport_csr_mut out; /* k x m with a.nnz entries, all buffers allocated by the caller */
 } sparseport_transpose_args;
 
-enum { SPARSEPORT_VARIANT_DEFAULT = 1u, SPARSEPORT_VARIANT_VENDOR = 2u };
+/* DETERMINISTIC (ABI 1.2): the variant gives bitwise-identical results run to run and for any
+ * launch configuration or thread count on the same device; deterministic mode offers only these. */
+enum { SPARSEPORT_VARIANT_DEFAULT = 1u, SPARSEPORT_VARIANT_VENDOR = 2u, SPARSEPORT_VARIANT_DETERMINISTIC = 4u };
+
+/* ABI 1.2: index contents checked where they live (device memory). One check per call. */
+typedef enum sparseport_index_check_kind {
+  SPARSEPORT_CHECK_CSR = 0,          /* csr: rowptr[0] == 0, monotone, rowptr[rows] == nnz, columns in [0, cols) */
+  SPARSEPORT_CHECK_INDEX = 1,        /* index: every entry in [0, bound) */
+  SPARSEPORT_CHECK_SORTED_INDEX = 2  /* index: in [0, bound) and ascending */
+} sparseport_index_check_kind;
+
+typedef struct sparseport_index_check {
+  int32_t kind;                 /* sparseport_index_check_kind */
+  sparseport_csr csr;           /* kind CSR (values unused) */
+  sparseport_index_array index; /* kinds INDEX and SORTED_INDEX */
+  int64_t bound;                /* kinds INDEX and SORTED_INDEX */
+} sparseport_index_check;
+
+/* The first violation found: the smallest row (rowptr problems) or position (entries). */
+typedef enum sparseport_index_problem {
+  SPARSEPORT_INDEX_OK = 0,
+  SPARSEPORT_INDEX_ROWPTR_START = 1,  /* rowptr[0] != 0: value = rowptr[0] */
+  SPARSEPORT_INDEX_ROWPTR_END = 2,    /* rowptr[rows] != nnz: value = rowptr[rows] */
+  SPARSEPORT_INDEX_ROWPTR_DECREASES = 3, /* position = row i, value = rowptr[i], value2 = rowptr[i+1] */
+  SPARSEPORT_INDEX_OUT_OF_RANGE = 4,  /* position = entry, value = the index; for CSR row = its row */
+  SPARSEPORT_INDEX_UNSORTED = 5       /* position = entry e, value = index[e-1], value2 = index[e] */
+} sparseport_index_problem;
+
+typedef struct sparseport_index_report {
+  int32_t problem; /* sparseport_index_problem */
+  int64_t position, row, value, value2;
+} sparseport_index_report;
 
 typedef struct sparseport_variant {
   int32_t op;        /* sparseport_op */
@@ -255,6 +289,13 @@ typedef struct sparseport_plugin {
    * be stable across runs on the same machine; version keys invalidate cached decisions.
    * Null: the scheduler uses the backend name and describe_devices() instead. */
   int (*device_signature)(void* state, char* buf, size_t len, sparseport_status*);
+
+  /* ABI 1.2: checks index contents in the plugin's memory (O(n), stops early at a violation) and
+   * fills *report with the first one (problem 0 when there is none). Returns nonzero only when the
+   * check itself failed (a device fault). Null on a device-memory plugin: the front end copies
+   * the arrays to the host and checks them there. */
+  int (*check_indices)(const sparseport_exec*, const sparseport_index_check*, sparseport_index_report*,
+                       sparseport_status*);
   /* Append new fields here only. */
 } sparseport_plugin;
 
