@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <random>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -477,6 +478,9 @@ class OpCase {
 
   int copies() const { return copies_; }
 
+  // scatter_reduce's index (the determinism group's: the COO rows in a shuffled order).
+  void set_scatter_index(const IndexView& index) { scatter_index_ = index; }
+
   // One call of the op on copy `copy` of the dense operands; throws what the op throws.
   void run(const Context& ctx, const std::string& variant, int copy) const {
     const CsrView a = g_->csr();
@@ -504,6 +508,12 @@ class OpCase {
         ReduceOptions opt;
         opt.variant = variant;
         gather_scatter(ctx, g_->coo(), roles_[0].view(copy), out.mut(copy), opt);
+        break;
+      }
+      case SPARSEPORT_OP_SCATTER_REDUCE: {
+        ReduceOptions opt;
+        opt.variant = variant;
+        scatter_reduce(ctx, scatter_index_, roles_[0].view(copy), out.mut(copy), opt);
         break;
       }
       case SPARSEPORT_OP_CSR_ATTENTION: {
@@ -578,7 +588,8 @@ class OpCase {
       case SPARSEPORT_OP_SPMM:
       case SPARSEPORT_OP_GATHER_SCATTER: return {{k, f, kSeedCols}, {m, f, 0}};
       case SPARSEPORT_OP_SDDMM: return {{m, f, kSeedRows}, {k, f, kSeedCols}, {nnz, 1, 0}};
-      case SPARSEPORT_OP_SEGMENT_REDUCE: return {{nnz, f, kSeedMessages}, {m, f, 0}};
+      case SPARSEPORT_OP_SEGMENT_REDUCE:
+      case SPARSEPORT_OP_SCATTER_REDUCE: return {{nnz, f, kSeedMessages}, {m, f, 0}};
       case SPARSEPORT_OP_CSR_ATTENTION: return {{m, f, kSeedRows}, {k, f, kSeedCols}, {k, f, kSeedCols2}, {m, f, 0}};
       default:
         throw InvalidArgument(std::string("sparseport_bench_cuda: op '") + op_name(op) + "' has no GPU benchmark.");
@@ -590,6 +601,7 @@ class OpCase {
   int copies_;
   cudaStream_t stream_;
   std::vector<Role> roles_;
+  IndexView scatter_index_{};
 };
 
 // ---- the suite ---------------------------------------------------------------------------------
@@ -612,6 +624,18 @@ struct Slot {
   int next_copy = 0;                      // the rotation goes on across calls, variants and reruns
 };
 
+// The determinism group's operands (one (graph, F, op) at a time) and its default-mode baselines.
+struct DetSlot {
+  std::string key;
+  std::unique_ptr<OpCase> op_case;
+  Buffer shuffled;  // scatter_reduce's index
+  std::map<std::string, double> default_seconds;             // by case name
+  std::map<std::string, std::vector<float>> default_output;  // by case name
+  std::map<std::string, std::string> default_ran;            // the variant default mode ran, by case name
+  std::map<std::string, CallCost> costs;
+  int next_copy = 0;
+};
+
 struct Suite {
   BenchConfig cfg;
   double copy_gbps = 0.0;
@@ -624,6 +648,7 @@ struct Suite {
   std::unique_ptr<EventTimer> timer;
   std::shared_ptr<const DeviceGraph> graph;  // the graph on the device now
   Slot slot;
+  DetSlot det;
 };
 
 // The first difference larger than a loose tolerance, as a sentence; empty when none (as the CPU
@@ -795,6 +820,191 @@ void run_row(benchmark::State& state, Suite& s, const RowSpec& row) {
     state.SetLabel("baseline=" + baseline.which.variant + (baseline.which.vendor ? " (vendor)" : ""));
 }
 
+// ---- the determinism group (SPARSEPORT_BENCH_DETERMINISM=1) -----------------------------------------
+//
+// What deterministic mode (Context::set_deterministic, SPARSEPORT_DETERMINISTIC=1) costs per op, on
+// rmat:18:16, a mega-row graph and er (full size; the small suite's counterparts with
+// --sp_size=small) at F = 32 and 128 (SPARSEPORT_BENCH_F overrides them; --sp_graphs filters).
+// Rows are "determinism/OP/CASE/GRAPH/F". CASE "auto" is what the scheduler runs in each mode: its
+// choice in default mode is the baseline, its choice in deterministic mode the row's time. CASE V
+// (a variant) times V in default mode (the baseline) against its deterministic counterpart in
+// deterministic mode: spmm.hub_split and the attention variants against themselves (their
+// fixed-order paths), the nnz_balanced reductions against nnz_balanced_deterministic,
+// scatter_reduce.atomic against scatter_reduce.sort_segment. scatter_reduce reads the graph's COO
+// rows in a fixed shuffled order (seed 15): rmat's hubs collide heavily. Every reduction is a sum.
+// Counters: the suite's (baseline_ms = default mode), det_cost = time / baseline_ms, and
+// bitwise_repeat = 1 (two deterministic calls gave the same bits; a row where they differ is an
+// error, as is a result far from default mode's). The label names what each mode ran.
+struct DetCase {
+  sparseport_op op;
+  std::string name, default_variant, det_variant;
+};
+
+const std::vector<DetCase>& det_cases() {
+  static const std::vector<DetCase> c = {
+      {SPARSEPORT_OP_SPMM, "auto", "", ""},
+      {SPARSEPORT_OP_SPMM, "spmm.hub_split", "spmm.hub_split", "spmm.hub_split"},
+      {SPARSEPORT_OP_SEGMENT_REDUCE, "auto", "", ""},
+      {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.nnz_balanced", "segment_reduce.nnz_balanced",
+       "segment_reduce.nnz_balanced_deterministic"},
+      {SPARSEPORT_OP_GATHER_SCATTER, "auto", "", ""},
+      {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.nnz_balanced", "gather_scatter.nnz_balanced",
+       "gather_scatter.nnz_balanced_deterministic"},
+      {SPARSEPORT_OP_SCATTER_REDUCE, "auto", "", ""},
+      {SPARSEPORT_OP_SCATTER_REDUCE, "scatter_reduce.atomic", "scatter_reduce.atomic", "scatter_reduce.sort_segment"},
+      {SPARSEPORT_OP_CSR_ATTENTION, "auto", "", ""},
+      {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.fused", "csr_attention.fused", "csr_attention.fused"},
+      {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.unfused", "csr_attention.unfused", "csr_attention.unfused"},
+  };
+  return c;
+}
+
+std::vector<DatasetSpec> det_graphs(SuiteSize size) {
+  if (size == SuiteSize::full)
+    return {{"rmat:18:16", "rmat:18:16", false},
+            {"megarow:2000000:16:0.05", "megarow:2000000:16:0.05", false},
+            {"er:200000:2e-5", "er:200000:2e-5", false}};
+  return {{"rmat:13:16", "rmat:13:16", false},
+          {"megarow:20000:8:0.05", "megarow:20000:8:0.05", false},
+          {"er:20000:5e-4", "er:20000:5e-4", false}};
+}
+
+constexpr uint64_t kSeedShuffle = 15;
+
+// Sets the context's mode for a scope (the timed calls read it when they are queued).
+struct ModeScope {
+  Context& ctx;
+  ModeScope(Context& c, bool det) : ctx(c) { ctx.set_deterministic(det); }
+  ~ModeScope() { ctx.set_deterministic(false); }
+};
+
+std::vector<double> time_det_calls(Suite& s, const std::string& variant, bool det, int64_t n) {
+  DetSlot& d = s.det;
+  OpCase& c = *d.op_case;
+  CallCost& cost = d.costs[(det ? "det|" : "default|") + variant];
+  ModeScope mode(*s.ctx, det);
+  const std::function<void()> call = [&] {
+    d.next_copy = (d.next_copy + 1) % c.copies();
+    c.run(*s.ctx, variant, d.next_copy);
+  };
+  return s.timer->time_calls(n, call, cost);
+}
+
+// One untimed call on copy 0 in the given mode; returns (a sample of) its output and what ran.
+std::vector<float> det_warm_call(Suite& s, const std::string& variant, bool det, std::string* ran) {
+  OpCase& c = *s.det.op_case;
+  ModeScope mode(*s.ctx, det);
+  c.poison_output();
+  c.run(*s.ctx, variant, 0);
+  std::vector<float> out = c.output_sample();
+  if (ran != nullptr) *ran = variant.empty() ? last_decision().variant : variant;
+  return out;
+}
+
+void run_det_row(benchmark::State& state, Suite& s, const DetCase& dc, const DatasetSpec& graph, int64_t f) {
+  if (s.deadline_s > 0 && std::chrono::duration<double>(Clock::now() - kProgramStart).count() > s.deadline_s) {
+    state.SkipWithError("not run: the run's time budget (SPARSEPORT_BENCH_DEADLINE_S) was spent.");
+    return;
+  }
+  std::shared_ptr<const Graph> g;
+  try {
+    g = load(graph);
+  } catch (const std::exception& ex) {
+    state.SkipWithError(ex.what());
+    return;
+  }
+  const sparseport_op model_op = dc.op == SPARSEPORT_OP_SCATTER_REDUCE ? SPARSEPORT_OP_SEGMENT_REDUCE : dc.op;
+  const OpModel model = op_model(model_op, *g, f);
+  const int64_t one_set = OpCase::set_bytes(dc.op, *g, f);
+  if (static_cast<double>(one_set) > s.cfg.max_operand_gb * 1e9) {
+    state.SkipWithError("skipped: the dense operands exceed SPARSEPORT_BENCH_MAX_GB.");
+    return;
+  }
+  DetSlot& d = s.det;
+  const std::string key = g->name + "|" + std::to_string(f) + "|" + op_name(dc.op);
+  if (d.key != key) {
+    s.slot = Slot{};  // the main suite's operands, if any are left
+    d = DetSlot{};
+    try {
+      if (s.graph == nullptr || s.graph->host != g) {
+        s.graph.reset();
+        s.graph = std::make_shared<const DeviceGraph>(*s.ctx, g);
+      }
+      d.op_case = std::make_unique<OpCase>(*s.ctx, s.stream, dc.op, s.graph, f, s.rotation.copies_for(one_set));
+      if (dc.op == SPARSEPORT_OP_SCATTER_REDUCE) {
+        std::vector<int32_t> shuffled = g->coo_row;
+        std::shuffle(shuffled.begin(), shuffled.end(), std::mt19937_64(kSeedShuffle));
+        d.shuffled = upload(*s.ctx, shuffled);
+        d.op_case->set_scatter_index(make_index<int32_t>(static_cast<int64_t>(shuffled.size()),
+                                                         static_cast<const int32_t*>(d.shuffled.data())));
+      }
+    } catch (const std::exception& ex) {
+      d = DetSlot{};
+      state.SkipWithError((std::string("building the device operands failed: ") + ex.what()).c_str());
+      return;
+    }
+    d.key = key;
+  }
+  std::string det_ran;
+  std::vector<double> times;
+  try {
+    if (d.default_seconds.count(dc.name) == 0) {
+      std::string ran;
+      d.default_output[dc.name] = det_warm_call(s, dc.default_variant, false, &ran);
+      d.default_ran[dc.name] = ran;
+      const double first = median(time_det_calls(s, dc.default_variant, false, 1));
+      const int64_t n =
+          std::clamp<int64_t>(static_cast<int64_t>(std::ceil(s.baseline_min_s / std::max(first, 1e-7))), 3, 2000);
+      d.default_seconds[dc.name] = median(time_det_calls(s, dc.default_variant, false, n));
+    }
+    // Twice on the same operands: the bits must agree.
+    const std::vector<float> once = det_warm_call(s, dc.det_variant, true, &det_ran);
+    const std::vector<float> twice = det_warm_call(s, dc.det_variant, true, nullptr);
+    if (once.size() != twice.size() || std::memcmp(once.data(), twice.data(), once.size() * sizeof(float)) != 0) {
+      size_t i = 0;
+      while (i < once.size() && i < twice.size() && std::memcmp(&once[i], &twice[i], sizeof(float)) == 0) ++i;
+      const std::string why = "not deterministic: two calls of " + det_ran +
+                              " in deterministic mode differ at sampled element " + std::to_string(i);
+      state.SkipWithError(why.c_str());
+      return;
+    }
+    if (s.cfg.check) {
+      if (std::string diff = gross_difference(once, d.default_output[dc.name]); !diff.empty()) {
+        const std::string why = "wrong result: " + det_ran + " (deterministic mode) differs from " +
+                                d.default_ran[dc.name] + " (default mode): " + diff + ".";
+        state.SkipWithError(why.c_str());
+        return;
+      }
+    }
+    std::vector<double> pending;
+    size_t next = 0;
+    int64_t left = static_cast<int64_t>(state.max_iterations);
+    for (auto _ : state) {
+      if (next == pending.size()) {
+        const int64_t n = std::min<int64_t>(left, 4 * EventTimer::kBatch);
+        pending = time_det_calls(s, dc.det_variant, true, n);
+        left -= n;
+        next = 0;
+      }
+      state.SetIterationTime(pending[next]);
+      times.push_back(pending[next]);
+      ++next;
+    }
+  } catch (const Unsupported& ex) {
+    state.SkipWithError((std::string("does not apply: ") + ex.what()).c_str());
+    return;
+  } catch (const std::exception& ex) {
+    state.SkipWithError((std::string("error: ") + ex.what()).c_str());
+    return;
+  }
+  const double t = median(times), base = d.default_seconds[dc.name];
+  set_row_counters(state, model, {t, base}, s.copy_gbps);
+  state.counters["det_cost"] = base > 0 ? t / base : 0.0;
+  state.counters["bitwise_repeat"] = 1;
+  state.counters["copies"] = d.op_case->copies();
+  state.SetLabel("default=" + d.default_ran[dc.name] + " deterministic=" + det_ran);
+}
+
 std::string joined(const std::vector<int64_t>& v) {
   std::string s;
   for (int64_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
@@ -959,6 +1169,23 @@ int real_main(int argc, char** argv) {
     for (int64_t f : suite->cfg.features)
       if (x.features.empty() || std::find(x.features.begin(), x.features.end(), f) != x.features.end())
         add_rows(x.spec, f, x.op);
+  // The determinism group, on request, last.
+  if (const char* d = env("SPARSEPORT_BENCH_DETERMINISM"); d != nullptr && std::string(d) == "1") {
+    const std::regex re(suite->cfg.graph_regex.empty() ? std::string(".*") : suite->cfg.graph_regex,
+                        std::regex::ECMAScript);
+    const std::vector<int64_t> det_f = f_given ? suite->cfg.features : std::vector<int64_t>{32, 128};
+    for (const DatasetSpec& graph : det_graphs(suite->cfg.size)) {
+      if (!std::regex_search(graph.name, re)) continue;
+      for (int64_t f : det_f)
+        for (const DetCase& dc : det_cases()) {
+          const std::string n = std::string("determinism/") + op_name(dc.op) + "/" + dc.name + "/" + graph.name + "/" +
+                                std::to_string(f);
+          const auto body = [sp, dc, graph, f](benchmark::State& st) { run_det_row(st, *sp, dc, graph, f); };
+          benchmark::RegisterBenchmark(n.c_str(), body)->UseManualTime()->Unit(benchmark::kMicrosecond);
+          ++rows;
+        }
+    }
+  }
   if (rows == 0) {
     std::cerr << "sparseport_bench_cuda: nothing to run (" << graphs.size() << " graphs).\n";
     return 1;
@@ -967,6 +1194,7 @@ int real_main(int argc, char** argv) {
   benchmark::Shutdown();
   // Device memory goes back while the CUDA runtime is still up.
   suite->slot = Slot{};
+  suite->det = DetSlot{};
   suite->graph.reset();
   suite->timer.reset();
   suite->ctx.reset();

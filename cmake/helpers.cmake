@@ -4,11 +4,19 @@
 function(sparseport_target_defaults target)
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor>
-    $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${SPARSEPORT_WERROR}>>:-Werror>)
+    $<$<AND:$<COMPILE_LANGUAGE:CXX>,$<BOOL:${SPARSEPORT_WERROR}>>:-Werror>
+    # .cu files: the host compiler warns on their host code (not -Wpedantic: it flags every line
+    # directive nvcc generates); with SPARSEPORT_WERROR, nvcc's own warnings (front end, ptxas)
+    # and the host compiler's are errors. CCCL and cuSPARSE headers pass both (CUDA 13.0, GCC 12).
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=-Wall,-Wextra>
+    $<$<AND:$<COMPILE_LANGUAGE:CUDA>,$<BOOL:${SPARSEPORT_WERROR}>>:--Werror=all-warnings -Xcompiler=-Werror>)
   if(SPARSEPORT_SANITIZE)
     target_compile_options(${target} PRIVATE
       $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
     target_link_options(${target} PRIVATE -fsanitize=address,undefined)
+  endif()
+  if(SPARSEPORT_FUZZ)  # coverage feedback for libFuzzer; the fuzz binaries link -fsanitize=fuzzer
+    target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
   endif()
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endfunction()

@@ -8,14 +8,19 @@
 
 #include <cctype>
 #include <cerrno>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <set>
+#include <string_view>
+#include <utility>
 
 #include "scheduler/options.hpp"
 #include "sparseport/errors.hpp"
+#include "src/core/fault.hpp"
 
 namespace sparseport::scheduler {
 namespace {
@@ -75,7 +80,8 @@ bool is_bare(const std::string& v) {
   if (v.empty()) return false;
   char* end = nullptr;
   std::strtod(v.c_str(), &end);
-  return *end == '\0' && (std::isdigit(static_cast<unsigned char>(v[0])) || v[0] == '-');
+  // The whole text is the number: strtod stops at an embedded NUL too ("6\0}" is not bare).
+  return end == v.c_str() + v.size() && (std::isdigit(static_cast<unsigned char>(v[0])) || v[0] == '-');
 }
 
 // Fields every decision line must have to be replayed.
@@ -134,45 +140,260 @@ std::string format_record(const Record& r) {
   return s + "}";
 }
 
+// ---- file handling -------------------------------------------------------------------------------
+namespace {
+
+// Reading stops here: a cache this large is not something the scheduler wrote in a normal life
+// (about half a million decisions), and reading it whole would cost more than probing again.
+constexpr size_t kMaxCacheBytes = size_t{256} << 20;
+
+// One warning per distinct text: a read-only folder or a corrupt line costs one line on stderr per
+// process, not one per op.
+void warn_once(const std::string& text) {
+  static std::mutex mu;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(mu);
+  if (said.insert(text).second) warn(text);
+}
+
+std::string errno_text(int e) { return std::string(std::strerror(e)) + " (errno " + std::to_string(e) + ")"; }
+
+// FNV-1a, 64 bits: the line checksum. Not cryptographic; it catches torn, spliced and overwritten
+// lines (a reader that raced a process rewriting the file without the lock).
+uint64_t fnv1a(std::string_view s) {
+  uint64_t h = 1469598103934665603ull;
+  for (const char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+std::string hex64(uint64_t v) {
+  char buf[20];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+constexpr std::string_view kCrcKey = "crc";
+constexpr std::string_view kCrcField = ",\"crc\":\"";  // always the last field of a line we write
+
+// "{...}" -> "{...,"crc":"<fnv1a of {...}>"}": the checksum covers the line as it would be without it.
+std::string with_checksum(const std::string& body) {
+  if (body.size() < 3) return body;  // "{}": nothing to protect
+  return body.substr(0, body.size() - 1) + std::string(kCrcField) + hex64(fnv1a(body)) + "\"}";
+}
+
+// A parsed line must end with the "crc" field that with_checksum wrote, and match it; the field is
+// removed from the record. Without it a line spliced from two others could parse (a prefix cut
+// inside a string value, then the tail of another line's checksum), so it is refused too.
+bool checksum_ok(std::string_view line, Record* r, std::string* error) {
+  const auto it = r->find(std::string(kCrcKey));
+  if (it == r->end()) {
+    *error = "no checksum (schema " + std::to_string(kCacheSchema) +
+             " lines end with one: the line was cut, spliced or written by hand)";
+    return false;
+  }
+  const std::string want = it->second;
+  r->erase(it);
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) line.remove_suffix(1);
+  const size_t at = line.rfind(kCrcField);
+  if (at == std::string_view::npos || line.size() < 2 || line.substr(line.size() - 2) != "\"}" ||
+      line.substr(at + kCrcField.size(), line.size() - 2 - at - kCrcField.size()) != want) {
+    *error = "the checksum is not the last field (the line was edited or spliced)";
+    return false;
+  }
+  const std::string body = std::string(line.substr(0, at)) + "}";
+  if (hex64(fnv1a(body)) != want) {
+    *error = "checksum mismatch (the line was overwritten or spliced while it was read, or edited by hand)";
+    return false;
+  }
+  return true;
+}
+
+// Closes on every path out of append/read.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  int release() { return std::exchange(fd, -1); }
+};
+
+[[noreturn]] void refuse(const std::string& why, int e) {
+  throw BackendError("sparseport scheduler: " + why, e, e != 0 ? "errno" : "policy");
+}
+
+// The folder must be a folder (a symbolic link to one is followed: ~/.cache is often a link to
+// scratch space); it is created when missing.
+void ensure_folder(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status link = fs::symlink_status(dir, ec);
+  if (fs::is_symlink(link)) {
+    const fs::file_status target = fs::status(dir, ec);
+    if (fs::is_directory(target)) return;
+    std::error_code ec2;
+    const fs::path to = fs::read_symlink(dir, ec2);
+    refuse("the decision cache folder " + dir + " is a symbolic link to " + (ec2 ? std::string("?") : to.string()) +
+               ", which is not a folder" + (fs::exists(target) ? "" : " (it does not exist)") +
+               "; the decision was not cached (point SPARSEPORT_CACHE_DIR at a folder)",
+           0);
+  }
+  if (fs::is_directory(link)) return;
+  if (fs::exists(link))
+    refuse("the decision cache folder " + dir + " exists but is not a folder; the decision was not cached", ENOTDIR);
+  if (!fs::create_directories(dir, ec) && ec)
+    refuse("cannot create the decision cache folder " + dir + ": " + ec.message() + "; the decision was not cached",
+           ec.value());
+}
+
+}  // namespace
+
 CacheFile::CacheFile(const std::string& dir) : path(dir + "/decisions.jsonl") {}
 
 void CacheFile::append(const Record& r) const {
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  const std::string line = format_record(r) + "\n";
-  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw BackendError("sparseport scheduler: cannot open the decision cache " + path + ": " + std::strerror(errno), errno, "errno");
+  ensure_folder(std::filesystem::path(path).parent_path().string());
+  Record clean = r;
+  clean.erase(std::string(kCrcKey));
+  const std::string line = with_checksum(format_record(clean)) + "\n";
+  // O_NOFOLLOW: a link in place of the file could aim the append at any file of the user's;
+  // O_NONBLOCK: a FIFO there must not hang the op (it is refused below).
+  Fd f;
+  f.fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  if (f.fd < 0) {
+    const int e = errno;
+    if (e == ELOOP)
+      refuse("the decision cache " + path +
+                 " is a symbolic link; decisions are not written through a link (remove it, or point "
+                 "SPARSEPORT_CACHE_DIR at a folder of your own)",
+             e);
+    refuse("cannot open the decision cache " + path + " for appending: " + errno_text(e), e);
+  }
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode))
+    refuse("the decision cache " + path + " is not a regular file; the decision was not cached", EINVAL);
   // One write() of the whole line under an exclusive lock: O_APPEND alone does not promise that a
-  // long line lands in one piece on every file system (NFS), the lock does.
-  ::flock(fd, LOCK_EX);
+  // long line lands in one piece on every file system (NFS), the lock does. Without the lock
+  // (a file system that has none) nothing is written: concurrent writers could interleave.
+  if (detail::fault_armed("cache_lock") || ::flock(f.fd, LOCK_EX) != 0) {
+    const int e = detail::fault_armed("cache_lock") ? ENOLCK : errno;
+    refuse("cannot lock the decision cache " + path + ": " + errno_text(e) +
+               "; the decision was not cached (concurrent writers could interleave without the lock)",
+           e);
+  }
+  // Where the line starts: a write that fails half-way is cut back to here, so no torn line stays.
+  struct stat before {};
+  const bool sized = ::fstat(f.fd, &before) == 0;
   size_t done = 0;
+  int e = 0;
+  const bool injected = detail::fault_armed("cache_write");
   while (done < line.size()) {
-    const ssize_t n = ::write(fd, line.data() + done, line.size() - done);
+    if (injected && done >= line.size() / 2) {
+      e = ENOSPC;
+      break;
+    }
+    const size_t want = injected ? line.size() / 2 - done : line.size() - done;
+    const ssize_t n = ::write(f.fd, line.data() + done, want);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n <= 0) {
+      e = n < 0 ? errno : EIO;
+      break;
+    }
     done += static_cast<size_t>(n);
   }
-  ::flock(fd, LOCK_UN);
-  ::close(fd);
-  if (done != line.size())
-    throw BackendError("sparseport scheduler: writing the decision cache " + path + " failed: " + std::strerror(errno), errno, "errno");
+  if (done != line.size()) {
+    struct stat after {};
+    bool cut = false;
+    if (done > 0 && sized && ::fstat(f.fd, &after) == 0 && after.st_size > before.st_size)
+      cut = ::ftruncate(f.fd, before.st_size) == 0;
+    ::flock(f.fd, LOCK_UN);
+    refuse("writing the decision cache " + path + " failed: " + errno_text(e) + " after " + std::to_string(done) +
+               " of " + std::to_string(line.size()) + " bytes" +
+               (done == 0 ? std::string() : cut ? "; the partial line was removed" : "; a partial line may remain (readers skip it)") +
+               "; the decision was not cached",
+           e);
+  }
+  ::flock(f.fd, LOCK_UN);
+  if (::close(f.release()) != 0) {  // NFS reports some write errors only here
+    const int ce = errno;
+    refuse("closing the decision cache " + path + " after appending failed: " + errno_text(ce), ce);
+  }
+}
+
+bool CacheFile::try_append(const Record& r, std::string* why) const noexcept {
+  try {
+    append(r);
+    return true;
+  } catch (const std::exception& e) {
+    // A read-only, full, locked-out or unsafe cache costs a re-probe next time, never a failed op.
+    std::string msg = e.what();
+    if (const std::string_view prefix = "sparseport scheduler: "; msg.rfind(prefix, 0) == 0) msg.erase(0, prefix.size());
+    warn_once("decision not cached (said once per reason): " + msg);
+    if (why != nullptr) *why = std::move(msg);
+  } catch (...) {
+    if (why != nullptr) *why = "unknown error";
+  }
+  return false;
 }
 
 std::vector<Record> CacheFile::read() const {
   std::vector<Record> out;
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return out;  // no cache yet
-  ::flock(fd, LOCK_SH);
+  Fd f;
+  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (f.fd < 0) {
+    const int e = errno;
+    if (e == ENOENT || e == ENOTDIR) return out;  // no cache yet (or no folder): nothing to replay
+    if (e == ELOOP)
+      warn_once("the decision cache " + path + " is a symbolic link; it is not read (nor written): remove it, or " +
+                "point SPARSEPORT_CACHE_DIR at a folder of your own");
+    else
+      warn_once("cannot open the decision cache " + path + ": " + errno_text(e) + "; no decision is replayed from it");
+    return out;
+  }
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    warn_once("the decision cache " + path + " is not a regular file; it is not read");
+    return out;
+  }
+  // Readers lock shared so that they never see a locked append half-done; a process that rewrites
+  // the file without the lock is caught by the line checksums instead. Without the lock (a file
+  // system that has none) reading goes on: a torn last line is skipped like any corrupt line.
+  const bool locked = !detail::fault_armed("cache_lock") && ::flock(f.fd, LOCK_SH) == 0;
+  if (!locked)
+    warn_once("cannot lock the decision cache " + path + " for reading: " +
+              errno_text(detail::fault_armed("cache_lock") ? ENOLCK : errno) + "; reading it unlocked");
   std::string text;
   char buf[65536];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
-  ::flock(fd, LOCK_UN);
-  ::close(fd);
-  static std::mutex warned_mu;
-  static std::set<std::string> warned;
+  bool truncated_read = false;
+  while (true) {
+    if (detail::fault_armed("cache_read")) {
+      errno = EIO;
+    } else {
+      const ssize_t n = ::read(f.fd, buf, sizeof buf);
+      if (n > 0) {
+        text.append(buf, static_cast<size_t>(n));
+        if (text.size() >= kMaxCacheBytes) {
+          truncated_read = true;
+          break;
+        }
+        continue;
+      }
+      if (n == 0) break;
+      if (errno == EINTR) continue;
+    }
+    const int e = errno;
+    if (locked) ::flock(f.fd, LOCK_UN);
+    warn_once("reading the decision cache " + path + " failed: " + errno_text(e) + "; no decision is replayed from it");
+    return out;
+  }
+  if (locked) ::flock(f.fd, LOCK_UN);
+  if (truncated_read)
+    warn_once("the decision cache " + path + " is larger than " + std::to_string(kMaxCacheBytes >> 20) +
+              " MiB; only its first " + std::to_string(kMaxCacheBytes >> 20) +
+              " MiB are read (`sparseport cache clear` starts it afresh)");
   size_t start = 0;
-  int line_no = 0;
+  int64_t line_no = 0;
   while (start < text.size()) {
     size_t end = text.find('\n', start);
     const bool complete = end != std::string::npos;
@@ -193,10 +414,9 @@ std::vector<Record> CacheFile::read() const {
         }
     }
     if (r && (*r)["schema"] != std::to_string(kCacheSchema)) continue;  // another schema: not ours to read
+    if (r && !checksum_ok(line, &*r, &error)) r.reset();
     if (!r) {
-      const std::string where = path + ":" + std::to_string(line_no);
-      std::lock_guard<std::mutex> lock(warned_mu);
-      if (warned.insert(where + error).second) warn(where + ": skipped a corrupt decision line (" + error + ")");
+      warn_once(path + ":" + std::to_string(line_no) + ": skipped a corrupt decision line (" + error + ")");
       continue;
     }
     out.push_back(std::move(*r));

@@ -4,6 +4,15 @@
 // flock, so processes (MPI ranks) sharing the file never interleave or lose lines; readers take a
 // shared lock. The last valid line for a key wins. A line that does not parse, or lacks a field,
 // is skipped with a warning naming the file and line.
+//
+// Faults. Each line ends with a "crc" field (FNV-1a of the line without it), so a line torn,
+// spliced or overwritten by a process that rewrites the file without the lock is skipped, never
+// replayed; so is a line of this schema without one (edit the cache by deleting lines only).
+// A write that fails half-way (a full disk) is cut back, so no torn line stays. The folder may be
+// a symbolic link to a folder (it is followed); decisions.jsonl itself must be a regular file: a
+// symbolic link there is neither written nor read (it could aim the appends at any file of the
+// user's), nor is a FIFO or a folder. Nothing here fails an op: an unwritable cache is warned about
+// once per reason (try_append), an unreadable one replays nothing, with a warning once.
 #pragma once
 
 #include <map>
@@ -13,7 +22,8 @@
 
 namespace sparseport::scheduler {
 
-inline constexpr int kCacheSchema = 1;
+// 2: every line ends with a checksum (1 had none; such lines are ignored like any other schema's).
+inline constexpr int kCacheSchema = 2;
 
 // One flat JSON object: string, number and boolean values, as strings (numbers keep their text).
 using Record = std::map<std::string, std::string>;
@@ -26,9 +36,15 @@ struct CacheFile {
   std::string path;  // <dir>/decisions.jsonl
   explicit CacheFile(const std::string& dir);
 
-  // Appends one record (creating the folder and file as needed). Throws BackendError on I/O failure.
+  // Appends one record (creating the folder and file as needed). Throws BackendError saying why on
+  // any failure (folder cannot be made, symbolic link, no lock, a failed or short write).
   void append(const Record& r) const;
+  // append() for the scheduler: false on failure, with the reason in *why and a warning on stderr
+  // once per reason and process. Never throws.
+  bool try_append(const Record& r, std::string* why) const noexcept;
   // Every valid record in file order; corrupt lines and other schemas are skipped (warned once each).
+  // A file that cannot be opened or read gives no record, one that cannot be locked is read unlocked
+  // (each warned once); never throws for I/O. Reads at most 256 MiB.
   std::vector<Record> read() const;
   // The last valid record with this key whose versions match; *stale set when only other versions
   // had one.

@@ -29,12 +29,42 @@ bool applies(const PluginInfo& plugin, sparseport_op op, const std::string& vari
   return false;
 }
 
-std::string select(const PluginInfo& plugin, sparseport_op op, const void* args, std::string_view requested,
-                   const std::string& where) {
+namespace {
+
+// Deterministic mode (Context::set_deterministic, SPARSEPORT_DETERMINISTIC=1): only variants
+// flagged SPARSEPORT_VARIANT_DETERMINISTIC are candidates, the guardrail's reference included, and
+// the choice itself must not depend on timings (decide_by_probe), or two runs could pick variants
+// that round differently.
+bool deterministic(const sparseport_exec& exec) { return (exec.flags & SPARSEPORT_EXEC_DETERMINISTIC) != 0; }
+
+bool is_deterministic(const PluginInfo& plugin, sparseport_op op, const std::string& variant) {
+  for (const VariantInfo& v : plugin.variants)
+    if (v.op == op && v.name == variant) return v.is_deterministic;
+  return false;
+}
+
+const char* const kDetMode = "deterministic mode (Context::set_deterministic or SPARSEPORT_DETERMINISTIC=1)";
+
+// select() with deterministic mode: a requested variant that is not deterministic is refused with
+// InvalidArgument, and only deterministic ones are chosen.
+std::string select_in(const PluginInfo& plugin, sparseport_op op, const void* args, std::string_view requested,
+                      const std::string& where, bool det) {
   const std::vector<std::string> offered = plugin.variants_of(op);
+  const auto allowed = [&](const std::string& v) { return !det || is_deterministic(plugin, op, v); };
+  const auto deterministic_list = [&] {
+    std::string list;
+    for (const std::string& v : offered)
+      if (is_deterministic(plugin, op, v)) list += (list.empty() ? "" : ", ") + v;
+    return list.empty() ? std::string("none") : list;
+  };
   if (!requested.empty()) {
     for (const std::string& v : offered) {
       if (v != requested) continue;
+      if (!allowed(v))
+        throw InvalidArgument(where + ": variant '" + v +
+                              "' is not deterministic (its results may differ from run to run) and the context is in " +
+                              kDetMode + "; the deterministic variants of " + op_name(op) + " on backend '" +
+                              plugin.name + "' are: " + deterministic_list());
       std::string why;
       if (!applies(plugin, op, v, args, &why))
         throw Unsupported(where + ": variant '" + v + "' does not apply to this input: " + why);
@@ -46,14 +76,28 @@ std::string select(const PluginInfo& plugin, sparseport_op op, const void* args,
                       "' (it offers: " + (list.empty() ? "none" : list) + ")");
   }
   for (const VariantInfo& v : plugin.variants)
-    if (v.op == op && v.is_default && applies(plugin, op, v.name, args, nullptr)) return v.name;
+    if (v.op == op && v.is_default && allowed(v.name) && applies(plugin, op, v.name, args, nullptr)) return v.name;
   std::string reasons;
   for (const std::string& v : offered) {
+    if (!allowed(v)) {
+      reasons += "; " + v + ": not deterministic";
+      continue;
+    }
     std::string why;
     if (applies(plugin, op, v, args, &why)) return v;
     reasons += "; " + v + ": " + why;
   }
+  if (det)
+    throw Unsupported(where + ": no deterministic variant of " + op_name(op) + " on backend '" + plugin.name +
+                      "' applies to this input, and the context is in " + kDetMode + reasons);
   throw Unsupported(where + ": no variant of backend '" + plugin.name + "' applies to this input" + reasons);
+}
+
+}  // namespace
+
+std::string select(const PluginInfo& plugin, sparseport_op op, const void* args, std::string_view requested,
+                   const std::string& where) {
+  return select_in(plugin, op, args, requested, where, false);
 }
 
 std::string vendor_of(const PluginInfo& plugin, sparseport_op op, const std::vector<std::string>& applicable) {
@@ -105,14 +149,15 @@ std::string now_iso() {
 }
 
 std::string label(const PlanState& p) {
-  return std::string(op_name(p.op)) + "[" + p.plugin->name + "] F=" + std::to_string(p.info.features) + " " +
-         (p.graph.empty() ? "" : p.graph);
+  return std::string(op_name(p.op)) + "[" + p.plugin->name + "]" + (deterministic(p.exec) ? " deterministic" : "") +
+         " F=" + std::to_string(p.info.features) + " " + (p.graph.empty() ? "" : p.graph);
 }
 
-std::vector<std::string> applicable_variants(const PluginInfo& plugin, sparseport_op op, const void* args) {
+// The variants of op that apply to args; in deterministic mode only the deterministic ones.
+std::vector<std::string> applicable_variants(const PluginInfo& plugin, sparseport_op op, const void* args, bool det) {
   std::vector<std::string> out;
   for (const std::string& v : plugin.variants_of(op))
-    if (applies(plugin, op, v, args, nullptr)) out.push_back(v);
+    if ((!det || is_deterministic(plugin, op, v)) && applies(plugin, op, v, args, nullptr)) out.push_back(v);
   return out;
 }
 
@@ -132,16 +177,27 @@ Record base_record(const PlanState& p) {
           {"verified", p.decision.verified ? "true" : "false"},
           {"reverted", p.decision.reverted ? "true" : "false"},
           {"decided_at", now_iso()},
-          {"pid", std::to_string(::getpid())}};
+          {"pid", std::to_string(::getpid())},
+          {"deterministic", deterministic(p.exec) ? "true" : "false"}};
 }
 
 void store(const PlanState& p, Record r) {
-  try {
-    CacheFile(p.opt.cache_dir).append(r);
-  } catch (const std::exception& e) {
-    // A read-only or full cache folder costs a re-probe next time, never a failed op.
-    warn(std::string("decision not cached: ") + e.what());
-  }
+  // A read-only, full or unsafe cache costs a re-probe next time, never a failed op: try_append warns
+  // once per reason; the log says it at every decision.
+  std::string why;
+  if (!CacheFile(p.opt.cache_dir).try_append(r, &why)) log(p.opt, label(p) + ": decision not cached: " + why);
+}
+
+// The machine deterministic mode ranks variants for: the device's hardware, with a CPU backend's
+// `threads` (the context's thread count, a launch setting) replaced by its hardware threads, so
+// that the choice, and with it the bits, is the same for any thread count.
+Machine deterministic_machine(const PluginInfo& plugin, const sparseport_exec& exec) {
+  DeviceSignature sig = device_signature(plugin, exec);
+  const std::string hardware_threads = sig.value("hardware_threads");
+  if (!hardware_threads.empty())
+    for (auto& [key, value] : sig.hardware)
+      if (key == "threads") value = hardware_threads;
+  return machine(sig);
 }
 
 // Estimate, probe, guardrail (DESIGN.md section 4, steps 2-5) for a plan whose cache missed.
@@ -160,6 +216,30 @@ void decide_by_probe(PlanState& p, const void* args, const std::vector<std::stri
     return;
   }
   const Features f = features(p.structure, p.info, p.opt.hub_threshold);
+  if (deterministic(p.exec) && p.opt.mode != SchedulerMode::probe) {
+    // Deterministic mode decides from the estimate alone, a function of the device's hardware and
+    // the input: the same choice, so the same bits, in every run and for any thread count. Timings
+    // (the probe, the full-size check) could pick variants that round differently from one run to
+    // the next. SPARSEPORT_SCHEDULER=probe still probes the deterministic variants (and caches the
+    // choice, which later runs then replay).
+    const std::vector<Estimate> ranked = estimate(deterministic_machine(*p.plugin, p.exec), f, p.info, applicable);
+    std::string ranked_text;
+    for (const Estimate& e : ranked) ranked_text += (ranked_text.empty() ? "" : ", ") + e.variant + " " + e.why;
+    p.decision.variant = ranked.front().variant;
+    p.decision.source = "estimate";
+    p.decision.reason = "deterministic mode: the estimate's fastest deterministic variant (no probe: timings could "
+                        "choose differently from run to run)";
+    p.verify_pending = false;
+    p.decision.decide_seconds += since(t0);
+    log(p.opt, label(p) + ": estimate only (deterministic mode)\n  features: " + f.text() +
+                   "\n  estimates of the deterministic variants: " + ranked_text + "\n  chose " + p.decision.variant);
+    Record r = base_record(p);
+    r["source"] = "estimate";
+    r["estimate"] = ranked_text;
+    r["features"] = f.text();
+    store(p, r);
+    return;
+  }
   const std::vector<Estimate> est = estimate(machine(device_signature(*p.plugin, p.exec)), f, p.info, natives);
   std::string est_text;
   for (const Estimate& e : est) est_text += (est_text.empty() ? "" : ", ") + e.variant + " " + e.why;
@@ -312,9 +392,14 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   p->versions = dev.versions_text();
   p->key = dev.hash + "/" + p->graph + "/" + op_name(op) + "/F" + std::to_string(p->info.features) + "/" +
            type_suffix(p->info);
+  // Deterministic mode decides among other variants: its decisions never replay in default mode,
+  // nor default-mode decisions in it.
+  if (deterministic(exec)) p->key += "/deterministic";
   if (p->opt.mode == SchedulerMode::automatic || p->opt.mode == SchedulerMode::replay) {
     bool stale = false;
-    const std::optional<Record> hit = CacheFile(p->opt.cache_dir).lookup(p->key, p->versions, &stale);
+    std::optional<Record> hit = CacheFile(p->opt.cache_dir).lookup(p->key, p->versions, &stale);
+    // A deterministic-mode entry naming a variant no longer flagged deterministic is not replayed.
+    if (hit && deterministic(exec) && !is_deterministic(plugin, op, (*hit)["variant"])) hit.reset();
     if (stale) log(p->opt, label(*p) + ": ignored cached decisions made under other versions (now " + p->versions + ")");
     if (hit) {
       Record r = *hit;
@@ -325,8 +410,9 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
       p->decision.reason = "replayed: " + r["reason"];
       p->decision.verified = r["verified"] == "true";
       p->decision.reverted = r["reverted"] == "true";
-      // A hit recorded before its full-size check (the process ended first) still gets one.
-      p->verify_pending = !p->decision.verified && p->opt.mode == SchedulerMode::automatic;
+      // A hit recorded before its full-size check (the process ended first) still gets one, except
+      // in deterministic mode, which keeps timings out of its choices.
+      p->verify_pending = !p->decision.verified && p->opt.mode == SchedulerMode::automatic && !deterministic(exec);
       log(p->opt, label(*p) + ": " + p->decision.source + " -> " + p->decision.variant + " (" + r["reason"] + ")");
     } else if (p->opt.mode == SchedulerMode::replay) {
       p->decided = true;
@@ -361,8 +447,9 @@ void execute(const std::shared_ptr<PlanState>& plan, const void* args, const std
   std::string variant = p.decision.variant;
   // Fast path (every call after the first): the decided variant still applies.
   if (!(p.decided && !p.verify_pending && !variant.empty() && applies(plugin, p.op, variant, args, nullptr))) {
-    const std::vector<std::string> applicable = applicable_variants(plugin, p.op, args);
-    if (applicable.empty()) (void)select(plugin, p.op, args, {}, where);  // throws, listing every reason
+    const bool det = deterministic(p.exec);
+    const std::vector<std::string> applicable = applicable_variants(plugin, p.op, args, det);
+    if (applicable.empty()) (void)select_in(plugin, p.op, args, {}, where, det);  // throws, listing every reason
     if (!p.decided) {
       p.verify_pending = true;
       decide_by_probe(p, args, applicable);  // clears verify_pending when it could not probe
@@ -370,7 +457,7 @@ void execute(const std::shared_ptr<PlanState>& plan, const void* args, const std
       p.structure = {};
     }
     if (p.decision.source == "off" || p.decision.source == "single" || p.decision.source == "unscheduled") {
-      variant = select(plugin, p.op, args, {}, where);
+      variant = select_in(plugin, p.op, args, {}, where, det);
     } else if (p.decision.variant.empty() || !applies(plugin, p.op, p.decision.variant, args, nullptr)) {
       // Replay miss, or a decision that does not apply to these operands (e.g. alignment): vendor.
       variant = vendor_of(plugin, p.op, applicable);
@@ -432,8 +519,10 @@ std::string memo_key(const sparseport_exec& exec, const PluginInfo& plugin, spar
       break;
   }
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%p/%p/%d/%d/%p/%p/%lld/%lld/%lld/%lld/%s/%d/%s", static_cast<const void*>(plugin.table),
-                exec.state, exec.threads, static_cast<int>(op), p0, p1, static_cast<long long>(r),
+  // exec.flags: a deterministic-mode call never reuses a default-mode plan, nor the reverse.
+  std::snprintf(buf, sizeof buf, "%p/%p/%d/%d/%d/%p/%p/%lld/%lld/%lld/%lld/%s/%d/%s",
+                static_cast<const void*>(plugin.table), exec.state, exec.threads, exec.flags, static_cast<int>(op), p0,
+                p1, static_cast<long long>(r),
                 static_cast<long long>(c), static_cast<long long>(n), static_cast<long long>(info.features),
                 type_suffix(info).c_str(), static_cast<int>(opt.mode), opt.cache_dir.c_str());
   return buf;
@@ -446,7 +535,7 @@ void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op
   const ProblemInfo info = problem_info(op, args);
   const SchedulerOptions opt = resolve({});
   if (!requested.empty() || !info.scheduled || opt.mode == SchedulerMode::off || plugin.variants_of(op).size() <= 1) {
-    const std::string variant = select(plugin, op, args, requested, where);
+    const std::string variant = select_in(plugin, op, args, requested, where, deterministic(exec));
     sparseport_status st{};
     if (call_slot(plugin.table, op, exec, variant, args, &st) != SPARSEPORT_OK)
       detail::throw_status(st, where + "/" + variant);

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "sparseport/errors.hpp"
+#include "src/core/fault.hpp"
 
 namespace sparseport::cuda {
 
@@ -20,6 +21,26 @@ std::string hex(const void* p) {
 
 std::string version_string(int v) {  // CUDA's 1000 * major + 10 * minor
   return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
+}
+
+std::string with_gib(size_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%zu bytes (%.2f GiB)", bytes, static_cast<double>(bytes) / 1073741824.0);
+  return buf;
+}
+
+// An allocation of device memory failed with err (cudaErrorMemoryAllocation: not sticky). Clears
+// it, so the context stays usable, and says how much was asked for and how much the device has.
+[[noreturn]] void out_of_memory(cudaError_t err, const char* what, size_t bytes, int device, bool injected) {
+  (void)cudaGetLastError();
+  size_t free_bytes = 0, total_bytes = 0;
+  const bool known = cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess;
+  (void)cudaGetLastError();
+  std::string msg = std::string(what) + " of " + with_gib(bytes) + " on device " + std::to_string(device) +
+                    " failed with " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")";
+  if (known) msg += "; the device has " + with_gib(free_bytes) + " free of " + with_gib(total_bytes);
+  if (injected) msg += " [injected by SPARSEPORT_FAULT_INJECT=device_alloc]";
+  throw OutOfMemory(msg, static_cast<int>(err), cudaGetErrorName(err), bytes);
 }
 
 }  // namespace
@@ -189,10 +210,32 @@ State::~State() {
   (void)cudaStreamSynchronize(stream_);
   plans_.clear();
   (void)cudaStreamSynchronize(stream_);
+  if (check_device_ != nullptr) (void)cudaFree(check_device_);
+  if (check_host_ != nullptr) (void)cudaFreeHost(check_host_);
   if (pool_ != nullptr) (void)cudaMemPoolDestroy(pool_);
   if (sparse_ != nullptr) (void)cusparseDestroy(sparse_);
   (void)cudaStreamDestroy(stream_);
   (void)cudaGetLastError();
+}
+
+std::pair<unsigned long long*, unsigned long long*> State::check_words() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (check_device_ == nullptr) {
+    void* d = nullptr;
+    check(cudaMalloc(&d, 4 * sizeof(unsigned long long)), "cudaMalloc of the index check's 32 bytes");
+    if (const cudaError_t err = cudaMemset(d, 0xff, 4 * sizeof(unsigned long long)); err != cudaSuccess) {
+      (void)cudaFree(d);
+      raise(err, "cudaMemset of the index check's 32 bytes");
+    }
+    void* h = nullptr;
+    if (const cudaError_t err = cudaMallocHost(&h, 4 * sizeof(unsigned long long)); err != cudaSuccess) {
+      (void)cudaFree(d);
+      raise(err, "cudaMallocHost of the index check's 32 bytes");
+    }
+    check_device_ = static_cast<unsigned long long*>(d);
+    check_host_ = static_cast<unsigned long long*>(h);
+  }
+  return {check_device_, check_host_};
 }
 
 void State::activate() const {
@@ -221,7 +264,9 @@ bool State::poisoned() const {
 void* State::alloc(size_t bytes) {
   activate();
   void* p = nullptr;
-  const cudaError_t err = cudaMalloc(&p, bytes);
+  const bool injected = detail::fault_armed("device_alloc");
+  const cudaError_t err = injected ? cudaErrorMemoryAllocation : cudaMalloc(&p, bytes);
+  if (err == cudaErrorMemoryAllocation) out_of_memory(err, "cudaMalloc", bytes, device_, injected);
   if (err != cudaSuccess) raise(err, "cudaMalloc of " + std::to_string(bytes) + " bytes on device " + std::to_string(device_));
   std::lock_guard<std::mutex> lock(mu_);
   sizes_[p] = bytes;
@@ -280,6 +325,7 @@ Scratch::Scratch(const State& s, size_t bytes) : stream_(s.stream()) {
   const cudaError_t err = cudaMallocFromPoolAsync(&ptr_, bytes, s.pool(), stream_);
   if (err != cudaSuccess) {
     ptr_ = nullptr;
+    if (err == cudaErrorMemoryAllocation) out_of_memory(err, "cudaMallocFromPoolAsync (scratch)", bytes, s.device(), false);
     raise(err, "cudaMallocFromPoolAsync of " + std::to_string(bytes) + " bytes of scratch");
   }
 }

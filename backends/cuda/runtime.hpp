@@ -109,6 +109,11 @@ class State {
   void copy(void* dst, const void* src, size_t bytes, int32_t kind);
   void synchronize() const;
 
+  // The index check's result words (kernels/cuda/validate.cu): 4 x 64 bits on the device, kept
+  // at all ones between checks (so a check needs no memset), and their pinned host mirror.
+  // Allocated on first use, freed with the state.
+  std::pair<unsigned long long*, unsigned long long*> check_words() const;
+
   // What the last spmm.cusparse plan chose ("ALG2" or "ALG3" with both timings), for logs and tests.
   void set_note(std::string note) const;
   std::string note() const;
@@ -125,6 +130,8 @@ class State {
   bool poisoned_ = false;
   std::string poison_reason_;
   mutable std::string note_;
+  mutable unsigned long long* check_device_ = nullptr;
+  mutable unsigned long long* check_host_ = nullptr;
 };
 
 // Stream-ordered scratch from the state's pool; freed in stream order when it goes out of scope,

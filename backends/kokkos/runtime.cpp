@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "backends/kokkos/runtime.hpp"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
 #include "backends/kokkos/space.hpp"
+#include "src/core/fault.hpp"
 #include "src/core/plugin_support.hpp"
 
 namespace sparseport::kokkos {
@@ -75,12 +78,20 @@ void context_destroy(void*) {}
 int alloc(void*, size_t bytes, void** ptr, sparseport_status* st) {
   return detail::guarded(st, [&] {
     ensure_initialized();
+    *ptr = nullptr;
     try {
+      if (detail::fault_armed(kDeviceMemory ? "device_alloc" : "host_alloc"))
+        throw std::runtime_error("injected by SPARSEPORT_FAULT_INJECT");
+      // Kokkos adds its own header and alignment to the size: keep that sum from wrapping around.
+      if (bytes > SIZE_MAX / 2) throw std::length_error("more than half the address space");
       *ptr = Kokkos::kokkos_malloc<MemSpace>("sparseport", bytes == 0 ? 1 : bytes);
     } catch (const std::exception& e) {
-      throw BackendError("sparseport kokkos: cannot allocate " + std::to_string(bytes) + " bytes in " +
-                             MemSpace::name() + ": " + e.what(),
-                         0, "Kokkos::kokkos_malloc");
+      *ptr = nullptr;
+      std::string why = e.what();  // Kokkos appends a blank line and a traceback note: one line is enough
+      why = why.substr(0, why.find('\n'));
+      while (!why.empty() && why.back() == ' ') why.pop_back();
+      throw OutOfMemory("cannot allocate " + std::to_string(bytes) + " bytes in Kokkos's " + MemSpace::name() + ": " + why,
+                        0, "Kokkos::kokkos_malloc", bytes);
     }
   });
 }

@@ -3,11 +3,13 @@
 
 #include <omp.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "src/core/fault.hpp"
 #include "src/core/plugin_support.hpp"
 
 namespace sparseport::openmp {
@@ -26,11 +28,19 @@ constexpr size_t kParallelCopyBytes = size_t{4} << 20;
 
 int host_alloc(void*, size_t bytes, void** ptr, sparseport_status* st) {
   return detail::guarded(st, [&] {
-    const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    *ptr = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+    *ptr = nullptr;
+    // Rounding up must not wrap around: a size near SIZE_MAX is refused, not turned into a few bytes.
+    const bool too_large = bytes > SIZE_MAX - kAlignment;
+    const size_t rounded = too_large ? 0 : (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    const bool injected = !too_large && detail::fault_armed("host_alloc");
+    if (!too_large && !injected) *ptr = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
     if (*ptr == nullptr)
-      throw BackendError("sparseport openmp: cannot allocate " + std::to_string(bytes) + " bytes of host memory", 0,
-                         "ENOMEM");
+      throw OutOfMemory("cannot allocate " + std::to_string(bytes) + " bytes of host memory (" +
+                            (too_large  ? "more than the address space"
+                             : injected ? "injected by SPARSEPORT_FAULT_INJECT=host_alloc"
+                                        : "aligned_alloc failed") +
+                            ")",
+                        ENOMEM, "ENOMEM", bytes);
   });
 }
 

@@ -29,6 +29,10 @@ struct VariantInfo {
   bool is_default = false;
   bool is_vendor = false;
   std::string doc;
+  // Bitwise-identical results run to run and for any launch configuration or thread count on the
+  // same device (SPARSEPORT_VARIANT_DETERMINISTIC); deterministic mode runs only these. Last, so
+  // that code initialising the fields above in order keeps compiling.
+  bool is_deterministic = false;
 };
 
 struct PluginInfo {
@@ -81,6 +85,7 @@ class Buffer {
 
  private:
   friend class Context;
+  void release_now() noexcept;
   std::shared_ptr<void> owner_;  // keeps the backend state alive while the buffer lives
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
@@ -128,6 +133,9 @@ class Context {
   void set_deterministic(bool on);
   bool deterministic() const;
 
+  // Memory in this context's space. Throws OutOfMemory (requested_bytes() == bytes; on cuda the
+  // message also gives the device's free and total memory) when it cannot be had; the context
+  // stays usable.
   Buffer allocate(size_t bytes) const;
   // Copies between host memory and this context's memory space (plain memcpy on host backends).
   void copy_to_backend(void* dst, const void* src, size_t bytes) const;

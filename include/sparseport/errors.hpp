@@ -3,6 +3,7 @@
 // line), the argument and the numbers involved.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -70,6 +71,20 @@ class BackendError : public Error {
  private:
   int native_code_;
   std::string native_name_;
+};
+
+// Memory could not be allocated: device memory (cudaMalloc: native name cudaErrorMemoryAllocation)
+// or host memory (a failed aligned_alloc: "ENOMEM"; std::bad_alloc inside an op: "std::bad_alloc").
+// Nothing was written to the op's outputs and the context stays usable: free memory or ask for less.
+// requested_bytes() is the size that was asked for, 0 when it is not known (a std::bad_alloc).
+class OutOfMemory : public BackendError {
+ public:
+  OutOfMemory(const std::string& message, int native_code, std::string native_name, size_t requested_bytes = 0)
+      : BackendError(message, native_code, std::move(native_name)), requested_bytes_(requested_bytes) {}
+  size_t requested_bytes() const noexcept { return requested_bytes_; }
+
+ private:
+  size_t requested_bytes_;
 };
 
 // A sticky device error: the context that raised it is poisoned, the process is not aborted.

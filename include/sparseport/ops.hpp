@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The operators of DESIGN.md section 1. Every entry point checks shapes, types and (for host
-// memory) indices, then runs one plugin variant of ctx's backend. Errors are exceptions from
-// errors.hpp whose message names the op, the argument and the numbers; nothing is written to an
-// output when an argument is refused.
+// The operators of DESIGN.md section 1. Every entry point checks shapes, types and index
+// contents (host memory on every call; device memory on the device, once per operand, see
+// ValidateMode in context.hpp), then runs one plugin variant of ctx's backend. Errors are
+// exceptions from errors.hpp whose message names the op, the argument and the numbers; nothing is
+// written to an output when an argument is refused.
 //
 // Common rules:
 //  - Dense matrices are row-major with ld >= cols; all value-typed arguments share one value type
@@ -56,8 +57,8 @@ struct ReduceOptions {
   std::string variant;
 };
 
-// out[i,:] = reduce over e with index[e] == i of src[e,:]; index sorted ascending (checked for
-// host memory). index: E entries in [0, N), src: E x F, out: N x F (overwritten).
+// out[i,:] = reduce over e with index[e] == i of src[e,:]; index sorted ascending (checked).
+// index: E entries in [0, N), src: E x F, out: N x F (overwritten).
 void segment_reduce(const Context& ctx, const IndexView& index, const DenseView& src, const DenseMutView& out,
                     const ReduceOptions& opt = {});
 
@@ -82,6 +83,8 @@ void csr_attention(const Context& ctx, const CsrView& a, const DenseView& q, con
                    const DenseMutView& out, const AttentionOptions& opt = {});
 
 // Rows r[0..s) of A (any order, repeats allowed) as an s x A.cols CSR in ctx's memory.
+// With int32 indices, repeated rows can hold more entries than int32 can address: InvalidArgument,
+// raised before anything is stored. A result that does not fit in memory: OutOfMemory.
 CsrMatrix csr_slice_rows(const Context& ctx, const CsrView& a, const IndexView& rows, const OpOptions& opt = {});
 
 // The same rows as dense rows: out (s x A.cols) is zeroed, then out[t, col] += val.

@@ -139,7 +139,8 @@ size_t clear_decision_cache(const SchedulerOptions& opt = {});
 // The decision behind the calling thread's most recent scheduled op call (one-shot or plan);
 // empty variant when none ran yet. Lets tools report what "auto" chose.
 Decision last_decision();
-// Forgets the one-shot functions' internal plans (the next one-shot call decides afresh).
+// Forgets the one-shot functions' internal plans (the next one-shot call decides afresh) and which
+// device index arrays were already checked (the next call checks them again).
 void clear_plan_memo();
 
 // The context's device signature as "key=value" lines (hardware, then *_version keys, including

@@ -212,6 +212,8 @@ typedef struct sparseport_index_check {
   sparseport_csr csr;           /* kind CSR (values unused) */
   sparseport_index_array index; /* kinds INDEX and SORTED_INDEX */
   int64_t bound;                /* kinds INDEX and SORTED_INDEX */
+  const char* op;               /* for messages: the op ("spmm") and the argument ("A", "index") */
+  const char* arg;
 } sparseport_index_check;
 
 /* The first violation found: the smallest row (rowptr problems) or position (entries). */

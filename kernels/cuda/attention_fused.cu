@@ -8,6 +8,12 @@
 // they are split like flash-decoding: each item of up to CH entries is one CTA whose warps run
 // the online softmax on their share and merge (m, l, acc) in shared memory; a last kernel merges
 // the items of each long row. The partition comes from rowptr and is kept in the plan cache.
+//
+// No atomics anywhere: a row's result depends on its entries and on the partition. Deterministic
+// mode fixes the partition too: the threshold is hub_threshold_for's without SPARSEPORT_HUB_T and
+// a long row is cut into at most kDetSpread items whatever the SM count, so the bits do not
+// change with the knob. (The lane shape still follows F, the alignment of Q, K, V and out, and
+// the SM count through row_slices: the same inputs on the same device give the same bits.)
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -218,6 +224,7 @@ __global__ void __launch_bounds__(kBlock) fused_kernel(AttnParams<I, V> p) {
 // threshold is 64 and the items must stay short so that the longest chain stays short.
 constexpr int64_t kItemChunk = 1024, kSmallItemChunk = 256, kSmallNnz = int64_t{4} << 20;
 constexpr int kItemTile = 128;        // output columns per pass of an item: 4 per lane
+constexpr int64_t kDetSpread = 1024;  // deterministic mode: items per long row at most (8 x 128 SMs)
 
 struct AttnItem {
   int64_t row, begin, end;
@@ -258,7 +265,7 @@ T* to_pool(const State& s, const std::vector<T>& v, const char* what) {
 // facebook and email-Enron 1.6-2.6x faster but cora, pubmed, citeseer and bcsstk16 (longest rows
 // 99-200) 1.1-2.9x slower than 256.
 template <class I>
-std::shared_ptr<AttnPlan> build_plan(const State& s, const sparseport_csr& a) {
+std::shared_ptr<AttnPlan> build_plan(const State& s, const sparseport_csr& a, bool det) {
   std::vector<I> rowptr(static_cast<size_t>(a.rows + 1));
   check(cudaMemcpyAsync(rowptr.data(), a.rowptr, rowptr.size() * sizeof(I), cudaMemcpyDeviceToHost, s.stream()),
         "cudaMemcpyAsync (csr_attention.fused reads rowptr)");
@@ -266,11 +273,12 @@ std::shared_ptr<AttnPlan> build_plan(const State& s, const sparseport_csr& a) {
   int64_t longest = 0;
   for (int64_t r = 0; r < a.rows; ++r)
     longest = std::max<int64_t>(longest, rowptr[static_cast<size_t>(r) + 1] - rowptr[static_cast<size_t>(r)]);
-  const int64_t base = hub_threshold();
-  const int64_t threshold = longest > base ? hub_threshold_for(a.nnz) : base;
+  const int64_t base = det ? int64_t{256} : hub_threshold();
+  const int64_t small_nnz_threshold = a.nnz <= kSmallNnz ? 64 : 256;  // hub_threshold_for without the environment
+  const int64_t threshold = longest > base ? (det ? small_nnz_threshold : hub_threshold_for(a.nnz)) : base;
   std::vector<AttnItem> items;
   std::vector<LongRow> rows;
-  const int64_t spread = int64_t{8} * s.info().sms;
+  const int64_t spread = det ? kDetSpread : int64_t{8} * s.info().sms;
   for (int64_t r = 0; r < a.rows; ++r) {
     const int64_t e0 = rowptr[static_cast<size_t>(r)], e1 = rowptr[static_cast<size_t>(r) + 1];
     if (e1 - e0 <= threshold) continue;
@@ -425,18 +433,19 @@ void launch_rows(const State& s, const AttnParams<I, V>& p, int slices) {
 }
 
 template <int VEC, int G>
-void launch(const State& s, const sparseport_attention_args& a) {
-  const int64_t base = hub_threshold();  // with the graph, decides the plan's threshold
+void launch(const State& s, const sparseport_attention_args& a, bool det) {
+  // With the graph, these decide the plan's threshold; deterministic mode reads no environment.
+  const std::string knobs = det ? std::string("det") : std::to_string(hub_threshold()) + "|" +
+                                                           std::to_string(hub_threshold_for(a.a.nnz));
   dispatch_types(a.a.index_type, a.q.value_type, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
     const std::string key = "csr_attention.fused|" + std::to_string(reinterpret_cast<uintptr_t>(a.a.rowptr)) + "|" +
                             std::to_string(a.a.rows) + "|" + std::to_string(a.a.nnz) + "|" +
-                            std::to_string(sizeof(I)) + "|" + std::to_string(base) + "|" +
-                            std::to_string(hub_threshold_for(a.a.nnz));
+                            std::to_string(sizeof(I)) + "|" + knobs;
     std::shared_ptr<AttnPlan> plan = std::static_pointer_cast<AttnPlan>(s.plans().find(key));
     if (plan == nullptr) {
-      plan = build_plan<I>(s, a.a);
+      plan = build_plan<I>(s, a.a, det);
       s.plans().insert(key, plan);
     }
     AttnParams<I, V> p = attn_params<I, V>(a);
@@ -469,17 +478,17 @@ void launch(const State& s, const sparseport_attention_args& a) {
 
 }  // namespace
 
-void csr_attention_fused(const State& s, const sparseport_attention_args& a) {
+void csr_attention_fused(const State& s, const sparseport_attention_args& a, bool deterministic) {
   const bool vec4 = vec4_rows(a.q.data, a.q.ld, a.q.cols) && vec4_rows(a.k.data, a.k.ld, a.k.cols) &&
                     vec4_rows(a.v.data, a.v.ld, a.v.cols) && vec4_rows(a.out.data, a.out.ld, a.out.cols);
   if (!vec4) {
-    launch<1, 32>(s, a);
+    launch<1, 32>(s, a, deterministic);
     return;
   }
   switch (vec4_group(a.q.cols, 8)) {
-    case 8: launch<4, 8>(s, a); break;
-    case 16: launch<4, 16>(s, a); break;
-    default: launch<4, 32>(s, a); break;
+    case 8: launch<4, 8>(s, a, deterministic); break;
+    case 16: launch<4, 16>(s, a, deterministic); break;
+    default: launch<4, 32>(s, a, deterministic); break;
   }
 }
 

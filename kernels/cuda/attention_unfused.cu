@@ -3,6 +3,10 @@
 // it: scores = sddmm(Q, K) (sddmm.nnz_balanced on A's pattern), a row softmax of scale * score
 // in place, then out = spmm(P, V) (spmm.nnz_balanced, sum). The softmax gives a warp to each row
 // of up to kLongRow entries and a whole CTA to each longer one.
+//
+// Deterministic mode: the scores (one dot product per entry, a fixed shuffle tree) and the softmax
+// (a fixed reduction per row) have no atomics; the SpMM is spmm.hub_split's deterministic path
+// instead of spmm.nnz_balanced, whose rows that cross a chunk are added with atomics.
 #include <algorithm>
 
 #include "kernels/cuda/attention.cuh"
@@ -58,6 +62,9 @@ __global__ void __launch_bounds__(kBlock) softmax_long_rows(const I* rowptr, int
     if (threadIdx.x == 0) nlong = 0;
     __syncthreads();
     const int64_t r = base + threadIdx.x;
+    // The order of this list varies from run to run, but each listed row's softmax is computed
+    // by the whole CTA on its own, the same way whichever comes first: the results do not depend
+    // on it.
     if (r < m && rowptr[r + 1] - rowptr[r] > kLongRow) longs[atomicAdd(&nlong, 1)] = r;
     __syncthreads();
     const int n = nlong;
@@ -88,7 +95,7 @@ __global__ void __launch_bounds__(kBlock) softmax_long_rows(const I* rowptr, int
 
 }  // namespace
 
-void csr_attention_unfused(const State& s, const sparseport_attention_args& a) {
+void csr_attention_unfused(const State& s, const sparseport_attention_args& a, bool deterministic) {
   dispatch_types(a.a.index_type, a.q.value_type, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
@@ -116,7 +123,10 @@ void csr_attention_unfused(const State& s, const sparseport_attention_args& a) {
     sparseport_csr weighted = a.a;
     weighted.values = scores.get();
     const sparseport_spmm_args sp{weighted, a.v, a.out, SPARSEPORT_REDUCE_SUM, 1.0, 0.0};
-    spmm_nnz_balanced(s, sp);
+    if (deterministic)
+      spmm_hub_split(s, sp, true);
+    else
+      spmm_nnz_balanced(s, sp);
   });
 }
 

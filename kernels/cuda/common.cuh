@@ -121,11 +121,26 @@ __device__ __forceinline__ void vstore(V* p, const VecN<V, N>& v) {
   }
 }
 
+// One step of a reduction: acc (op) w * b. A sum is an explicit fused multiply-add (what nvcc's
+// default contraction made of it anyway), so that every kernel that sums a row in the same order
+// gets the same bits whichever way the compiler would have contracted it: deterministic mode
+// relies on a regular row of spmm.hub_split and a one-block hub row agreeing bit for bit.
+__device__ __forceinline__ float fma_of(float a, float b, float c) { return __fmaf_rn(a, b, c); }
+__device__ __forceinline__ double fma_of(double a, double b, double c) { return __fma_rn(a, b, c); }
+
+template <Red R, class V>
+__device__ __forceinline__ V red_step(V acc, V w, V b) {
+  if constexpr (R == Red::sum)
+    return fma_of(w, b, acc);
+  else
+    return red_combine<R>(acc, w * b);
+}
+
 // acc = acc (op) w * b, element by element.
 template <Red R, class V, int N>
 __device__ __forceinline__ void vaccumulate(VecN<V, N>& acc, V w, const VecN<V, N>& b) {
 #pragma unroll
-  for (int i = 0; i < N; ++i) acc.x[i] = red_combine<R>(acc.x[i], w * b.x[i]);
+  for (int i = 0; i < N; ++i) acc.x[i] = red_step<R>(acc.x[i], w, b.x[i]);
 }
 
 // Lanes [base, base + G) of the warp, where base is this lane's group start.

@@ -34,7 +34,10 @@ void spmm_row_warp(const State& s, const sparseport_spmm_args& a);
 void spmm_row_warp_vec4(const State& s, const sparseport_spmm_args& a);
 void spmm_row_subwarp(const State& s, const sparseport_spmm_args& a);
 void spmm_row_cache(const State& s, const sparseport_spmm_args& a);
-void spmm_hub_split(const State& s, const sparseport_spmm_args& a);
+// deterministic (SPARSEPORT_EXEC_DETERMINISTIC): a fixed partition (SPARSEPORT_HUB_T and
+// SPARSEPORT_HUB_CHUNK ignored, one lane group per regular row) and a split hub's items combined
+// in item order instead of by atomics: the same bits for every run, knob and launch shape.
+void spmm_hub_split(const State& s, const sparseport_spmm_args& a, bool deterministic = false);
 void spmm_nnz_balanced(const State& s, const sparseport_spmm_args& a);
 // cusparseSpMM (sum only). The first call on a matrix builds a plan: descriptors, the buffer, and
 // a timing of CSR ALG2 against ALG3 (after its preprocessing); the faster one is kept and reused.
@@ -59,18 +62,33 @@ void segment_reduce_nnz_balanced(const State& s, const sparseport_segment_args& 
 void segment_reduce_atomic(const State& s, const sparseport_segment_args& a);  // also scatter_reduce
 void gather_scatter_nnz_balanced(const State& s, const sparseport_gather_scatter_args& a);
 void gather_scatter_atomic(const State& s, const sparseport_gather_scatter_args& a);
+// No atomics: fixed chunks of messages (a function of E and F), each run's pieces combined in
+// chunk order by fix-up passes. Bitwise reproducible for any launch shape.
+void segment_reduce_nnz_balanced_deterministic(const State& s, const sparseport_segment_args& a);
+void gather_scatter_nnz_balanced_deterministic(const State& s, const sparseport_gather_scatter_args& a);
+// scatter_reduce without atomics: a stable radix sort of (index, position), then the deterministic
+// sorted reduction over src rows gathered through the permutation.
+void scatter_reduce_sort_segment(const State& s, const sparseport_segment_args& a);
 
 // ---- attention ---------------------------------------------------------------------------------
 
-void csr_attention_unfused(const State& s, const sparseport_attention_args& a);
-void csr_attention_fused(const State& s, const sparseport_attention_args& a);
+// deterministic: unfused runs its SpMM as spmm.hub_split's deterministic path (not the atomic
+// nnz_balanced); fused ignores SPARSEPORT_HUB_T (a fixed long-row split).
+void csr_attention_unfused(const State& s, const sparseport_attention_args& a, bool deterministic = false);
+void csr_attention_fused(const State& s, const sparseport_attention_args& a, bool deterministic = false);
 
 // ---- structure ---------------------------------------------------------------------------------
 
 void csr_slice_rows(const State& s, const sparseport_slice_rows_args& a);
-void csr_slice_rows_dense(const State& s, const sparseport_slice_rows_dense_args& a);
+// deterministic: repeated columns of a row add up in entry order (no atomics).
+void csr_slice_rows_dense(const State& s, const sparseport_slice_rows_dense_args& a, bool deterministic = false);
 void csr_induced_subgraph(const State& s, const sparseport_induced_subgraph_args& a);
 void csr_transpose(const State& s, const sparseport_transpose_args& a);
+
+// ---- index checks (the plugin's check_indices slot) ------------------------------------------------
+
+// The first violation of c's rules in device memory (problem 0 when none); waits for the answer.
+sparseport_index_report check_indices(const State& s, const sparseport_index_check& c);
 
 // ---- helpers other kernels use -----------------------------------------------------------------
 

@@ -55,7 +55,10 @@ SegParams<I, V> seg_params(const sparseport_gather_scatter_args& a) {
 }
 
 // The sorted reduction (segment_nnz_balanced.cu) and the atomic baseline (segment_atomic.cu).
-void reduce_sorted(const State& s, int32_t index_type, int32_t value_type, int32_t reduce, const void* params);
+// deterministic: no atomics, a fixed order of every floating-point operation (see
+// segment_nnz_balanced.cu).
+void reduce_sorted(const State& s, int32_t index_type, int32_t value_type, int32_t reduce, const void* params,
+                   bool deterministic = false);
 void reduce_atomic(const State& s, int32_t index_type, int32_t value_type, int32_t reduce, const void* params);
 
 }  // namespace sparseport::cuda

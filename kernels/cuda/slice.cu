@@ -2,6 +2,7 @@
 // csr_slice_rows.device (two phases: row lengths and a scan into out.rowptr, then a warp per
 // selected row copying its columns and values) and csr_slice_rows_dense.device (out zeroed, then
 // a warp per selected row scattering its values; atomics, because repeated columns add up).
+// Deterministic mode scatters without atomics in a fixed order (scatter_rows_det_kernel).
 #include "kernels/cuda/common.cuh"
 
 namespace sparseport::cuda {
@@ -51,6 +52,41 @@ __global__ void __launch_bounds__(kBlock) scatter_rows_kernel(const I* rowptr, c
   }
 }
 
+// Deterministic mode: the warp owns output row t, so it needs no atomics, only a fixed order for
+// repeated columns. The row's entries go in rounds of 32, one per lane; the lanes of a round that
+// hold the same column (__match_any_sync) add their values in lane order, and the lowest of them
+// adds that sum to the output. Rounds run in order (__syncwarp orders their memory accesses).
+template <class I, class V>
+__global__ void __launch_bounds__(kBlock) scatter_rows_det_kernel(const I* rowptr, const I* colind, const V* val,
+                                                                  const I* rows, int64_t s, V* out, int64_t ldo) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int64_t nwarps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
+  for (int64_t t = warp; t < s; t += nwarps) {
+    const int64_t r = rows[t];
+    V* orow = out + t * ldo;
+    const int64_t e0 = rowptr[r], e1 = rowptr[r + 1];
+    for (int64_t base = e0; base < e1; base += 32) {
+      const int64_t e = base + lane;
+      if (e < e1) {
+        const unsigned active = e1 - base >= 32 ? 0xffffffffu : (1u << (e1 - base)) - 1u;
+        const long long c = static_cast<long long>(colind[e]);
+        const V x = val != nullptr ? val[e] : V(1);
+        const unsigned same = __match_any_sync(active, c);
+        V sum = V(0);
+        bool first = true;
+        for (unsigned rest = same; rest != 0; rest &= rest - 1) {
+          const V y = __shfl_sync(same, x, __ffs(rest) - 1);
+          sum = first ? y : sum + y;
+          first = false;
+        }
+        if (lane == __ffs(same) - 1) orow[c] += sum;
+      }
+      __syncwarp();
+    }
+  }
+}
+
 }  // namespace
 
 void csr_slice_rows(const State& s, const sparseport_slice_rows_args& a) {
@@ -74,15 +110,20 @@ void csr_slice_rows(const State& s, const sparseport_slice_rows_args& a) {
   });
 }
 
-void csr_slice_rows_dense(const State& s, const sparseport_slice_rows_dense_args& a) {
+void csr_slice_rows_dense(const State& s, const sparseport_slice_rows_dense_args& a, bool deterministic) {
   dense_fill(s, a.out.data, a.out.rows, a.out.cols, a.out.ld, a.out.value_type, 0.0);
   if (a.rows.n == 0 || a.a.nnz == 0) return;
   dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
-    scatter_rows_kernel<I, V><<<blocks_for(a.rows.n * 32), kBlock, 0, s.stream()>>>(
-        static_cast<const I*>(a.a.rowptr), static_cast<const I*>(a.a.colind), static_cast<const V*>(a.a.values),
-        static_cast<const I*>(a.rows.data), a.rows.n, static_cast<V*>(a.out.data), a.out.ld);
+    if (deterministic)
+      scatter_rows_det_kernel<I, V><<<blocks_for(a.rows.n * 32), kBlock, 0, s.stream()>>>(
+          static_cast<const I*>(a.a.rowptr), static_cast<const I*>(a.a.colind), static_cast<const V*>(a.a.values),
+          static_cast<const I*>(a.rows.data), a.rows.n, static_cast<V*>(a.out.data), a.out.ld);
+    else
+      scatter_rows_kernel<I, V><<<blocks_for(a.rows.n * 32), kBlock, 0, s.stream()>>>(
+          static_cast<const I*>(a.a.rowptr), static_cast<const I*>(a.a.colind), static_cast<const V*>(a.a.values),
+          static_cast<const I*>(a.rows.data), a.rows.n, static_cast<V*>(a.out.data), a.out.ld);
   });
   check_launch("csr_slice_rows_dense");
 }

@@ -5,6 +5,17 @@
 // while the hubs run. A hub of several items is combined with atomics into a per-hub accumulator,
 // and the CTA that finishes the row's last item writes C; one giant row is spread over many SMs.
 // The partition depends only on rowptr and is kept in the plan cache.
+//
+// Deterministic mode (SPARSEPORT_EXEC_DETERMINISTIC) keeps the shape but fixes every summation
+// order: the threshold and item length depend on nnz only (SPARSEPORT_HUB_T and
+// SPARSEPORT_HUB_CHUNK are ignored), a mega-row is cut into at most kDetSpread items whatever the
+// SM count, regular rows get one lane group each (no slices), and a split hub's items write their
+// partials to slots of their own, which a second kernel folds in item order (det_fold_kernel)
+// instead of combining them with atomics. Each row's result is then a function of its entries and of nnz:
+// the same bits for every run, knob, alignment and launch shape. (Max and min combined by
+// compare-and-swap are order-independent for ordinary values but not for NaN, which a later value
+// replaces, nor for 0.0 against -0.0, which compare equal so the first one stored stays; the slots
+// fix their order too.)
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -37,8 +48,16 @@ constexpr int kHubTile = 128;  // columns of F per pass of an item: 4 per lane
 struct HubItem {
   int64_t row, begin, end;
   int32_t split;  // index of the hub's accumulator when the hub has several items, else -1
-  int32_t pad;
+  int32_t k;      // the item's place among its hub's items (its slot in deterministic mode)
 };
+
+// Deterministic mode: a mega-row is cut into at most this many items (8 per SM of a 128-SM GPU),
+// a constant rather than 8 x SMs so that the partition, and so the bits, do not depend on the
+// device either. det_fold_kernel folds a split row's item partials in kDetRanges fixed ranges of
+// items, one warp per range, then the ranges in order: the fold's shape depends on the item count
+// only.
+constexpr int64_t kDetSpread = 1024;
+constexpr int kDetRanges = kBlock / 32;
 
 class HubPlan : public Plan {
  public:
@@ -46,10 +65,15 @@ class HubPlan : public Plan {
   ~HubPlan() override {
     if (items_ != nullptr) (void)cudaFreeAsync(items_, stream_);
     if (split_items_ != nullptr) (void)cudaFreeAsync(split_items_, stream_);
+    if (split_first_ != nullptr) (void)cudaFreeAsync(split_first_, stream_);
+    if (split_rows_ != nullptr) (void)cudaFreeAsync(split_rows_, stream_);
   }
   HubItem* items_ = nullptr;
   int32_t* split_items_ = nullptr;  // items per split hub
+  int32_t* split_first_ = nullptr;  // the first slot of each split hub (deterministic mode)
+  int64_t* split_rows_ = nullptr;   // the row of each split hub (deterministic mode)
   int64_t nitems_ = 0;
+  int64_t nslots_ = 0;  // items of split hubs
   int32_t nsplit_ = 0;
 
  private:
@@ -69,16 +93,20 @@ int64_t hub_chunk(int64_t nnz) {
   return nnz <= kSmallNnz ? kSmallHubChunk : kHubChunk;
 }
 
+// The item length of deterministic mode: hub_chunk without its environment override.
+int64_t det_chunk(int64_t nnz) { return nnz <= kSmallNnz ? kSmallHubChunk : kHubChunk; }
+
 template <class I>
-std::shared_ptr<HubPlan> build_plan(const State& s, const sparseport_csr& a, int64_t threshold) {
+std::shared_ptr<HubPlan> build_plan(const State& s, const sparseport_csr& a, int64_t threshold, int64_t chunk,
+                                    int64_t spread) {
   std::vector<I> rowptr(static_cast<size_t>(a.rows + 1));
   check(cudaMemcpyAsync(rowptr.data(), a.rowptr, rowptr.size() * sizeof(I), cudaMemcpyDeviceToHost, s.stream()),
         "cudaMemcpyAsync (hub_split reads rowptr)");
   check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (hub_split reads rowptr)");
   std::vector<HubItem> items;
-  std::vector<int32_t> split_items;
-  const int64_t spread = int64_t{8} * s.info().sms;
-  const int64_t chunk = hub_chunk(a.nnz);
+  std::vector<int32_t> split_items, split_first;
+  std::vector<int64_t> split_rows;
+  int64_t nslots = 0;
   for (int64_t r = 0; r < a.rows; ++r) {
     const int64_t e0 = rowptr[static_cast<size_t>(r)], e1 = rowptr[static_cast<size_t>(r) + 1];
     const int64_t deg = e1 - e0;
@@ -86,12 +114,19 @@ std::shared_ptr<HubPlan> build_plan(const State& s, const sparseport_csr& a, int
     const int64_t ch = std::max(chunk, ceil_div(deg, spread));
     const int64_t n = ceil_div(deg, ch);
     const int32_t split = n > 1 ? static_cast<int32_t>(split_items.size()) : -1;
-    if (n > 1) split_items.push_back(static_cast<int32_t>(n));
-    for (int64_t k = 0; k < n; ++k) items.push_back({r, e0 + k * ch, std::min(e1, e0 + (k + 1) * ch), split, 0});
+    if (n > 1) {
+      split_items.push_back(static_cast<int32_t>(n));
+      split_first.push_back(static_cast<int32_t>(nslots));
+      split_rows.push_back(r);
+      nslots += n;
+    }
+    for (int64_t k = 0; k < n; ++k)
+      items.push_back({r, e0 + k * ch, std::min(e1, e0 + (k + 1) * ch), split, static_cast<int32_t>(k)});
   }
   auto plan = std::make_shared<HubPlan>(s.stream());
   plan->nitems_ = static_cast<int64_t>(items.size());
   plan->nsplit_ = static_cast<int32_t>(split_items.size());
+  plan->nslots_ = nslots;
   if (!items.empty()) {
     check(cudaMallocFromPoolAsync(reinterpret_cast<void**>(&plan->items_), items.size() * sizeof(HubItem), s.pool(),
                                   s.stream()),
@@ -107,6 +142,18 @@ std::shared_ptr<HubPlan> build_plan(const State& s, const sparseport_csr& a, int
     check(cudaMemcpyAsync(plan->split_items_, split_items.data(), split_items.size() * sizeof(int32_t),
                           cudaMemcpyHostToDevice, s.stream()),
           "cudaMemcpyAsync (hub_split counts)");
+    check(cudaMallocFromPoolAsync(reinterpret_cast<void**>(&plan->split_first_), split_first.size() * sizeof(int32_t),
+                                  s.pool(), s.stream()),
+          "cudaMallocFromPoolAsync (hub_split slots)");
+    check(cudaMemcpyAsync(plan->split_first_, split_first.data(), split_first.size() * sizeof(int32_t),
+                          cudaMemcpyHostToDevice, s.stream()),
+          "cudaMemcpyAsync (hub_split slots)");
+    check(cudaMallocFromPoolAsync(reinterpret_cast<void**>(&plan->split_rows_), split_rows.size() * sizeof(int64_t),
+                                  s.pool(), s.stream()),
+          "cudaMallocFromPoolAsync (hub_split rows)");
+    check(cudaMemcpyAsync(plan->split_rows_, split_rows.data(), split_rows.size() * sizeof(int64_t),
+                          cudaMemcpyHostToDevice, s.stream()),
+          "cudaMemcpyAsync (hub_split rows)");
   }
   // The host vectors die here; the copies from pageable memory must be done with them.
   check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (hub_split plan)");
@@ -114,9 +161,52 @@ std::shared_ptr<HubPlan> build_plan(const State& s, const sparseport_csr& a, int
   return plan;
 }
 
+// Deterministic mode, a split hub after all its items ran: its n item partials (slots[i * F + f])
+// folded, warp q taking items [n q / 8, n (q + 1) / 8) in order, then the 8 range results in order
+// by warp 0; the row is then finished. 32 columns per pass, one per lane.
 template <Red R, class I, class V>
+__device__ __forceinline__ void det_finish(const SpmmParams<I, V>& p, const V* slots, int64_t n, V count, V* crow) {
+  static_assert(kDetRanges * 32 == kBlock, "one warp per range");
+  __shared__ V ranges[kDetRanges][32];
+  const int q = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) & 31;
+  const int64_t i0 = n * q / kDetRanges, i1 = n * (q + 1) / kDetRanges;
+  for (int64_t f0 = 0; f0 < p.F; f0 += 32) {
+    const int64_t f = f0 + lane;
+    if (f < p.F && i0 < i1) {
+      V r = __ldcg(slots + i0 * p.F + f);
+#pragma unroll 8
+      for (int64_t i = i0 + 1; i < i1; ++i) r = red_combine<R>(r, __ldcg(slots + i * p.F + f));
+      ranges[q][lane] = r;
+    }
+    __syncthreads();
+    if (q == 0 && f < p.F) {
+      V r = red_identity<R, V>();
+      bool first = true;
+      for (int k = 0; k < kDetRanges; ++k) {
+        if (n * k / kDetRanges == n * (k + 1) / kDetRanges) continue;  // an empty range (n < 8)
+        r = first ? ranges[k][lane] : red_combine<R>(r, ranges[k][lane]);
+        first = false;
+      }
+      crow[f] = p.fin.value(r, count, p.fin.beta != V(0) ? crow[f] : V(0));
+    }
+    __syncthreads();
+  }
+}
+
+// The last CTA of a split hub in default mode: the accumulator its items combined with atomics, into C.
+// (A function of its own: in the deterministic instantiation the call follows a return that is
+// always taken, and nvcc calls a loop written there unreachable, warning #128.)
+template <class I, class V>
+__device__ __forceinline__ void atomic_finish(const SpmmParams<I, V>& p, const V* acc, V count, V* crow) {
+  for (int64_t f = threadIdx.x; f < p.F; f += blockDim.x) {
+    const V r = __ldcg(acc + f);
+    crow[f] = p.fin.value(r, count, p.fin.beta != V(0) ? crow[f] : V(0));
+  }
+}
+
+template <Red R, bool kDet, class I, class V>
 __device__ __forceinline__ void hub_item(const SpmmParams<I, V>& p, const HubItem& it, V* acc, unsigned* counters,
-                                         const int32_t* split_items) {
+                                         const int32_t* split_items, const int32_t* split_first) {
   __shared__ V part[kBlock / 32][kHubTile];
   __shared__ bool last;
   constexpr int kWarps = kBlock / 32;
@@ -151,7 +241,7 @@ __device__ __forceinline__ void hub_item(const SpmmParams<I, V>& p, const HubIte
 #pragma unroll
       for (int u = 0; u < U; ++u)
 #pragma unroll
-        for (int k = 0; k < kHubTile / 32; ++k) a[k] = red_combine<R>(a[k], w[u] * bv[u][k]);
+        for (int k = 0; k < kHubTile / 32; ++k) a[k] = red_step<R>(a[k], w[u], bv[u][k]);
     }
     for (; e < w1; ++e) {
       const int64_t cc = colind[e];
@@ -159,7 +249,7 @@ __device__ __forceinline__ void hub_item(const SpmmParams<I, V>& p, const HubIte
 #pragma unroll
       for (int k = 0; k < kHubTile / 32; ++k) {
         const int64_t f = f0 + lane + 32 * k;
-        if (f < p.F) a[k] = red_combine<R>(a[k], w * __ldg(b + cc * p.ldb + f));
+        if (f < p.F) a[k] = red_step<R>(a[k], w, __ldg(b + cc * p.ldb + f));
       }
     }
 #pragma unroll
@@ -172,13 +262,18 @@ __device__ __forceinline__ void hub_item(const SpmmParams<I, V>& p, const HubIte
         for (int k = 1; k < kWarps; ++k) r = red_combine<R>(r, part[k][threadIdx.x]);
         if (it.split < 0)
           crow[f] = p.fin.value(r, count, p.fin.beta != V(0) ? crow[f] : V(0));
+        else if constexpr (kDet)
+          acc[(static_cast<int64_t>(split_first[it.split]) + it.k) * p.F + f] = r;  // the item's own slot
         else
           atomic_combine<R>(acc + it.split * p.F + f, r);
       }
     }
     __syncthreads();
   }
-  if (it.split < 0) return;
+  // Deterministic mode: det_fold_kernel finishes the split hubs once every item has run. (No last-
+  // CTA fold here: it would add its registers and shared memory to every CTA of this kernel, the
+  // regular rows' too; 25% slower on er:200000:2e-5, H200.)
+  if (kDet || it.split < 0) return;
   // The last CTA of a split hub finishes it (CUDA's threadFenceReduction pattern): the fence makes
   // this CTA's atomics visible before its ticket is counted.
   __threadfence();
@@ -187,18 +282,27 @@ __device__ __forceinline__ void hub_item(const SpmmParams<I, V>& p, const HubIte
   __syncthreads();
   if (!last) return;
   __threadfence();
-  for (int64_t f = threadIdx.x; f < p.F; f += blockDim.x) {
-    const V r = __ldcg(acc + it.split * p.F + f);
-    crow[f] = p.fin.value(r, count, p.fin.beta != V(0) ? crow[f] : V(0));
+  atomic_finish(p, acc + it.split * p.F, count, crow);
+}
+
+// Deterministic mode: one CTA per split hub (grid-stride), after spmm_hub_kernel.
+template <Red R, class I, class V>
+__global__ void __launch_bounds__(kBlock)
+    det_fold_kernel(SpmmParams<I, V> p, const int64_t* split_rows, const int32_t* split_items,
+                    const int32_t* split_first, const V* slots, int64_t nsplit) {
+  for (int64_t h = blockIdx.x; h < nsplit; h += gridDim.x) {
+    const int64_t row = split_rows[h];
+    const V count = static_cast<V>(p.rowptr[row + 1] - p.rowptr[row]);
+    det_finish<R>(p, slots + static_cast<int64_t>(split_first[h]) * p.F, split_items[h], count, p.c + row * p.ldc);
   }
 }
 
-template <Red R, class I, class V, int VEC, int G, int S>
+template <Red R, bool kDet, class I, class V, int VEC, int G, int S>
 __global__ void __launch_bounds__(kBlock)
     spmm_hub_kernel(SpmmParams<I, V> p, const HubItem* items, int64_t nitems, V* acc, unsigned* counters,
-                    const int32_t* split_items) {
+                    const int32_t* split_items, const int32_t* split_first) {
   if (blockIdx.x < nitems) {
-    hub_item<R>(p, items[blockIdx.x], acc, counters, split_items);
+    hub_item<R, kDet>(p, items[blockIdx.x], acc, counters, split_items, split_first);
     return;
   }
   const int64_t blk = blockIdx.x - nitems, nblk = gridDim.x - nitems;
@@ -210,17 +314,20 @@ __global__ void __launch_bounds__(kBlock)
 }
 
 template <int VEC, int G, int S = 1>
-void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold) {
+void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold, bool det) {
+  static_assert(S == 1 || G * S <= 32, "a team fits in a warp");
+  const int64_t chunk = det ? det_chunk(a.a.nnz) : hub_chunk(a.a.nnz);
+  const int64_t spread = det ? kDetSpread : int64_t{8} * s.info().sms;
   dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
     const std::string key = "spmm.hub_split|" + std::to_string(reinterpret_cast<uintptr_t>(a.a.rowptr)) + "|" +
                             std::to_string(a.a.rows) + "|" + std::to_string(a.a.nnz) + "|" +
                             std::to_string(sizeof(I)) + "|" + std::to_string(threshold) + "|" +
-                            std::to_string(hub_chunk(a.a.nnz));
+                            std::to_string(chunk) + "|" + std::to_string(spread);
     std::shared_ptr<HubPlan> plan = std::static_pointer_cast<HubPlan>(s.plans().find(key));
     if (plan == nullptr) {
-      plan = build_plan<I>(s, a.a, threshold);
+      plan = build_plan<I>(s, a.a, threshold, chunk, spread);
       s.plans().insert(key, plan);
     }
     SpmmParams<I, V> p = spmm_params<I, V>(a);
@@ -229,19 +336,34 @@ void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold) {
       constexpr Red R = decltype(r)::value;
       Scratch acc, counters;
       if (plan->nsplit_ > 0) {
-        acc = Scratch(s, static_cast<size_t>(plan->nsplit_) * static_cast<size_t>(p.F) * sizeof(V));
-        counters = Scratch(s, static_cast<size_t>(plan->nsplit_) * sizeof(unsigned));
-        const double identity = R == Red::sum ? 0.0 : (R == Red::max ? -HUGE_VAL : HUGE_VAL);
-        dense_fill(s, acc.get(), plan->nsplit_, p.F, p.F, a.c.value_type, identity);
-        check(cudaMemsetAsync(counters.get(), 0, static_cast<size_t>(plan->nsplit_) * sizeof(unsigned), s.stream()),
-              "cudaMemsetAsync (hub_split counters)");
+        // Deterministic mode: a slot per item of a split hub, each written whole by its item.
+        const int64_t accs = det ? plan->nslots_ : int64_t{plan->nsplit_};
+        acc = Scratch(s, static_cast<size_t>(accs) * static_cast<size_t>(p.F) * sizeof(V));
+        if (!det) {
+          counters = Scratch(s, static_cast<size_t>(plan->nsplit_) * sizeof(unsigned));
+          const double identity = R == Red::sum ? 0.0 : (R == Red::max ? -HUGE_VAL : HUGE_VAL);
+          dense_fill(s, acc.get(), plan->nsplit_, p.F, p.F, a.c.value_type, identity);
+          check(cudaMemsetAsync(counters.get(), 0, static_cast<size_t>(plan->nsplit_) * sizeof(unsigned), s.stream()),
+                "cudaMemsetAsync (hub_split counters)");
+        }
       }
       const int64_t regular = std::min<int64_t>(blocks_for(p.m * G * S), 2147483647 - plan->nitems_);
       const unsigned grid = static_cast<unsigned>(plan->nitems_ + regular);
-      spmm_hub_kernel<R, I, V, VEC, G, S><<<grid, kBlock, 0, s.stream()>>>(p, plan->items_, plan->nitems_,
-                                                                        acc.as<V>(), counters.as<unsigned>(),
-                                                                        plan->split_items_);
+      if (det)
+        spmm_hub_kernel<R, true, I, V, VEC, G, S><<<grid, kBlock, 0, s.stream()>>>(
+            p, plan->items_, plan->nitems_, acc.as<V>(), counters.as<unsigned>(), plan->split_items_,
+            plan->split_first_);
+      else
+        spmm_hub_kernel<R, false, I, V, VEC, G, S><<<grid, kBlock, 0, s.stream()>>>(
+            p, plan->items_, plan->nitems_, acc.as<V>(), counters.as<unsigned>(), plan->split_items_,
+            plan->split_first_);
       check_launch("spmm.hub_split");
+      if (det && plan->nsplit_ > 0) {
+        const unsigned folds = static_cast<unsigned>(std::min<int64_t>(plan->nsplit_, 65535));
+        det_fold_kernel<R, I, V><<<folds, kBlock, 0, s.stream()>>>(p, plan->split_rows_, plan->split_items_,
+                                                                   plan->split_first_, acc.as<V>(), plan->nsplit_);
+        check_launch("spmm.hub_split (deterministic fold)");
+      }
     });
   });
 }
@@ -265,9 +387,26 @@ int64_t hub_threshold_for(int64_t nnz) {
   return nnz <= kSmallNnz ? kSmallHubThreshold : kDefaultHubThreshold;
 }
 
-void spmm_hub_split(const State& s, const sparseport_spmm_args& a) {
+void spmm_hub_split(const State& s, const sparseport_spmm_args& a, bool deterministic) {
+  const bool vec4 = vec4_rows(a.b.data, a.b.ld, a.b.cols) && vec4_rows(a.c.data, a.c.ld, a.c.cols);
+  if (deterministic) {
+    // hub_threshold_for without SPARSEPORT_HUB_T, and one lane group per regular row: slices
+    // would split a row's sum by a count that depends on the SM count, F and alignment.
+    const int64_t t = a.a.nnz <= kSmallNnz ? kSmallHubThreshold : kDefaultHubThreshold;
+    if (!vec4) {
+      launch<1, 32>(s, a, t, true);
+      return;
+    }
+    switch (vec4_group(a.b.cols, 4)) {
+      case 4: launch<4, 4>(s, a, t, true); break;
+      case 8: launch<4, 8>(s, a, t, true); break;
+      case 16: launch<4, 16>(s, a, t, true); break;
+      default: launch<4, 32>(s, a, t, true); break;
+    }
+    return;
+  }
   const int64_t t = hub_threshold_for(a.a.nnz);
-  if (vec4_rows(a.b.data, a.b.ld, a.b.cols) && vec4_rows(a.c.data, a.c.ld, a.c.cols)) {
+  if (vec4) {
     const int g = vec4_group(a.b.cols, 4);
     // Small matrices: the regular rows' groups (m x G lanes, less than two waves of a full GPU)
     // leave the GPU idle while each group walks its row, so a row gets a team of S slices, as
@@ -284,25 +423,25 @@ void spmm_hub_split(const State& s, const sparseport_spmm_args& a) {
     const bool tiny = a.a.rows * 32 <= resident / 2;
     const int64_t mean_deg = a.a.nnz / std::max<int64_t>(a.a.rows, 1);
     if (g == 8 && (tiny || (small && mean_deg >= 16))) {
-      launch<4, 8, 4>(s, a, 4 * t);
+      launch<4, 8, 4>(s, a, 4 * t, false);
     } else if (small && g == 8 && mean_deg >= 8) {
-      launch<4, 8, 2>(s, a, 2 * t);
+      launch<4, 8, 2>(s, a, 2 * t, false);
     } else if (g == 16 && (tiny || (small && mean_deg >= 8))) {
-      launch<4, 16, 2>(s, a, 2 * t);
+      launch<4, 16, 2>(s, a, 2 * t, false);
     } else {
       // F >= 128 keeps whole-warp groups: two slices of 16 lanes holding two or four vectors
       // each lost to them on astro-ph (25.9 / 51.8 us against 21.6 / 35.5 at F = 128 / 256,
       // H200) and won nowhere by more than noise; eight lanes of eight vectors in four slices
       // take 170 registers a lane.
       switch (g) {
-        case 4: launch<4, 4>(s, a, t); break;
-        case 8: launch<4, 8>(s, a, t); break;
-        case 16: launch<4, 16>(s, a, t); break;
-        default: launch<4, 32>(s, a, t); break;
+        case 4: launch<4, 4>(s, a, t, false); break;
+        case 8: launch<4, 8>(s, a, t, false); break;
+        case 16: launch<4, 16>(s, a, t, false); break;
+        default: launch<4, 32>(s, a, t, false); break;
       }
     }
   } else {
-    launch<1, 32>(s, a, t);
+    launch<1, 32>(s, a, t, false);
   }
 }
 

@@ -40,6 +40,11 @@ void induced_subgraph(const sparseport_induced_subgraph_args& args) {
           });
         });
     Kokkos::fence();
+    int64_t total = 0;  // checked in int64 before the scan stores it in rowptr
+    Kokkos::parallel_reduce(
+        "sparseport::kokkos::csr_induced_subgraph.total", Range(0, s),
+        KOKKOS_LAMBDA(const int64_t t, int64_t& sum) { sum += static_cast<int64_t>(orp[t + 1]); }, total);
+    detail::check_result_fits<I>(total, "the induced subgraph holds");
     exclusive_scan_into(orp, s);
     return;
   }

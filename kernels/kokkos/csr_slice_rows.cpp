@@ -18,11 +18,17 @@ void slice_rows(const sparseport_slice_rows_args& args) {
   I* orp = detail::as_mut<I>(args.out.rowptr);
   const int64_t s = args.rows.n;
   if (args.phase == 0) {
-    Kokkos::parallel_for(
-        "sparseport::kokkos::csr_slice_rows.count", Range(0, s), KOKKOS_LAMBDA(const int64_t t) {
+    // Each length fits I; their sum (repeated rows) may not, so it is checked in int64 before the scan.
+    int64_t total = 0;
+    Kokkos::parallel_reduce(
+        "sparseport::kokkos::csr_slice_rows.count", Range(0, s),
+        KOKKOS_LAMBDA(const int64_t t, int64_t& sum) {
           const int64_t r = static_cast<int64_t>(pick[t]);
           orp[t + 1] = rp[r + 1] - rp[r];
-        });
+          sum += static_cast<int64_t>(rp[r + 1] - rp[r]);
+        },
+        total);
+    detail::check_result_fits<I>(total, "the selected rows hold");
     exclusive_scan_into(orp, s);
     return;
   }

@@ -22,6 +22,7 @@ void induced(const sparseport_induced_subgraph_args& args, int threads) {
   const I* vert = detail::as<I>(args.vertices.data);
   I* out_rowptr = detail::as_mut<I>(args.out.rowptr);
   std::unique_ptr<I[]> map = scratch<I>(n);
+  int64_t total = 0;  // phase 0: the kept entries, checked in int64 before the scan
 #pragma omp parallel num_threads(threads)
   {
 #pragma omp for schedule(static)
@@ -29,11 +30,12 @@ void induced(const sparseport_induced_subgraph_args& args, int threads) {
 #pragma omp for schedule(static)
     for (int64_t t = 0; t < s; ++t) map[vert[t]] = static_cast<I>(t);
     if (args.phase == 0) {
-#pragma omp for schedule(dynamic, kRowChunk)
+#pragma omp for schedule(dynamic, kRowChunk) reduction(+ : total)
       for (int64_t t = 0; t < s; ++t) {
         I kept = 0;
         for (I e = rowptr[vert[t]]; e < rowptr[vert[t] + 1]; ++e) kept += map[colind[e]] >= 0 ? 1 : 0;
         out_rowptr[t + 1] = kept;
+        total += kept;
       }
     } else {
       I* out_colind = detail::as_mut<I>(args.out.colind);
@@ -53,6 +55,7 @@ void induced(const sparseport_induced_subgraph_args& args, int threads) {
     }
   }
   if (args.phase == 0) {
+    detail::check_result_fits<I>(total, "the induced subgraph holds");
     out_rowptr[0] = 0;
     inclusive_scan(out_rowptr + 1, s, threads);
   }

@@ -21,8 +21,15 @@ void slice(const sparseport_slice_rows_args& args, int threads) {
   I* out_rowptr = detail::as_mut<I>(args.out.rowptr);
   if (args.phase == 0) {
     out_rowptr[0] = 0;
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t t = 0; t < s; ++t) out_rowptr[t + 1] = rowptr[sel[t] + 1] - rowptr[sel[t]];
+    // Each length fits I; their sum (repeated rows) may not, so it is checked in int64 before the scan.
+    int64_t total = 0;
+#pragma omp parallel for num_threads(threads) schedule(static) reduction(+ : total)
+    for (int64_t t = 0; t < s; ++t) {
+      const I len = rowptr[sel[t] + 1] - rowptr[sel[t]];
+      out_rowptr[t + 1] = len;
+      total += len;
+    }
+    detail::check_result_fits<I>(total, "the selected rows hold");
     inclusive_scan(out_rowptr + 1, s, threads);
     return;
   }

@@ -19,12 +19,17 @@ void induced_subgraph(const sparseport_induced_subgraph_args& args) {
   std::vector<int64_t> local(static_cast<size_t>(args.a.rows), -1);
   for (int64_t t = 0; t < s; ++t) local[static_cast<size_t>(vert[t])] = t;
   if (args.phase == 0) {
-    orp[0] = 0;
+    // Counted in int64 and checked before anything is stored in rowptr.
+    std::vector<int64_t> kept(static_cast<size_t>(s), 0);
+    int64_t total = 0;
     for (int64_t t = 0; t < s; ++t) {
-      I kept = 0;
-      for (int64_t e = rp[vert[t]]; e < rp[vert[t] + 1]; ++e) kept += local[static_cast<size_t>(ci[e])] >= 0 ? 1 : 0;
-      orp[t + 1] = orp[t] + kept;
+      for (int64_t e = rp[vert[t]]; e < rp[vert[t] + 1]; ++e)
+        kept[static_cast<size_t>(t)] += local[static_cast<size_t>(ci[e])] >= 0 ? 1 : 0;
+      total += kept[static_cast<size_t>(t)];
     }
+    detail::check_result_fits<I>(total, "the induced subgraph holds");
+    orp[0] = 0;
+    for (int64_t t = 0; t < s; ++t) orp[t + 1] = static_cast<I>(orp[t] + kept[static_cast<size_t>(t)]);
     return;
   }
   I* oci = detail::as_mut<I>(args.out.colind);

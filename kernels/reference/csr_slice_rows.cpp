@@ -13,6 +13,10 @@ void slice_rows(const sparseport_slice_rows_args& args) {
   const I* pick = detail::as<I>(args.rows.data);
   I* orp = detail::as_mut<I>(args.out.rowptr);
   if (args.phase == 0) {
+    // Counted in int64 first: repeated rows can hold more entries than index type I can address.
+    int64_t total = 0;
+    for (int64_t t = 0; t < args.rows.n; ++t) total += static_cast<int64_t>(rp[pick[t] + 1] - rp[pick[t]]);
+    detail::check_result_fits<I>(total, "the selected rows hold");
     orp[0] = 0;
     for (int64_t t = 0; t < args.rows.n; ++t) orp[t + 1] = orp[t] + (rp[pick[t] + 1] - rp[pick[t]]);
     return;

@@ -21,49 +21,64 @@ namespace cu = sparseport::cuda;
 
 constexpr uint32_t kDefault = SPARSEPORT_VARIANT_DEFAULT;
 constexpr uint32_t kVendor = SPARSEPORT_VARIANT_VENDOR;
+// Bitwise-identical results run to run and for any launch shape (plugins/cuda/README.md says why
+// each one is). Variants whose fixed-order path differs from their default path take it when
+// sparseport_exec.flags has SPARSEPORT_EXEC_DETERMINISTIC (deterministic() below).
+constexpr uint32_t kDet = SPARSEPORT_VARIANT_DETERMINISTIC;
 
 const sparseport_variant kVariants[] = {
     // spmm.row_warp_vec4 is the default; where it does not apply, the first that does (row_warp).
-    {SPARSEPORT_OP_SPMM, "spmm.row_warp_vec4", kDefault,
+    {SPARSEPORT_OP_SPMM, "spmm.row_warp_vec4", kDefault | kDet,
      "a group of F/4 lanes (4 to 32) per row, 16-byte vectors along F; needs F % 4 == 0 and 16-byte aligned rows of B and C"},
-    {SPARSEPORT_OP_SPMM, "spmm.row_warp", 0, "a warp per row, lanes across F; any F and alignment; a long row holds one warp"},
-    {SPARSEPORT_OP_SPMM, "spmm.row_subwarp", 0,
+    {SPARSEPORT_OP_SPMM, "spmm.row_warp", kDet, "a warp per row, lanes across F; any F and alignment; a long row holds one warp"},
+    {SPARSEPORT_OP_SPMM, "spmm.row_subwarp", kDet,
      "2 to 16 lanes per row (several rows per warp), pairs staged and shuffled; F <= 16, for low degree"},
-    {SPARSEPORT_OP_SPMM, "spmm.hub_split", 0,
+    {SPARSEPORT_OP_SPMM, "spmm.hub_split", kDet,
      "rows above SPARSEPORT_HUB_T (256; 64 below 4 M entries) entries get whole CTAs, a mega-row split over up to 8 x SMs CTAs; the rest as "
-     "row_warp(_vec4), in the same launch, with several lane groups per row on small matrices"},
+     "row_warp(_vec4), in the same launch, with several lane groups per row on small matrices; deterministic mode: a fixed "
+     "partition and the split rows' parts combined in order"},
     {SPARSEPORT_OP_SPMM, "spmm.nnz_balanced", 0,
      "equal nonzero chunks per group, rows reduced in registers, atomics only for rows that cross a chunk; skew-independent"},
-    {SPARSEPORT_OP_SPMM, "spmm.row_cache", 0,
+    {SPARSEPORT_OP_SPMM, "spmm.row_cache", kDet,
      "GE-SpMM coalesced row caching: a warp per row stages 32 (column, value) pairs and broadcasts them by shuffles"},
     {SPARSEPORT_OP_SPMM, "spmm.cusparse", kVendor,
      "cusparseSpMM CSR, row-major B and C, the faster of ALG2 and ALG3 (preprocessed) timed once per plan; sum only"},
-    {SPARSEPORT_OP_SDDMM, "sddmm.nnz_balanced", kDefault,
+    {SPARSEPORT_OP_SDDMM, "sddmm.nnz_balanced", kDefault | kDet,
      "entries as the unit of work (a row index kept per matrix), 8 lanes per dot product with 16-byte vectors where F and "
      "alignment allow, several dot products in flight per lane"},
-    {SPARSEPORT_OP_SDDMM, "sddmm.row_warp", 0, "a warp per row, one column per lane, dot products reduced by shuffles"},
-    {SPARSEPORT_OP_SDDMM, "sddmm.vec4", 0,
+    {SPARSEPORT_OP_SDDMM, "sddmm.row_warp", kDet, "a warp per row, one column per lane, dot products reduced by shuffles"},
+    {SPARSEPORT_OP_SDDMM, "sddmm.vec4", kDet,
      "a warp per row, F/4 lanes per dot product with 16-byte vectors; needs F % 4 == 0 and 16-byte aligned rows of X and Y"},
     {SPARSEPORT_OP_SDDMM, "sddmm.cusparse", kVendor, "cusparseSDDMM (Y read as column-major F x k), then A's values applied"},
     {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.nnz_balanced", kDefault,
      "equal chunks of messages per group, runs reduced in registers and stored once, atomics only where a run crosses a chunk"},
     {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.atomic", 0, "every element an atomic update; the baseline"},
+    {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.nnz_balanced_deterministic", kDet,
+     "no atomics: chunks of a length fixed by E, runs crossing chunks combined in message order by fix-up passes"},
     {SPARSEPORT_OP_SCATTER_REDUCE, "scatter_reduce.atomic", kDefault,
      "every element an atomic update (PyG scatter, index_add_); the index may be in any order"},
+    {SPARSEPORT_OP_SCATTER_REDUCE, "scatter_reduce.sort_segment", kDet,
+     "no atomics: a stable radix sort of (index, position), then segment_reduce.nnz_balanced_deterministic over src rows "
+     "gathered through the permutation"},
     {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.nnz_balanced", kDefault,
      "segment_reduce.nnz_balanced on messages gathered on the fly; never materialises E x F"},
     {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.atomic", 0, "every gathered element an atomic update; the baseline"},
-    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.fused", kDefault,
+    {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.nnz_balanced_deterministic", kDet,
+     "segment_reduce.nnz_balanced_deterministic on messages gathered on the fly; no atomics"},
+    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.fused", kDefault | kDet,
      "one pass per row with an online softmax, a group of lanes per row; rows above SPARSEPORT_HUB_T split over CTAs "
      "and merged (flash-decoding)"},
-    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.unfused", 0,
-     "sddmm.nnz_balanced into an nnz buffer, row softmax, then spmm.nnz_balanced"},
-    {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.device", kDefault, "row lengths, a device scan, a warp per row copying"},
-    {SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE, "csr_slice_rows_dense.device", kDefault,
-     "out zeroed, a warp per selected row scattering with atomics (repeated columns add up)"},
-    {SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH, "csr_induced_subgraph.device", kDefault,
+    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.unfused", kDet,
+     "sddmm.nnz_balanced into an nnz buffer, row softmax, then spmm.nnz_balanced (deterministic mode: spmm.hub_split's "
+     "fixed-order path)"},
+    {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.device", kDefault | kDet,
+     "row lengths, a device scan, a warp per row copying"},
+    {SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE, "csr_slice_rows_dense.device", kDefault | kDet,
+     "out zeroed, a warp per selected row scattering with atomics (repeated columns add up; deterministic mode: in "
+     "entry order, no atomics)"},
+    {SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH, "csr_induced_subgraph.device", kDefault | kDet,
      "a device vertex map, kept entries counted and scanned, then written in A's order by a ballot compaction"},
-    {SPARSEPORT_OP_CSR_TRANSPOSE, "csr_transpose.device", kDefault,
+    {SPARSEPORT_OP_CSR_TRANSPOSE, "csr_transpose.device", kDefault | kDet,
      "column counts scanned into rowptr, a stable radix sort of (column, entry), then rows and values gathered"},
 };
 
@@ -129,6 +144,9 @@ int with_state(void* state, sparseport_status* st, F&& f) {
   });
 }
 
+// Whether the caller asked for deterministic mode (ABI 1.2 exec flags).
+bool deterministic(const sparseport_exec* x) { return x != nullptr && (x->flags & SPARSEPORT_EXEC_DETERMINISTIC) != 0; }
+
 template <class F>
 int run_op(const sparseport_exec* x, sparseport_status* st, F&& f) {
   return with_state(x != nullptr ? x->state : nullptr, st, [&](cu::State& s) {
@@ -175,7 +193,7 @@ int spmm(const sparseport_exec* x, const char* variant, const sparseport_spmm_ar
     } else if (v == "spmm.row_subwarp") {
       cu::spmm_row_subwarp(s, *a);
     } else if (v == "spmm.hub_split") {
-      cu::spmm_hub_split(s, *a);
+      cu::spmm_hub_split(s, *a, deterministic(x));
     } else if (v == "spmm.nnz_balanced") {
       cu::spmm_nnz_balanced(s, *a);
     } else if (v == "spmm.row_cache") {
@@ -225,6 +243,8 @@ int segment_reduce(const sparseport_exec* x, const char* variant, const sparsepo
     if (a->out.rows == 0 || a->out.cols == 0) return;
     if (v == "segment_reduce.nnz_balanced")
       cu::segment_reduce_nnz_balanced(s, *a);
+    else if (v == "segment_reduce.nnz_balanced_deterministic")
+      cu::segment_reduce_nnz_balanced_deterministic(s, *a);
     else if (v == "segment_reduce.atomic")
       cu::segment_reduce_atomic(s, *a);
     else
@@ -237,9 +257,12 @@ int scatter_reduce(const sparseport_exec* x, const char* variant, const sparsepo
   return run_op(x, st, [&](cu::State& s) {
     const std::string_view v = variant != nullptr ? variant : "";
     need_segment(s, *a, "scatter_reduce");
-    if (v != "scatter_reduce.atomic") unknown(v, "scatter_reduce");
+    if (v != "scatter_reduce.atomic" && v != "scatter_reduce.sort_segment") unknown(v, "scatter_reduce");
     if (a->out.rows == 0 || a->out.cols == 0) return;
-    cu::segment_reduce_atomic(s, *a);
+    if (v == "scatter_reduce.sort_segment")
+      cu::scatter_reduce_sort_segment(s, *a);
+    else
+      cu::segment_reduce_atomic(s, *a);
   });
 }
 
@@ -256,6 +279,8 @@ int gather_scatter(const sparseport_exec* x, const char* variant, const sparsepo
     if (a->out.rows == 0 || a->out.cols == 0) return;
     if (v == "gather_scatter.nnz_balanced")
       cu::gather_scatter_nnz_balanced(s, *a);
+    else if (v == "gather_scatter.nnz_balanced_deterministic")
+      cu::gather_scatter_nnz_balanced_deterministic(s, *a);
     else if (v == "gather_scatter.atomic")
       cu::gather_scatter_atomic(s, *a);
     else
@@ -275,9 +300,9 @@ int csr_attention(const sparseport_exec* x, const char* variant, const sparsepor
     need_dense(s, a->out.data, a->out.rows, a->out.cols, "csr_attention", "out");
     if (a->out.rows == 0 || a->out.cols == 0) return;
     if (v == "csr_attention.fused")
-      cu::csr_attention_fused(s, *a);
+      cu::csr_attention_fused(s, *a, deterministic(x));
     else if (v == "csr_attention.unfused")
-      cu::csr_attention_unfused(s, *a);
+      cu::csr_attention_unfused(s, *a, deterministic(x));
     else
       unknown(v, "csr_attention");
   });
@@ -313,7 +338,7 @@ int csr_slice_rows_dense(const sparseport_exec* x, const char* variant, const sp
     need(s, a->rows.data, a->rows.n > 0, "csr_slice_rows_dense", "rows");
     need_dense(s, a->out.data, a->out.rows, a->out.cols, "csr_slice_rows_dense", "out");
     if (a->out.rows == 0 || a->out.cols == 0) return;
-    cu::csr_slice_rows_dense(s, *a);
+    cu::csr_slice_rows_dense(s, *a, deterministic(x));
   });
 }
 
@@ -339,6 +364,23 @@ int csr_transpose(const sparseport_exec* x, const char* variant, const sparsepor
     need(s, a->out.colind, a->out.nnz > 0, "csr_transpose", "out.colind");
     need(s, a->out.values, a->out.nnz > 0, "csr_transpose", "out.values");
     cu::csr_transpose(s, *a);
+  });
+}
+
+// ---- index checks --------------------------------------------------------------------------------
+
+int check_indices(const sparseport_exec* x, const sparseport_index_check* c, sparseport_index_report* r,
+                  sparseport_status* st) {
+  return run_op(x, st, [&](cu::State& s) {
+    const char* op = c->op != nullptr ? c->op : "check_indices";
+    const std::string arg = c->arg != nullptr ? c->arg : "index";
+    if (c->kind == SPARSEPORT_CHECK_CSR) {
+      need(s, c->csr.rowptr, true, op, (arg + ".rowptr").c_str());
+      need(s, c->csr.colind, c->csr.nnz > 0, op, (arg + ".colind").c_str());
+    } else {
+      need(s, c->index.data, c->index.n > 0, op, arg.c_str());
+    }
+    *r = cu::check_indices(s, *c);
   });
 }
 
@@ -406,6 +448,7 @@ const sparseport_plugin kTable = {
     &csr_induced_subgraph,
     &csr_transpose,
     &device_signature,
+    &check_indices,
 };
 
 }  // namespace

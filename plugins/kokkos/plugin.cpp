@@ -17,34 +17,39 @@ using namespace sparseport;
 namespace kk = sparseport::kokkos;
 
 constexpr uint32_t kDefault = SPARSEPORT_VARIANT_DEFAULT;
+// Conservatively: the variants without floating-point atomics, where each output element is
+// reduced by one team thread in entry order, or by a vector reduction whose length is fixed by F
+// and the execution space (not by the team size Kokkos picks). Not the atomic variants, nor
+// KokkosSparse::spmv, whose algorithm (and its determinism) depends on the Kokkos build.
+constexpr uint32_t kDet = SPARSEPORT_VARIANT_DETERMINISTIC;
 
 const sparseport_variant kVariants[] = {
-    {SPARSEPORT_OP_SPMM, "spmm.team_rows", kDefault,
+    {SPARSEPORT_OP_SPMM, "spmm.team_rows", kDefault | kDet,
      "TeamPolicy over blocks of 16 rows, a team thread per row, vector lanes across F; rows never split"},
     {SPARSEPORT_OP_SPMM, "spmm.kokkoskernels", SPARSEPORT_VARIANT_VENDOR,
      "KokkosSparse::spmv on rank-2 strided views (no copies; a pattern A gets an nnz-long array of ones); "
      "reduce sum only"},
-    {SPARSEPORT_OP_SDDMM, "sddmm.team_rows", kDefault,
+    {SPARSEPORT_OP_SDDMM, "sddmm.team_rows", kDefault | kDet,
      "a team thread per row of A, each nonzero's dot product a vector reduction across F"},
-    {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.team_segments", kDefault,
+    {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.team_segments", kDefault | kDet,
      "each output row finds its run of the sorted index by binary search and reduces it across F; no atomics"},
     {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.atomic", 0,
      "every element a Kokkos atomic update (add, max or min), then counts fix empty rows and means"},
     {SPARSEPORT_OP_SCATTER_REDUCE, "scatter_reduce.atomic", kDefault,
      "every element a Kokkos atomic update (add, max or min), then counts fix empty rows and means"},
-    {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.team_segments", kDefault,
+    {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.team_segments", kDefault | kDet,
      "each output row finds its run of sorted dst by binary search, messages formed on the fly; no atomics"},
     {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.atomic", 0,
      "every element of every gathered message a Kokkos atomic update; the baseline"},
-    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.onepass", kDefault,
+    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.onepass", kDefault | kDet,
      "a team thread per row, online softmax in one pass, V rows summed by vector lanes in the output row"},
-    {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.scan_copy", kDefault,
+    {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.scan_copy", kDefault | kDet,
      "row lengths and a parallel_scan, then each selected row copied by vector lanes"},
-    {SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE, "csr_slice_rows_dense.rows", kDefault,
+    {SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE, "csr_slice_rows_dense.rows", kDefault | kDet,
      "each selected dense row zeroed by vector lanes, then its entries added in storage order"},
-    {SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH, "csr_induced_subgraph.map", kDefault,
+    {SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH, "csr_induced_subgraph.map", kDefault | kDet,
      "a vertex map, then kept entries counted per row (vector reduction) and scanned, or written relabelled"},
-    {SPARSEPORT_OP_CSR_TRANSPOSE, "csr_transpose.count_sort", kDefault,
+    {SPARSEPORT_OP_CSR_TRANSPOSE, "csr_transpose.count_sort", kDefault | kDet,
      "atomic counting sort by column, then each result row heap-sorted by position in A (stable order)"},
 };
 
@@ -174,6 +179,7 @@ const sparseport_plugin kTable = {
       });
     },
     &device_signature,
+    nullptr,  // check_indices: host memory (Debian's Kokkos is Serial), checked by the front end
 };
 
 }  // namespace

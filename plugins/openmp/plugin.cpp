@@ -19,9 +19,14 @@ using namespace sparseport;
 namespace omp = sparseport::openmp;
 
 constexpr uint32_t kDefault = SPARSEPORT_VARIANT_DEFAULT;
+// Bitwise the same for any thread count: every output element is reduced by one thread in a fixed
+// order (rows, sorted_deterministic's fixed blocks, the stable sort of sort_then_segment).
+// merge_path is not: its pieces, and so where a row's sum is split, follow the thread count; nor
+// are the atomic variants, nor GraphBLAS (its own threading).
+constexpr uint32_t kDet = SPARSEPORT_VARIANT_DETERMINISTIC;
 
 const sparseport_variant kVariants[] = {
-    {SPARSEPORT_OP_SPMM, "spmm.rows", kDefault,
+    {SPARSEPORT_OP_SPMM, "spmm.rows", kDefault | kDet,
      "blocks of whole rows (equal rows + nonzeros) to threads, register tiles of F (SIMD across F); rows never split"},
     {SPARSEPORT_OP_SPMM, "spmm.merge_path", 0,
      "rows + nonzeros cut evenly (merge path), a row cut at a boundary fixed up from carries; for mega-rows"},
@@ -31,35 +36,35 @@ const sparseport_variant kVariants[] = {
      "lent without copies, but 32-bit indices are widened, unsorted/repeated rows rebuilt, padded B/C and "
      "beta!=0 with alpha!=1 (or max/min) staged: copies, see SPARSEPORT_LOG=graphblas; max/min refuse repeated columns"},
 #endif
-    {SPARSEPORT_OP_SDDMM, "sddmm.rows", kDefault,
+    {SPARSEPORT_OP_SDDMM, "sddmm.rows", kDefault | kDet,
      "nonzeros split evenly over threads and walked row by row, SIMD dot products over F"},
     {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.sorted_add", kDefault,
      "RFC segment_sorted_add: F-wide run accumulators, one store per run, atomics only where a run crosses parts"},
-    {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.sorted_deterministic", 0,
+    {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.sorted_deterministic", kDet,
      "no atomics: runs reduced in fixed blocks, block boundaries fixed up in order; same bits for any thread count"},
     {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.scatter_atomic", 0,
      "every element an atomic update, what compilers generate for a scatter; the baseline"},
     {SPARSEPORT_OP_SCATTER_REDUCE, "scatter_reduce.atomic", kDefault,
      "every element an atomic update (the index is unsorted); the baseline"},
-    {SPARSEPORT_OP_SCATTER_REDUCE, "scatter_reduce.sort_then_segment", 0,
+    {SPARSEPORT_OP_SCATTER_REDUCE, "scatter_reduce.sort_then_segment", kDet,
      "stable parallel counting sort of the index, then each output row reduced in message order; no atomics"},
     {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.sorted_add", kDefault,
      "segment_sorted_add on messages gathered on the fly; atomics only where a run crosses parts"},
-    {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.sorted_deterministic", 0,
+    {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.sorted_deterministic", kDet,
      "no atomics: fixed blocks of edges, boundaries fixed up in order; same bits for any thread count"},
     {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.scatter_atomic", 0,
      "every element of every gathered message an atomic update; the baseline"},
-    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.unfused", kDefault,
+    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.unfused", kDefault | kDet,
      "three passes: scores (nonzeros split evenly), row softmax, weighted sum of V rows; an nnz-long buffer"},
-    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.onepass", 0,
+    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.onepass", kDet,
      "one pass per row with an online softmax, batches of 32 entries, V rows summed in register tiles"},
-    {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.parallel", kDefault,
+    {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.parallel", kDefault | kDet,
      "row lengths and a parallel scan, then the selected rows copied in parallel"},
-    {SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE, "csr_slice_rows_dense.parallel", kDefault,
+    {SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE, "csr_slice_rows_dense.parallel", kDefault | kDet,
      "each selected dense row zeroed and scattered by one thread, rows in parallel"},
-    {SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH, "csr_induced_subgraph.parallel", kDefault,
+    {SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH, "csr_induced_subgraph.parallel", kDefault | kDet,
      "a parallel vertex map, then kept entries counted (phase 0) or relabelled in A's order (phase 1)"},
-    {SPARSEPORT_OP_CSR_TRANSPOSE, "csr_transpose.parallel", kDefault,
+    {SPARSEPORT_OP_CSR_TRANSPOSE, "csr_transpose.parallel", kDefault | kDet,
      "stable parallel counting sort by column (per-thread counts), keeps A's row order in each result row"},
 };
 
@@ -259,6 +264,7 @@ const sparseport_plugin kTable = {
       });
     },
     &device_signature,
+    nullptr,  // check_indices: host memory, checked by the front end
 };
 
 }  // namespace

@@ -13,24 +13,26 @@ namespace {
 using namespace sparseport;
 
 constexpr uint32_t kDefault = SPARSEPORT_VARIANT_DEFAULT;
+// Every variant is serial: one fixed order of operations, so bitwise the same run to run.
+constexpr uint32_t kDet = SPARSEPORT_VARIANT_DETERMINISTIC;
 
 const sparseport_variant kVariants[] = {
-    {SPARSEPORT_OP_SPMM, "spmm.serial", kDefault, "serial row loop, accumulates in the value type"},
-    {SPARSEPORT_OP_SPMM, "spmm.serial_f64acc", 0, "serial row loop, accumulates in double"},
-    {SPARSEPORT_OP_SDDMM, "sddmm.serial", kDefault, "serial loop over nonzeros, dot in the value type"},
-    {SPARSEPORT_OP_SDDMM, "sddmm.serial_f64acc", 0, "serial loop over nonzeros, dot in double"},
-    {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.serial", kDefault, "serial loop, accumulates in the value type"},
-    {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.serial_f64acc", 0, "serial loop, accumulates in double"},
-    {SPARSEPORT_OP_SCATTER_REDUCE, "scatter_reduce.serial", kDefault, "serial loop, accumulates in the value type"},
-    {SPARSEPORT_OP_SCATTER_REDUCE, "scatter_reduce.serial_f64acc", 0, "serial loop, accumulates in double"},
-    {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.serial", kDefault, "serial loop, accumulates in the value type"},
-    {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.serial_f64acc", 0, "serial loop, accumulates in double"},
-    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.serial", kDefault, "unfused: scores, row softmax, weighted sum"},
-    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.serial_f64acc", 0, "unfused, in double"},
-    {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.serial", kDefault, "serial copy of the selected rows"},
-    {SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE, "csr_slice_rows_dense.serial", kDefault, "serial zero-fill and scatter"},
-    {SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH, "csr_induced_subgraph.serial", kDefault, "serial, with a vertex map"},
-    {SPARSEPORT_OP_CSR_TRANSPOSE, "csr_transpose.serial", kDefault, "serial counting sort (stable)"},
+    {SPARSEPORT_OP_SPMM, "spmm.serial", kDefault | kDet, "serial row loop, accumulates in the value type"},
+    {SPARSEPORT_OP_SPMM, "spmm.serial_f64acc", kDet, "serial row loop, accumulates in double"},
+    {SPARSEPORT_OP_SDDMM, "sddmm.serial", kDefault | kDet, "serial loop over nonzeros, dot in the value type"},
+    {SPARSEPORT_OP_SDDMM, "sddmm.serial_f64acc", kDet, "serial loop over nonzeros, dot in double"},
+    {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.serial", kDefault | kDet, "serial loop, accumulates in the value type"},
+    {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.serial_f64acc", kDet, "serial loop, accumulates in double"},
+    {SPARSEPORT_OP_SCATTER_REDUCE, "scatter_reduce.serial", kDefault | kDet, "serial loop, accumulates in the value type"},
+    {SPARSEPORT_OP_SCATTER_REDUCE, "scatter_reduce.serial_f64acc", kDet, "serial loop, accumulates in double"},
+    {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.serial", kDefault | kDet, "serial loop, accumulates in the value type"},
+    {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.serial_f64acc", kDet, "serial loop, accumulates in double"},
+    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.serial", kDefault | kDet, "unfused: scores, row softmax, weighted sum"},
+    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.serial_f64acc", kDet, "unfused, in double"},
+    {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.serial", kDefault | kDet, "serial copy of the selected rows"},
+    {SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE, "csr_slice_rows_dense.serial", kDefault | kDet, "serial zero-fill and scatter"},
+    {SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH, "csr_induced_subgraph.serial", kDefault | kDet, "serial, with a vertex map"},
+    {SPARSEPORT_OP_CSR_TRANSPOSE, "csr_transpose.serial", kDefault | kDet, "serial counting sort (stable)"},
 };
 
 bool f64acc(const char* variant) { return std::strstr(variant, "_f64acc") != nullptr; }
@@ -83,6 +85,7 @@ const sparseport_plugin kTable = {
       return detail::guarded(st, [&] { reference::csr_transpose(*a); });
     },
     nullptr,  // device_signature: the scheduler uses the description (the reference is never tuned for speed)
+    nullptr,  // check_indices: host memory, checked by the front end
 };
 
 }  // namespace

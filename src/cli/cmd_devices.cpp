@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "args.hpp"
@@ -70,18 +71,27 @@ void print_text(const PluginInfo& p) {
     std::printf("  signature: (unavailable: %s)\n", e.what());
   }
   std::printf("  variants:\n");
-  size_t width = 0;
-  for (const VariantInfo& v : p.variants) width = std::max(width, v.name.size());
+  // Tags: default, vendor, deterministic (what deterministic mode may run, SPARSEPORT_DETERMINISTIC=1).
+  const auto tags_of = [](const VariantInfo& v) {
+    std::string tags;
+    for (const auto& [on, tag] : {std::pair{v.is_default, "default"}, std::pair{v.is_vendor, "vendor"},
+                                  std::pair{v.is_deterministic, "deterministic"}})
+      if (on) tags += (tags.empty() ? "" : ", ") + std::string(tag);
+    return tags.empty() ? tags : "[" + tags + "]";
+  };
+  size_t width = 0, tag_width = 9;
+  for (const VariantInfo& v : p.variants) {
+    width = std::max(width, v.name.size());
+    tag_width = std::max(tag_width, tags_of(v).size());
+  }
   for (int op = 0; op < SPARSEPORT_OP_COUNT; ++op) {
     bool any = false;
     for (const VariantInfo& v : p.variants) {
       if (v.op != op) continue;
       if (!any) std::printf("    %s\n", op_name(static_cast<sparseport_op>(op)));
       any = true;
-      std::string tags = v.is_default ? "default" : "";
-      if (v.is_vendor) tags += tags.empty() ? "vendor" : ", vendor";
-      std::printf("      %-*s  %-9s  %s\n", static_cast<int>(width), v.name.c_str(),
-                  tags.empty() ? "" : ("[" + tags + "]").c_str(), v.doc.c_str());
+      std::printf("      %-*s  %-*s  %s\n", static_cast<int>(width), v.name.c_str(), static_cast<int>(tag_width),
+                  tags_of(v).c_str(), v.doc.c_str());
     }
     if (!any) std::printf("    %s: (not provided)\n", op_name(static_cast<sparseport_op>(op)));
   }
@@ -94,8 +104,8 @@ void print_json(const PluginInfo& p) {
   for (const std::string& d : devices) dev_items.push_back(json_string(d));
   for (const VariantInfo& v : p.variants) {
     JsonObject o;
-    o.add("op", op_name(v.op)).add("name", v.name).add("default", v.is_default).add("vendor", v.is_vendor).add("doc",
-                                                                                                             v.doc);
+    o.add("op", op_name(v.op)).add("name", v.name).add("default", v.is_default).add("vendor", v.is_vendor);
+    o.add("deterministic", v.is_deterministic).add("doc", v.doc);
     var_items.push_back(o.str());
   }
   JsonObject o;

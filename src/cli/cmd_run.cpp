@@ -16,6 +16,7 @@
 #include "load.hpp"
 #include "progress.hpp"
 #include "sparseport/sparseport.hpp"
+#include "variant_names.hpp"
 #include "workloads.hpp"
 
 namespace sparseport::cli {
@@ -82,7 +83,7 @@ struct Report {
   int name_width = 32;  // the variant column, as wide as the longest name to print
   bool header_printed = false;
 
-  std::string chosen, decision;  // what "auto" ran, and how the scheduler chose it
+  std::string chosen{}, decision{};  // what "auto" ran, and how the scheduler chose it
 
   void print(const std::string& variant, const Timing& t, const Verdict& v) {
     const std::optional<double> flops = work.flops();
@@ -192,10 +193,9 @@ int run_typed(const RunOptions& opt, const Args& args) {
       throw Unsupported("sparseport run: backend '" + plugin.name + "' offers no variant of " + op_name(opt.op));
     variants = offered;
   } else if (!opt.variant.empty()) {
-    if (std::find(offered.begin(), offered.end(), opt.variant) == offered.end())
-      args.fail("backend '" + plugin.name + "' has no variant '" + opt.variant + "' for " + op_name(opt.op) +
-                " (it offers: " + (offered_list.empty() ? "none" : offered_list) + ")");
-    variants = {opt.variant};
+    // The full name, or the short one ("merge_path") where it names one offered variant.
+    variants = variants_named(offered, opt.variant);
+    if (variants.size() != 1) args.fail(variant_choice_error(offered, opt.variant, op_name(opt.op), plugin.name));
   } else {
     variants = {""};  // the scheduler chooses
   }
@@ -273,7 +273,9 @@ int cmd_run(const std::vector<std::string>& argv) {
               "reference, openmp, cuda[:N], kokkos (default: $SPARSEPORT_BACKEND, else the\n"
               "                        build's default)")
       .option("--variant", "V",
-              "a variant of the backend (see 'sparseport devices'), or 'all' for each in turn;\n"
+              "a variant of the backend (see 'sparseport devices'), by its full name or, where\n"
+              "                        unambiguous, its short one (merge_path for spmm.merge_path), or\n"
+              "                        'all' for each in turn;\n"
               "                        default: the scheduler chooses")
       .option("--F", "N", "feature width of the dense operands (default 64)")
       .option("--reps", "R", "timed repetitions after the warm-up (default 10)")
@@ -307,6 +309,7 @@ int cmd_run(const std::vector<std::string>& argv) {
           "Examples:\n"
           "  sparseport run --op spmm --json\n"
           "  sparseport run --op sddmm --backend openmp --variant all --F 32 rmat:14:16\n"
+          "  sparseport run --op spmm --backend openmp --variant merge_path rmat:14:16\n"
           "  sparseport run --op segment_reduce --reduce max ../shared/data/cora.mtx.gz");
   if (!args.parse(argv)) return 0;
 

@@ -10,6 +10,7 @@
 
 #include "sparseport/errors.hpp"
 #include "src/core/registry.hpp"
+#include "src/core/validated.hpp"
 
 namespace sparseport {
 
@@ -58,7 +59,8 @@ PluginInfo load(const detail::BuiltinPlugin& b) {
   for (int32_t i = 0; i < copy.n_variants; ++i) {
     const sparseport_variant& v = copy.variants[i];
     info.variants.push_back({static_cast<sparseport_op>(v.op), v.name, (v.flags & SPARSEPORT_VARIANT_DEFAULT) != 0,
-                             (v.flags & SPARSEPORT_VARIANT_VENDOR) != 0, v.doc ? v.doc : ""});
+                             (v.flags & SPARSEPORT_VARIANT_VENDOR) != 0, v.doc ? v.doc : "",
+                             (v.flags & SPARSEPORT_VARIANT_DETERMINISTIC) != 0});
   }
   info.status = PluginStatus::available;
   if (copy.device_count != nullptr) {
@@ -105,6 +107,7 @@ struct Context::Impl {
   void* state = nullptr;
 
   ~Impl() {
+    detail::forget_validated(state, nullptr, 0);
     if (plugin != nullptr && plugin->table->context_destroy != nullptr) plugin->table->context_destroy(state);
   }
 };
@@ -215,7 +218,7 @@ sparseport_exec Context::exec() const {
 Buffer::Buffer(Buffer&& o) noexcept { *this = std::move(o); }
 Buffer& Buffer::operator=(Buffer&& o) noexcept {
   if (this != &o) {
-    if (ptr_ != nullptr) table_->release(state_, ptr_);
+    release_now();
     owner_ = std::move(o.owner_);
     ptr_ = std::exchange(o.ptr_, nullptr);
     bytes_ = std::exchange(o.bytes_, 0);
@@ -224,8 +227,13 @@ Buffer& Buffer::operator=(Buffer&& o) noexcept {
   }
   return *this;
 }
-Buffer::~Buffer() {
-  if (ptr_ != nullptr) table_->release(state_, ptr_);
+Buffer::~Buffer() { release_now(); }
+
+// Index arrays checked in this memory must be checked again once it is freed (and reused).
+void Buffer::release_now() noexcept {
+  if (ptr_ == nullptr) return;
+  detail::forget_validated(state_, ptr_, bytes_);
+  table_->release(state_, ptr_);
 }
 
 Buffer Context::allocate(size_t bytes) const {
@@ -236,13 +244,18 @@ Buffer Context::allocate(size_t bytes) const {
   b.bytes_ = bytes;
   if (bytes == 0) return b;
   sparseport_status st{};
-  if (b.table_->alloc(impl_->state, bytes, &b.ptr_, &st) != SPARSEPORT_OK)
-    detail::throw_status(st, "sparseport: allocating " + std::to_string(bytes) + " bytes on " + impl_->backend);
+  if (b.table_->alloc(impl_->state, bytes, &b.ptr_, &st) != SPARSEPORT_OK) {
+    b.ptr_ = nullptr;  // nothing to release; the context stays usable
+    // An out-of-memory status becomes OutOfMemory carrying `bytes`.
+    detail::throw_status(st, "sparseport: allocating " + std::to_string(bytes) + " bytes (" + detail::human_bytes(bytes) +
+                                 ") on " + impl_->backend, bytes);
+  }
   return b;
 }
 
 void Context::copy_to_backend(void* dst, const void* src, size_t bytes) const {
   if (bytes == 0) return;
+  detail::forget_validated(impl_->state, dst, bytes);
   sparseport_status st{};
   if (impl_->plugin->table->copy(impl_->state, dst, src, bytes, SPARSEPORT_COPY_HOST_TO_DEVICE, &st) != SPARSEPORT_OK)
     detail::throw_status(st, "sparseport: copying " + std::to_string(bytes) + " bytes to " + impl_->backend);

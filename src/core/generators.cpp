@@ -1,17 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cerrno>
+#include <cstdio>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <new>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "sparseport/errors.hpp"
+#include "src/core/registry.hpp"
 #include "sparseport/graph.hpp"
 #include "src/core/counter_rng.hpp"
 
@@ -189,19 +195,34 @@ template <class I>
 void check_rows_fit(const Spec& s, int64_t n) {
   if (n > kIndexMax<I>)
     s.refuse("N = " + std::to_string(n) + " rows do not fit " + kIndexName<I> + " indices (at most " +
-             std::to_string(kIndexMax<I>) + "); use int64 indices");
+             std::to_string(kIndexMax<I>) + ")" + (sizeof(I) < 8 ? "; use int64 indices" : ""));
 }
 
 template <class I>
 void check_nnz_fits(const Spec& s, const std::string& what, long double nnz) {
   if (nnz > static_cast<long double>(kIndexMax<I>))
     s.refuse(what + " entries, more than " + kIndexName<I> + " indices can address (at most " +
-             std::to_string(kIndexMax<I>) + "); use int64 indices");
+             std::to_string(kIndexMax<I>) + ")" + (sizeof(I) < 8 ? "; use int64 indices" : ""));
 }
 
 std::string fmt_count(long double x) {
   if (x < 1e18L) return std::to_string(static_cast<int64_t>(x));
-  return std::to_string(static_cast<double>(x));
+  char buf[64];  // a whole number, not "13835058055282163712.000000"
+  std::snprintf(buf, sizeof buf, x < 1e30L ? "%.0Lf" : "%.3Le", x);
+  return buf;
+}
+
+// A spec can fit the index type and still ask for more than the machine holds (rmat:40:16 draws
+// 2^44 edges: 512 TiB of keys while sorting). Refused here, before any allocation, with the numbers:
+// allocating would fail late or be granted lazily and end in the OOM killer. `scratch` is what
+// the generator holds besides the result's row pointers and column indices (values come on top).
+template <class I>
+void check_memory(const Spec& s, long double rows, long double entries, long double scratch) {
+  const long double need = (rows + 1 + entries) * sizeof(I) + scratch;
+  const long double have = detail::host_memory_bytes();
+  if (need > have)
+    s.refuse("the graph needs at least " + detail::human_bytes(need) + " (" + fmt_count(rows) + " rows, " + fmt_count(entries) +
+             " entries), more than this machine's " + detail::human_bytes(have) + " of memory");
 }
 
 // Sorted distinct k values of [0, n) from one stream, written to out[0..k).
@@ -240,6 +261,7 @@ Pattern<I> make_er(const Spec& s, uint64_t key) {
   check_rows_fit<I>(s, n);
   const long double expected = static_cast<long double>(p) * n * n;
   check_nnz_fits<I>(s, "N*N*P = " + fmt_count(expected) + " expected", expected);
+  check_memory<I>(s, n, expected, 0);
 
   Pattern<I> g;
   g.n = n;
@@ -347,6 +369,7 @@ Pattern<I> make_rmat(const Spec& s, uint64_t key) {
   check_rows_fit<I>(s, n);
   const long double draws_ld = static_cast<long double>(edge_factor) * static_cast<long double>(n);
   check_nnz_fits<I>(s, "EDGEFACTOR*2^SCALE = " + fmt_count(draws_ld) + " drawn", draws_ld);
+  check_memory<I>(s, n, draws_ld, draws_ld * 2 * (2 * scale <= 64 ? 8 : 16));  // the keys, sorted out of place
   const int64_t draws = edge_factor * n;
 
   if (2 * scale <= 64) return rmat_from_keys<I, uint64_t>(n, scale, draws, key);
@@ -375,6 +398,7 @@ Pattern<I> make_hubs(const Spec& s, uint64_t key) {
     s.refuse("HUBDEG = " + std::to_string(hub_deg) + " distinct columns do not fit in N = " + std::to_string(n));
   const long double nnz = static_cast<long double>(n - hubs) * deg + static_cast<long double>(hubs) * hub_deg;
   check_nnz_fits<I>(s, "(N-NHUBS)*DEG + NHUBS*HUBDEG = " + fmt_count(nnz), nnz);
+  check_memory<I>(s, n, nnz, 0);
 
   Pattern<I> g;
   g.n = n;
@@ -398,6 +422,7 @@ Pattern<I> make_band(const Spec& s) {
   // Rows away from the edges hold 2h+1 columns, the first and last h rows fewer.
   const long double nnz = static_cast<long double>(n) * (2 * h + 1) - static_cast<long double>(h) * (h + 1);
   check_nnz_fits<I>(s, "the band holds " + fmt_count(nnz), nnz);
+  check_memory<I>(s, n, nnz, 0);
 
   Pattern<I> g;
   g.n = n;
@@ -420,6 +445,7 @@ Pattern<I> make_megarow(const Spec& s, uint64_t key) {
   check_rows_fit<I>(s, n);
   const long double total_ld = static_cast<long double>(n) * deg;
   check_nnz_fits<I>(s, "N*DEG = " + fmt_count(total_ld), total_ld);
+  check_memory<I>(s, n, total_ld, 0);
   const int64_t total = n * deg;
   // One IEEE multiply and a round: the same count on every machine.
   const auto mega = static_cast<int64_t>(std::llround(fraction * static_cast<double>(total)));
@@ -542,8 +568,10 @@ bool is_generator_spec(std::string_view spec) {
   return find_kind(name) != nullptr;
 }
 
+namespace {
+
 template <class I, class V>
-HostCsr<I, V> generate(std::string_view spec_text, const GenOptions& opt) {
+HostCsr<I, V> generate_unguarded(std::string_view spec_text, const GenOptions& opt) {
   const Spec s(spec_text);
   Pattern<I> g;
   const std::string_view name = s.name();
@@ -566,6 +594,21 @@ HostCsr<I, V> generate(std::string_view spec_text, const GenOptions& opt) {
   a.rowptr = std::move(g.rowptr);
   a.colind = std::move(g.colind);
   return a;
+}
+
+}  // namespace
+
+// The specs' own checks refuse what the index type cannot address; what fits it can still be more
+// than the host can hold (int64 indices, or N rows of int32 on a small machine).
+template <class I, class V>
+HostCsr<I, V> generate(std::string_view spec_text, const GenOptions& opt) {
+  try {
+    return generate_unguarded<I, V>(spec_text, opt);
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory("sparseport::generate: '" + std::string(spec_text) +
+                          "' needs more host memory than could be allocated (std::bad_alloc); generate a smaller graph",
+                      ENOMEM, "std::bad_alloc");
+  }
 }
 
 template <class I, class V>

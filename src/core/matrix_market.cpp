@@ -20,6 +20,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <new>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "sparseport/errors.hpp"
+#include "src/core/registry.hpp"
 #include "sparseport/graph.hpp"
 
 namespace sparseport {
@@ -36,6 +38,7 @@ namespace {
 // on most servers.
 constexpr size_t kChunkBytes = size_t{8} << 20;
 constexpr size_t kHeaderChunkBytes = size_t{64} << 10;
+constexpr size_t kMinChunkBytes = size_t{64} << 10;  // the least a file gets, however small
 // A longer "line" is binary junk, not Matrix Market; the cap keeps memory bounded and never hangs.
 constexpr size_t kMaxLineBytes = size_t{64} << 20;
 // zlib's own input buffer (the default 8 KiB means a read() call per 8 KiB of compressed data).
@@ -44,6 +47,20 @@ constexpr unsigned kGzBufferBytes = 1u << 20;
 constexpr int64_t kMaxSize = int64_t{1} << 62;
 
 std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
+
+// deflate expands its input at most about 1032 times (zlib's technical details).
+constexpr int64_t kMaxDeflateRatio = 1032;
+
+// A size line asking for more memory than the machine has is refused before any entry is read:
+// allocating it would fail late (std::bad_alloc) or be granted lazily and end in the OOM killer.
+void check_host_memory(const char* op, const std::string& path, int64_t rows, int64_t cols, long double bytes,
+                       const char* what) {
+  const long double have = detail::host_memory_bytes();
+  if (bytes > have)
+    throw InvalidArgument(std::string(op) + ": " + path + " is " + std::to_string(rows) + "x" + std::to_string(cols) +
+                          ": " + what + " " + detail::human_bytes(bytes) + ", more than this machine's " + detail::human_bytes(have) +
+                          " of memory.");
+}
 
 // A token or line quoted in an error message: printable, and short even for binary junk.
 std::string quoted(std::string_view s) {
@@ -64,7 +81,17 @@ std::string quoted(std::string_view s) {
 }
 
 bool is_blank(char ch) { return ch == ' ' || ch == '\t'; }
+
 bool is_digit(char ch) { return static_cast<unsigned char>(ch - '0') < 10; }
+
+// gzerror's text without the "<fd:4>: " that gzdopen'ed streams put in front: the message names the
+// file already.
+std::string zlib_text(const char* msg) {
+  std::string_view m = msg != nullptr ? msg : "unknown error";
+  if (m.starts_with("<fd:"))
+    if (const size_t colon = m.find(">: "); colon != std::string_view::npos) m.remove_prefix(colon + 3);
+  return std::string(m);
+}
 
 // ---- input ------------------------------------------------------------------------------------
 
@@ -75,7 +102,7 @@ bool is_digit(char ch) { return static_cast<unsigned char>(ch - '0') < 10; }
 class Input {
  public:
   Input(std::string path, size_t chunk, const std::function<void(double)>* progress)
-      : path_(std::move(path)), cap_(chunk), buf_(new char[chunk + 1]), progress_(progress) {
+      : path_(std::move(path)), cap_(chunk), progress_(progress) {
     fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) throw ParseError(path_, 0, "cannot open the file for reading (" + errno_text(errno) + ").");
     struct stat st {};
@@ -97,7 +124,19 @@ class Input {
         throw ParseError(path_, 0, "cannot start reading the gzip data (out of memory).");
       }
       fd_ = -1;  // zlib owns it now
-      ::gzbuffer(gz_, kGzBufferBytes);
+      ::gzbuffer(gz_, file_bytes_ > 0 ? static_cast<unsigned>(std::clamp<int64_t>(file_bytes_, 8192, kGzBufferBytes))
+                                      : kGzBufferBytes);
+    }
+    // A small file gets a small buffer: the chunk size pays off only for files larger than it (an
+    // 8 MiB buffer for a 1 KiB file costs more than reading it).
+    if (file_bytes_ > 0)
+      cap_ = std::min(cap_, std::max(kMinChunkBytes, static_cast<size_t>(file_bytes_) * (gz_ != nullptr ? 8 : 1) + 1));
+    try {
+      buf_.reset(new char[cap_ + 1]);
+    } catch (...) {
+      if (gz_ != nullptr) ::gzclose(gz_);
+      if (fd_ >= 0) ::close(fd_);
+      throw;
     }
   }
   ~Input() {
@@ -169,14 +208,14 @@ class Input {
         int code = Z_OK;
         const char* msg = ::gzerror(gz_, &code);
         error_ = code == Z_ERRNO ? "cannot read the file (" + errno_text(errno) + ")."
-                                 : "the gzip data is corrupt (zlib: " + std::string(msg) + ").";
+                                 : "the gzip data is corrupt (zlib: " + zlib_text(msg) + ").";
         eof_ = true;
       } else if (n == 0) {
         int code = Z_OK;
         const char* msg = ::gzerror(gz_, &code);
         // Z_BUF_ERROR at the end: the input stopped in the middle of a gzip stream.
         if (code != Z_OK)
-          error_ = "the gzip data ends early or is corrupt (zlib: " + std::string(msg) + "); the file is truncated?";
+          error_ = "the gzip data ends early or is corrupt (zlib: " + zlib_text(msg) + "); the file is truncated?";
         eof_ = true;
       }
       got = n > 0 ? static_cast<size_t>(n) : 0;
@@ -326,9 +365,27 @@ class Parser {
   int64_t entries_to_reserve() const {
     const int64_t min_line = 4;  // "1 1\n"
     int64_t bound = in_.file_bytes() / min_line + 1;
-    if (in_.gzip()) bound = std::max<int64_t>(int64_t{1} << 22, in_.file_bytes() * 4);
+    if (in_.gzip()) {
+      bound = std::max<int64_t>(int64_t{1} << 22, in_.file_bytes() * 4);
+      if (const int64_t room = entries_file_can_hold(min_line); room >= 0) bound = std::min(bound, room);
+    }
     return std::min(h_.entries, bound);
   }
+
+  // The most entries (values, for an array file) the file can hold when each takes at least
+  // min_line bytes and gzip data expands at most kMaxDeflateRatio times; -1 when the file's size is
+  // not known (not a regular file).
+  int64_t entries_file_can_hold(int64_t min_line) const {
+    int64_t bytes = in_.file_bytes();
+    if (bytes <= 0) return -1;
+    if (in_.gzip()) bytes = bytes > std::numeric_limits<int64_t>::max() / kMaxDeflateRatio
+                                ? std::numeric_limits<int64_t>::max()
+                                : bytes * kMaxDeflateRatio;
+    return bytes / min_line + 1;  // the last line may lack its '\n'
+  }
+  int64_t size_line() const { return size_line_; }
+  int64_t file_bytes() const { return in_.file_bytes(); }
+  bool gzip() const { return in_.gzip(); }
 
   // Calls sink(row, col, value) (0-based; value 1 for a pattern) for every stored entry, in file
   // order, then checks that nothing but blanks and comments follows.
@@ -1033,8 +1090,10 @@ MmHeader read_matrix_market_header(const std::string& path) {
   return ps.header();
 }
 
+namespace {
+
 template <class I, class V>
-HostCsr<I, V> read_matrix_market(const std::string& path, const MmReadOptions& opt, MmHeader* header) {
+HostCsr<I, V> read_matrix_market_unguarded(const std::string& path, const MmReadOptions& opt, MmHeader* header) {
   Parser ps(path, kChunkBytes, opt.progress ? &opt.progress : nullptr);
   ps.read_header();
   const MmHeader h = ps.header();
@@ -1049,6 +1108,8 @@ HostCsr<I, V> read_matrix_market(const std::string& path, const MmReadOptions& o
   if (opt.symmetrize && h.symmetry == MmSymmetry::general && h.rows != h.cols)
     throw InvalidArgument("read_matrix_market: symmetrize needs a square matrix, but " + path + " is " +
                           std::to_string(h.rows) + "x" + std::to_string(h.cols) + ".");
+  check_host_memory("read_matrix_market", path, h.rows, h.cols,
+                    (static_cast<long double>(h.rows) + 1) * sizeof(I), "its row pointers alone need");
 
   const bool values = opt.keep_values && h.field != MmField::pattern;
   const bool array = h.format == MmFormat::array;
@@ -1059,8 +1120,16 @@ HostCsr<I, V> read_matrix_market(const std::string& path, const MmReadOptions& o
   ci.reserve(static_cast<size_t>(reserve));
   if (values) vals.reserve(static_cast<size_t>(reserve));
   int64_t diag = 0;
+  int64_t kept = 0;  // entries of the result so far: stop reading as soon as they cannot fit I
+  const bool mirrored = h.symmetry != MmSymmetry::general;
   ps.read_entries<V>([&](int64_t r, int64_t c, V v) {
     if (array && v == V(0)) return;  // array files keep their nonzeros
+    kept += r == c ? (opt.drop_self_loops ? 0 : 1) : (mirrored ? 2 : 1);
+    if (kept > kMaxI)
+      throw InvalidArgument("read_matrix_market: " + path + " holds more than " + std::to_string(kMaxI) +
+                            (mirrored ? " nonzeros after symmetric expansion" : " nonzeros") + " (counted after " +
+                            std::to_string(ri.size() + 1) + " stored entries), more than " +
+                            std::to_string(sizeof(I) * 8) + "-bit indices can hold; read it with int64_t indices.");
     ri.push_back(static_cast<I>(r));
     ci.push_back(static_cast<I>(c));
     if (values) vals.push_back(v);
@@ -1086,6 +1155,20 @@ HostCsr<I, V> read_matrix_market(const std::string& path, const MmReadOptions& o
   return a;
 }
 
+}  // namespace
+
+// What fits the index type can still be more than the host can hold.
+template <class I, class V>
+HostCsr<I, V> read_matrix_market(const std::string& path, const MmReadOptions& opt, MmHeader* header) {
+  try {
+    return read_matrix_market_unguarded<I, V>(path, opt, header);
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory("read_matrix_market: " + path +
+                          " needs more host memory than could be allocated (std::bad_alloc) for its entries and CSR",
+                      ENOMEM, "std::bad_alloc");
+  }
+}
+
 template <class V>
 HostDense<V> read_matrix_market_dense(const std::string& path) {
   Parser ps(path, kChunkBytes, nullptr);
@@ -1094,7 +1177,26 @@ HostDense<V> read_matrix_market_dense(const std::string& path) {
   if (h.cols != 0 && h.rows > static_cast<int64_t>(std::numeric_limits<ptrdiff_t>::max() / sizeof(V)) / h.cols)
     throw InvalidArgument("read_matrix_market_dense: " + path + " is " + std::to_string(h.rows) + "x" +
                           std::to_string(h.cols) + ", too large for a dense matrix.");
-  HostDense<V> d(h.rows, h.cols);
+  // The dense matrix is allocated before the values are read: a size line the file cannot back
+  // (truncated, or junk) must not cost rows x cols of memory first.
+  if (const int64_t room = ps.entries_file_can_hold(2); h.format == MmFormat::array && room >= 0 && h.entries > room)
+    ps.fail(ps.size_line(), "the size line announces " + std::to_string(h.entries) + " values, but the file (" +
+                                std::to_string(ps.file_bytes()) + (ps.gzip() ? " bytes of gzip data" : " bytes") +
+                                ") can hold at most " + std::to_string(room) +
+                                "; it is truncated or the size line is wrong.");
+  check_host_memory("read_matrix_market_dense", path, h.rows, h.cols,
+                    static_cast<long double>(h.rows) * static_cast<long double>(h.cols) * sizeof(V),
+                    "a dense matrix needs");
+  HostDense<V> d;
+  try {
+    d = HostDense<V>(h.rows, h.cols);
+  } catch (const std::bad_alloc&) {
+    const size_t bytes = static_cast<size_t>(h.rows) * static_cast<size_t>(h.cols) * sizeof(V);
+    throw OutOfMemory("read_matrix_market_dense: " + path + " is " + std::to_string(h.rows) + "x" +
+                          std::to_string(h.cols) + ": " + std::to_string(bytes) +
+                          " bytes of host memory could not be allocated (std::bad_alloc)",
+                      ENOMEM, "std::bad_alloc", bytes);
+  }
   const V sign = h.symmetry == MmSymmetry::skew_symmetric ? V(-1) : V(1);
   const bool mirror = h.symmetry != MmSymmetry::general;
   if (h.format == MmFormat::array) {

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <unistd.h>
+
 #include <array>
+#include <cstdio>
 #include <string>
 
 #include "sparseport/context.hpp"
@@ -59,13 +62,37 @@ Reduce reduce_from_name(std::string_view n) {
 
 namespace detail {
 
-void throw_status(const sparseport_status& st, const std::string& where) {
+std::string human_bytes(long double bytes) {
+  static const char* const kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB", "YiB"};
+  size_t u = 0;
+  while (bytes >= 1024 && u + 1 < std::size(kUnits)) bytes /= 1024, ++u;
+  char buf[48];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0Lf %s" : "%.1Lf %s", bytes, kUnits[u]);
+  return buf;
+}
+
+long double host_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0x1p47L;
+  return static_cast<long double>(pages) * static_cast<long double>(page);
+}
+
+bool is_out_of_memory(const sparseport_status& st) {
+  if (st.code != SPARSEPORT_ERR_BACKEND) return false;
+  const std::string_view n = st.native_name;
+  return n == "ENOMEM" || n == "std::bad_alloc" || n == "cudaErrorMemoryAllocation" ||
+         n == "CUSPARSE_STATUS_ALLOC_FAILED" || n == "Kokkos::kokkos_malloc";
+}
+
+void throw_status(const sparseport_status& st, const std::string& where, size_t requested_bytes) {
   const std::string msg = where + ": " + st.message;
   switch (st.code) {
     case SPARSEPORT_ERR_INVALID_ARGUMENT: throw InvalidArgument(msg);
     case SPARSEPORT_ERR_DIMENSION_MISMATCH: throw DimensionMismatch(msg);
     case SPARSEPORT_ERR_UNSUPPORTED: throw Unsupported(msg);
-    case SPARSEPORT_ERR_BACKEND: throw BackendError(msg, st.native_code, st.native_name);
+    case SPARSEPORT_ERR_BACKEND:
+      if (is_out_of_memory(st)) throw OutOfMemory(msg, st.native_code, st.native_name, requested_bytes);
+      throw BackendError(msg, st.native_code, st.native_name);
     case SPARSEPORT_ERR_DEVICE_FAULT: throw DeviceFault(msg, st.native_code, st.native_name);
     default: throw PluginError(msg + " (plugin status " + std::to_string(st.code) + ")");
   }

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <limits>
 #include <new>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
@@ -43,13 +45,28 @@ int guarded(sparseport_status* st, F&& f) noexcept {
   } catch (const Unsupported& e) {
     set_status(st, SPARSEPORT_ERR_UNSUPPORTED, e.what());
   } catch (const std::bad_alloc&) {
-    set_status(st, SPARSEPORT_ERR_BACKEND, "out of host memory", 0, "std::bad_alloc");
+    // The size is not known here; the front end raises OutOfMemory for this native name.
+    set_status(st, SPARSEPORT_ERR_BACKEND, "ran out of host memory inside the plugin (std::bad_alloc)", 0,
+               "std::bad_alloc");
   } catch (const std::exception& e) {
     set_status(st, SPARSEPORT_ERR_PLUGIN, e.what());
   } catch (...) {
     set_status(st, SPARSEPORT_ERR_PLUGIN, "unknown exception inside a plugin");
   }
   return st != nullptr ? st->code : SPARSEPORT_ERR_PLUGIN;
+}
+
+// Phase 0 of a structural op that builds a CSR: `total` (counted in int64) entries are about to go
+// into a rowptr of index type I. Throws InvalidArgument when they do not fit, before anything is
+// stored, e.g. "the selected rows hold 2147549184 entries in all, more than int32 indices can
+// address (at most 2147483647); use int64 indices".
+template <class I>
+void check_result_fits(int64_t total, const char* what) {
+  constexpr int64_t kMax = static_cast<int64_t>(std::numeric_limits<I>::max());
+  if (total <= kMax) return;
+  throw InvalidArgument(std::string(what) + " " + std::to_string(total) + " entries in all, more than " +
+                        (sizeof(I) == 4 ? "int32" : "int64") + " indices can address (at most " +
+                        std::to_string(kMax) + ")" + (sizeof(I) == 4 ? "; use int64 indices" : ""));
 }
 
 // Calls f.template operator()<I, V>() for the run-time index and value types:

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The front end's shared checks and the one way an op reaches a plugin slot. Checks that read
-// index contents run only when the context's memory is host memory.
+// index contents run on the host for host memory and through the plugin for device memory.
 #pragma once
 
+#include <new>
 #include <optional>
 #include <string>
 
@@ -26,11 +27,13 @@ sparseport_dense_mut to_abi(const DenseMutView& v);
 // Pointers, ld >= cols, non-negative sizes; then the shape must be rows x cols.
 void check_dense(const std::string& w, const char* arg, const DenseView& d, int64_t rows, int64_t cols,
                  const char* rule);
-// Sizes, pointers, index/value type tags, and (host memory) rowptr and column ranges.
-void check_csr(const Context& ctx, const std::string& w, const char* arg, const CsrView& a);
-// Every entry in [0, bound); sorted ascending when `sorted`; host memory only for the contents.
+// Sizes, pointers, index/value type tags, then the contents as ctx.validate() says: rowptr[0] == 0,
+// monotone, rowptr[rows] == nnz, columns in [0, cols). Host memory is read here; device memory by
+// the plugin's check_indices, once per operand, or on every call with `plan` (a plan is built).
+void check_csr(const Context& ctx, const std::string& w, const char* arg, const CsrView& a, bool plan = false);
+// Every entry in [0, bound); sorted ascending when `sorted`; contents as for check_csr.
 void check_index(const Context& ctx, const std::string& w, const char* arg, const IndexView& idx, int64_t bound,
-                 bool sorted);
+                 bool sorted, bool plan = false);
 void check_same_type(const std::string& w, const char* arg, ValueType got, ValueType want);
 void check_same_type(const std::string& w, const char* arg, IndexType got, IndexType want);
 void check_reduce(const std::string& w, Reduce r);
@@ -54,13 +57,24 @@ std::optional<sparseport_gather_scatter_args> gather_scatter_args(const Context&
                                                                   bool structure);
 
 // Lets the scheduler pick the variant (or honours `requested`) and run it; a failed status
-// becomes the matching exception.
+// becomes the matching exception. Host memory running out on this side of the plugin table (the
+// scheduler's own vectors) is OutOfMemory too; inside a plugin, guarded() already turned it into a
+// status.
 template <class Args, class Fn>
 void call_plugin(const Context& ctx, sparseport_op op, Fn slot, const Args& args, const std::string& requested,
                  const std::string& w) {
   if (slot == nullptr) throw Unsupported(w + ": backend '" + ctx.plugin().name + "' does not provide this op");
-  scheduler::run(ctx.plugin(), ctx.exec(), op, &args, requested, w);
+  try {
+    scheduler::run(ctx.plugin(), ctx.exec(), op, &args, requested, w);
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory(w + ": ran out of host memory while running the op (std::bad_alloc)", 0, "std::bad_alloc");
+  }
 }
+
+// Bytes for n elements of `size` bytes; OutOfMemory when that does not fit size_t.
+size_t bytes_for(const std::string& w, const char* what, int64_t n, size_t size);
+// ctx.allocate for n elements of one of the op's results; OutOfMemory names the op, the array and the bytes.
+Buffer allocate_result(const Context& ctx, const std::string& w, const char* what, int64_t n, size_t size);
 
 // Runs a two-phase structural op (phase 0: rowptr; phase 1: fill) into a CsrMatrix in ctx's memory.
 template <class Args, class Fn>
@@ -73,7 +87,7 @@ CsrMatrix call_two_phase(const Context& ctx, sparseport_op op, Fn slot, Args arg
   m.value_type = a.value_type;
   m.pattern = a.is_pattern();
   const size_t isz = static_cast<size_t>(size_of(a.index_type));
-  m.rowptr = ctx.allocate(static_cast<size_t>(rows + 1) * isz);
+  m.rowptr = allocate_result(ctx, w, "the result's rowptr", rows + 1, isz);
   args.out = {rows, cols, 0, m.rowptr.data(), nullptr, nullptr, static_cast<int32_t>(a.index_type),
               static_cast<int32_t>(a.value_type)};
   args.phase = 0;
@@ -85,8 +99,13 @@ CsrMatrix call_two_phase(const Context& ctx, sparseport_op op, Fn slot, Args arg
   } else {
     ctx.copy_to_host(&m.nnz, static_cast<const char*>(m.rowptr.data()) + rows * 8, 8);
   }
-  m.colind = ctx.allocate(static_cast<size_t>(m.nnz) * isz);
-  if (!m.pattern) m.values = ctx.allocate(static_cast<size_t>(m.nnz * size_of(a.value_type)));
+  // The plugins refuse a count that does not fit before they store it; a negative total means one did not.
+  if (m.nnz < 0)
+    throw PluginError(w + ": the result's rowptr[" + std::to_string(rows) + "] reads " + std::to_string(m.nnz) +
+                      " after phase 0: the plugin let the entry count overflow its " + name(a.index_type) +
+                      " rowptr instead of refusing it; use int64 indices");
+  m.colind = allocate_result(ctx, w, "the result's colind", m.nnz, isz);
+  if (!m.pattern) m.values = allocate_result(ctx, w, "the result's values", m.nnz, static_cast<size_t>(size_of(a.value_type)));
   args.out.nnz = m.nnz;
   args.out.colind = m.colind.data();
   args.out.values = m.pattern ? nullptr : m.values.data();

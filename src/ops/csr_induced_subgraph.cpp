@@ -28,6 +28,10 @@ CsrMatrix csr_induced_subgraph(const Context& ctx, const CsrView& a, const Index
     throw DimensionMismatch(w + ": A is " + std::to_string(a.rows) + "x" + std::to_string(a.cols) +
                             " but must be square (rows and columns are the same vertices)");
   ops::check_same_type(w, "vertices", vertices.index_type, a.index_type);
+  // Checked before the contents: distinct vertices of A cannot outnumber its rows.
+  if (vertices.n > a.rows)
+    throw InvalidArgument(w + ": vertices has " + std::to_string(vertices.n) + " entries but A has only " +
+                          std::to_string(a.rows) + " rows (vertices must be distinct)");
   ops::check_index(ctx, w, "vertices", vertices, a.rows, false);
   if (!ctx.device_memory()) {
     if (vertices.index_type == IndexType::i32)

@@ -7,6 +7,10 @@ CsrMatrix csr_slice_rows(const Context& ctx, const CsrView& a, const IndexView& 
   const std::string w = ops::where(ctx, SPARSEPORT_OP_CSR_SLICE_ROWS);
   ops::check_csr(ctx, w, "A", a);
   ops::check_same_type(w, "rows", rows.index_type, a.index_type);
+  // One result row per entry of `rows`: the result's row count must fit its index type too.
+  if (rows.index_type == IndexType::i32 && rows.n > INT32_MAX)
+    throw InvalidArgument(w + ": rows has " + std::to_string(rows.n) +
+                          " entries, more result rows than int32 indices can address (at most 2147483647); use int64");
   ops::check_index(ctx, w, "rows", rows, a.rows, false);
   sparseport_slice_rows_args args{};
   args.a = ops::to_abi(a);

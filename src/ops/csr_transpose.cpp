@@ -14,9 +14,10 @@ CsrMatrix csr_transpose(const Context& ctx, const CsrView& a, const OpOptions& o
   m.value_type = a.value_type;
   m.pattern = a.is_pattern();
   const size_t isz = static_cast<size_t>(size_of(a.index_type));
-  m.rowptr = ctx.allocate(static_cast<size_t>(a.cols + 1) * isz);
-  m.colind = ctx.allocate(static_cast<size_t>(a.nnz) * isz);
-  if (!m.pattern) m.values = ctx.allocate(static_cast<size_t>(a.nnz * size_of(a.value_type)));
+  m.rowptr = ops::allocate_result(ctx, w, "the result's rowptr", a.cols + 1, isz);
+  m.colind = ops::allocate_result(ctx, w, "the result's colind", a.nnz, isz);
+  if (!m.pattern)
+    m.values = ops::allocate_result(ctx, w, "the result's values", a.nnz, static_cast<size_t>(size_of(a.value_type)));
   const sparseport_transpose_args args{
       ops::to_abi(a),
       {m.rows, m.cols, m.nnz, m.rowptr.data(), m.colind.data(), m.pattern ? nullptr : m.values.data(),

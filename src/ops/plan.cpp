@@ -4,6 +4,7 @@
 #include "scheduler/cache.hpp"
 #include "scheduler/options.hpp"
 #include "scheduler/select.hpp"
+#include "src/core/validated.hpp"
 #include "src/ops/common.hpp"
 
 namespace sparseport {
@@ -65,7 +66,7 @@ SpmmPlan::SpmmPlan(const Context& ctx, const CsrView& a, int64_t features, const
                    const SchedulerOptions& sched)
     : ctx_(ctx), a_(a), features_(features), opt_(opt) {
   const std::string w = ops::where(ctx, SPARSEPORT_OP_SPMM) + " (SpmmPlan)";
-  ops::check_csr(ctx, w, "A", a);
+  ops::check_csr(ctx, w, "A", a, /*plan=*/true);
   const int32_t vt = static_cast<int32_t>(a.value_type);
   const sparseport_spmm_args probe_shape{ops::to_abi(a), {a.cols, features, features, nullptr, vt},
                                          {a.rows, features, features, nullptr, vt}, static_cast<int32_t>(opt.reduce),
@@ -86,7 +87,7 @@ SddmmPlan::SddmmPlan(const Context& ctx, const CsrView& a, int64_t features, con
                      const SchedulerOptions& sched)
     : ctx_(ctx), a_(a), features_(features), opt_(opt) {
   const std::string w = ops::where(ctx, SPARSEPORT_OP_SDDMM) + " (SddmmPlan)";
-  ops::check_csr(ctx, w, "A", a);
+  ops::check_csr(ctx, w, "A", a, /*plan=*/true);
   const int32_t vt = static_cast<int32_t>(a.value_type);
   const sparseport_sddmm_args probe_shape{ops::to_abi(a), {a.rows, features, features, nullptr, vt},
                                           {a.cols, features, features, nullptr, vt}, {a.nnz, 1, 1, nullptr, vt}};
@@ -106,7 +107,7 @@ AttentionPlan::AttentionPlan(const Context& ctx, const CsrView& a, int64_t featu
                              const SchedulerOptions& sched)
     : ctx_(ctx), a_(a), features_(features), opt_(opt) {
   const std::string w = ops::where(ctx, SPARSEPORT_OP_CSR_ATTENTION) + " (AttentionPlan)";
-  ops::check_csr(ctx, w, "A", a);
+  ops::check_csr(ctx, w, "A", a, /*plan=*/true);
   const int32_t vt = static_cast<int32_t>(a.value_type);
   const sparseport_attention_args probe_shape{ops::to_abi(a),
                                               {a.rows, features, features, nullptr, vt},
@@ -131,8 +132,8 @@ GatherScatterPlan::GatherScatterPlan(const Context& ctx, const CooView& edges, i
     : ctx_(ctx), edges_(edges), features_(features), opt_(opt) {
   const std::string w = ops::where(ctx, SPARSEPORT_OP_GATHER_SCATTER) + " (GatherScatterPlan)";
   if (edges.rows < 0 || edges.cols < 0 || edges.nnz < 0) throw InvalidArgument(w + ": edges has a negative size");
-  ops::check_index(ctx, w, "edges.row (dst)", {edges.nnz, edges.row, edges.index_type}, edges.rows, true);
-  ops::check_index(ctx, w, "edges.col (src)", {edges.nnz, edges.col, edges.index_type}, edges.cols, false);
+  ops::check_index(ctx, w, "edges.row (dst)", {edges.nnz, edges.row, edges.index_type}, edges.rows, true, /*plan=*/true);
+  ops::check_index(ctx, w, "edges.col (src)", {edges.nnz, edges.col, edges.index_type}, edges.cols, false, /*plan=*/true);
   const int32_t vt = static_cast<int32_t>(edges.value_type);
   const sparseport_gather_scatter_args probe_shape{ops::to_abi(edges), {edges.cols, features, features, nullptr, vt},
                                                    {edges.rows, features, features, nullptr, vt},
@@ -166,7 +167,10 @@ size_t clear_decision_cache(const SchedulerOptions& opt) {
   return scheduler::CacheFile(scheduler::resolve(opt).cache_dir).clear();
 }
 
-void clear_plan_memo() { scheduler::clear_memo(); }
+void clear_plan_memo() {
+  scheduler::clear_memo();
+  detail::forget_all_validated();  // device index arrays are checked again on their next call
+}
 
 Decision last_decision() { return scheduler::last_decision(); }
 

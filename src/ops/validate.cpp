@@ -51,7 +51,7 @@ void scan(const CsrView& a, Validation& v) {
       }
     }
     // Duplicates: compare neighbours after sorting a copy of the row (rows are usually short).
-    if (v.duplicate_row < 0 && hi > lo + 1) {
+    if (v.duplicate_row < 0 && hi - lo > 1) {  // not lo + 1: lo may be INT64_MAX
       std::vector<I> row(ci + lo, ci + hi);
       std::sort(row.begin(), row.end());
       if (auto d = std::adjacent_find(row.begin(), row.end()); d != row.end()) {
@@ -71,6 +71,12 @@ Validation validate(const CsrView& a) {
     v.monotone = false;
     v.message = "negative size: " + std::to_string(a.rows) + "x" + std::to_string(a.cols) + " with nnz " +
                 std::to_string(a.nnz) + ".";
+    return v;
+  }
+  // Read with the wrong element size, the arrays would be read past their end.
+  if (a.index_type != IndexType::i32 && a.index_type != IndexType::i64) {
+    v.monotone = false;
+    v.message = "unknown index type tag " + std::to_string(static_cast<int>(a.index_type)) + " (need i32 or i64).";
     return v;
   }
   if (a.rowptr == nullptr || (a.nnz > 0 && a.colind == nullptr)) {

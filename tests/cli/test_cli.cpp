@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "sparseport/sparseport.hpp"
+#include "src/cli/variant_names.hpp"
 
 namespace sp = sparseport;
 
@@ -431,6 +432,60 @@ TEST(CliRun, VariantTheBackendDoesNotOfferIsAUsageError) {
   EXPECT_EQ(o.code, 2) << describe(o);
   EXPECT_NE(o.err.find("sddmm.serial"), std::string::npos) << o.err;
   EXPECT_NE(o.err.find("spmm.serial"), std::string::npos) << "the message should list what is offered: " << o.err;
+}
+
+// --variant takes a variant's short name (after "op.") where it names one offered variant; the
+// result is the same variant, reported by its full name.
+TEST(CliRun, ShortVariantNameRunsThatVariant) {
+  const std::vector<std::string> offered = sp::plugin("reference").variants_of(SPARSEPORT_OP_SPMM);
+  ASSERT_FALSE(offered.empty());
+  for (const std::string& full : offered) {
+    const std::string short_name = full.substr(full.find('.') + 1);
+    ASSERT_NE(short_name, full);
+    const Output a = run_cli("run --backend reference --op spmm --variant " + short_name + " --reps 1 --json rmat:7:4");
+    const Output b = run_cli("run --backend reference --op spmm --variant " + full + " --reps 1 --json rmat:7:4");
+    ASSERT_EQ(a.code, 0) << describe(a);
+    ASSERT_EQ(b.code, 0) << describe(b);
+    const std::vector<JsonObject> ra = parse_lines(a.out), rb = parse_lines(b.out);
+    ASSERT_EQ(ra.size(), 1u) << describe(a);
+    ASSERT_EQ(rb.size(), 1u) << describe(b);
+    EXPECT_EQ(str(ra[0], "variant"), full);
+    EXPECT_EQ(str(ra[0], "variant"), str(rb[0], "variant"));
+    EXPECT_TRUE(is_true(ra[0], "verified")) << describe(a);
+  }
+}
+
+TEST(CliRun, UnknownVariantNameFailsListingTheChoices) {
+  const Output o = run_cli("run --backend reference --op spmm --variant no_such_variant rmat:6:2");
+  EXPECT_EQ(o.code, 2) << describe(o);
+  EXPECT_NE(o.err.find("--variant 'no_such_variant' is not a variant of spmm on reference; choose one of: "),
+            std::string::npos)
+      << o.err;
+  for (const std::string& v : sp::plugin("reference").variants_of(SPARSEPORT_OP_SPMM))
+    EXPECT_NE(o.err.find(v), std::string::npos) << "the message should list " << v << ": " << o.err;
+  EXPECT_TRUE(o.out.empty()) << o.out;
+}
+
+// A short name of another op's variant is not a short name of this op's.
+TEST(CliRun, ShortNameOfAnotherOpsVariantIsRefused) {
+  const Output o = run_cli("run --backend openmp --op sddmm --variant merge_path rmat:6:2");
+  if (o.code == 1 && o.err.find("not compiled") != std::string::npos) GTEST_SKIP() << "openmp is not compiled";
+  EXPECT_EQ(o.code, 2) << describe(o);
+  EXPECT_NE(o.err.find("is not a variant of sddmm on openmp; choose one of: "), std::string::npos) << o.err;
+}
+
+// No built-in plugin has two variants of one op with the same short name, so the ambiguous case
+// is checked on the resolver the program uses.
+TEST(CliRun, AmbiguousShortVariantNameListsTheCandidates) {
+  const std::vector<std::string> offered = {"spmm.a.rows", "spmm.b.rows", "spmm.rows_x"};
+  EXPECT_EQ(sp::cli::variants_named(offered, "rows_x"), std::vector<std::string>{"spmm.rows_x"});
+  EXPECT_EQ(sp::cli::variants_named(offered, "spmm.a.rows"), std::vector<std::string>{"spmm.a.rows"});
+  EXPECT_EQ(sp::cli::variants_named(offered, "rows").size(), 2u);
+  EXPECT_TRUE(sp::cli::variants_named(offered, "row").empty());
+  const std::string msg = sp::cli::variant_choice_error(offered, "rows", "spmm", "cuda");
+  EXPECT_EQ(msg,
+            "--variant 'rows' is ambiguous for spmm on cuda (it could be spmm.a.rows, spmm.b.rows); "
+            "choose one of: spmm.a.rows, spmm.b.rows, spmm.rows_x (or all)");
 }
 
 TEST(CliRun, SampleLargerThanTheGraphIsARuntimeError) {

@@ -122,7 +122,12 @@ TEST(SchedulerCache, ConcurrentWriterProcessesLoseAndCorruptNothing) {
     if (pid == 0) {
       CacheFile f(dir.path);
       for (int i = 0; i < kLines; ++i) {
-        Record r = record("p" + std::to_string(p) + "-" + std::to_string(i), "spmm.rows");
+        // Appends, not "p" + std::string&&: GCC 12 -O3 reports a false -Wrestrict there (PR 105651).
+        std::string key = "p";
+        key += std::to_string(p);
+        key += '-';
+        key += std::to_string(i);
+        Record r = record(key, "spmm.rows");
         r["padding"] = std::string(static_cast<size_t>(100 + 37 * (i % 50)), 'x');  // lines of varied length
         f.append(r);
       }
@@ -300,7 +305,7 @@ TEST(SchedulerPipeline, ProbeChoiceThatLosesAtFullSizeIsRevertedAndRecorded) {
   const PluginInfo fake = fake_plugin();
   Problem pb = make_problem(20000);
   sparseport_spmm_args args = pb.args();
-  auto plan = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::automatic));
+  auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::automatic));
   EXPECT_FALSE(plan->decided);
   execute(plan, &args, "test");
   EXPECT_EQ(plan->decision.source, "probe");
@@ -316,7 +321,7 @@ TEST(SchedulerPipeline, ProbeChoiceThatLosesAtFullSizeIsRevertedAndRecorded) {
   EXPECT_EQ(pb.c.data, want.data);
   // Recorded: a new plan replays the reverted decision without probing.
   g_calls = 0;
-  auto again = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::automatic));
+  auto again = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::automatic));
   EXPECT_TRUE(again->decided);
   EXPECT_EQ(again->decision.source, "cache hit");
   EXPECT_EQ(again->decision.variant, "spmm.vendor");
@@ -331,12 +336,12 @@ TEST(SchedulerPipeline, GuardrailKeepsTheVendorWhenNoNativeIsFastEnough) {
   Problem pb = make_problem(2000);  // small: trap is 10x faster than the vendor here
   sparseport_spmm_args args = pb.args();
   // alpha 0.05: trap (0.1 ms) would need to beat 0.05 x vendor (1 ms).
-  auto plan = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe, 0.05));
+  auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe, 0.05));
   execute(plan, &args, "test");
   EXPECT_EQ(plan->decision.variant, "spmm.vendor");
   EXPECT_NE(plan->decision.reason.find("guardrail"), std::string::npos) << plan->decision.reason;
   // With the default alpha the trap wins on this small input and stays (it is faster at this size).
-  auto plan2 = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe));
+  auto plan2 = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe));
   execute(plan2, &args, "test");
   EXPECT_EQ(plan2->decision.variant, "spmm.trap") << plan2->decision.reason;
   EXPECT_FALSE(plan2->decision.reverted);
@@ -348,15 +353,15 @@ TEST(SchedulerPipeline, ReplayIsDeterministicAndAMissUsesTheVendor) {
   const PluginInfo fake = fake_plugin();
   Problem pb = make_problem(2000);
   sparseport_spmm_args args = pb.args();
-  auto miss = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::replay));
+  auto miss = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::replay));
   execute(miss, &args, "test");
   EXPECT_EQ(miss->decision.source, "replay miss");
   EXPECT_EQ(miss->decision.variant, "spmm.vendor");
   EXPECT_TRUE(CacheFile(dir.path).read().empty()) << "replay never writes";
-  auto probed = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe));
+  auto probed = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe));
   execute(probed, &args, "test");
   for (int run = 0; run < 3; ++run) {
-    auto r = prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::replay));
+    auto r = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::replay));
     EXPECT_EQ(r->decision.source, "replay");
     EXPECT_EQ(r->decision.variant, probed->decision.variant);
   }
@@ -365,7 +370,7 @@ TEST(SchedulerPipeline, ReplayIsDeterministicAndAMissUsesTheVendor) {
   pb16.b = HostDense<float>(pb16.a.cols, 16);
   pb16.c = HostDense<float>(pb16.a.rows, 16);
   sparseport_spmm_args a16 = pb16.args();
-  EXPECT_FALSE(prepare(fake, {nullptr, 1}, SPARSEPORT_OP_SPMM, &a16, options(dir, SchedulerMode::replay))->decision.verified);
+  EXPECT_FALSE(prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &a16, options(dir, SchedulerMode::replay))->decision.verified);
 }
 
 TEST(SchedulerPipeline, PlansOnTheOpenMPBackendComputeTheRightAnswer) {
