@@ -18,10 +18,13 @@
 
 #include "sparseport/sparseport.hpp"
 #include "src/core/fault.hpp"
+#include "../common/scoped.hpp"
 
 namespace sp = sparseport;
 
 namespace {
+
+using sparseport_test::expect_error;
 
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kAsan = true;
@@ -34,26 +37,6 @@ constexpr bool kAsan = false;
 #else
 constexpr bool kAsan = false;
 #endif
-
-// f must throw exactly E (not a subclass, not a base) with every one of `parts` in its message.
-template <class E, class F>
-E expect_error(F&& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const E& e) {
-    EXPECT_EQ(typeid(e), typeid(E)) << "threw " << typeid(e).name() << " instead of " << typeid(E).name() << ": "
-                                    << e.what();
-    const std::string msg = e.what();
-    for (const std::string& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' missing in: " << msg;
-    std::printf("[ info ] %s\n", msg.c_str());
-    return e;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw " << typeid(e).name() << " instead of " << typeid(E).name() << ": " << e.what();
-    throw;
-  }
-  ADD_FAILURE() << "no exception; expected " << typeid(E).name();
-  throw std::runtime_error("no exception");
-}
 
 // Arms fault sites for one scope.
 struct ArmedFaults {

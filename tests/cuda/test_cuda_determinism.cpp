@@ -22,8 +22,11 @@
 #include "cuda_test.hpp"
 #include "plugins/cuda/diagnostics.h"
 #include "sparseport/sparseport.hpp"
+#include "../common/scoped.hpp"
 
 namespace {
+
+using sparseport_test::ScopedEnv;
 
 using namespace sparseport;
 using namespace cuda_test;
@@ -31,27 +34,6 @@ using namespace cuda_test;
 constexpr uint64_t kSeed = 20261213;
 constexpr Reduce kReduces[] = {Reduce::sum, Reduce::mean, Reduce::max, Reduce::min};
 constexpr int kRuns = 5;
-
-// Sets (or, with nullptr, unsets) an environment variable for a scope.
-struct ScopedEnv {
-  std::string name;
-  std::optional<std::string> old;
-  ScopedEnv(const char* n, const char* value) : name(n) {
-    if (const char* v = std::getenv(n)) old = v;
-    if (value != nullptr)
-      ::setenv(n, value, 1);
-    else
-      ::unsetenv(n);
-  }
-  ~ScopedEnv() {
-    if (old)
-      ::setenv(name.c_str(), old->c_str(), 1);
-    else
-      ::unsetenv(name.c_str());
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-};
 
 // Each test decides in a decision cache of its own, and starts with no one-shot plans.
 struct Isolated {

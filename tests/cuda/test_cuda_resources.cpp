@@ -15,8 +15,11 @@
 #include "cuda_test.hpp"
 #include "sparseport/plan.hpp"
 #include "src/core/fault.hpp"
+#include "../common/scoped.hpp"
 
 namespace {
+
+using sparseport_test::expect_error;
 
 using namespace sparseport;
 using namespace cuda_test;
@@ -27,25 +30,6 @@ struct ArmedFaults {
   explicit ArmedFaults(const char* sites) { detail::set_fault_sites(sites); }
   ~ArmedFaults() { detail::set_fault_sites(""); }
 };
-
-// f must throw exactly E with every one of `parts` in its message.
-template <class E, class F>
-E expect_error(F&& f, const std::vector<std::string>& parts) {
-  try {
-    f();
-  } catch (const E& e) {
-    EXPECT_EQ(typeid(e), typeid(E)) << "threw " << typeid(e).name() << ": " << e.what();
-    const std::string msg = e.what();
-    for (const std::string& p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "'" << p << "' missing in: " << msg;
-    std::printf("[ info ] %s\n", msg.c_str());
-    return e;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw " << typeid(e).name() << " instead of " << typeid(E).name() << ": " << e.what();
-    throw;
-  }
-  ADD_FAILURE() << "no exception; expected " << typeid(E).name();
-  throw std::runtime_error("no exception");
-}
 
 // memory_bytes from the device signature (cudaDeviceProp::totalGlobalMem).
 size_t device_memory_bytes(const Context& ctx) {

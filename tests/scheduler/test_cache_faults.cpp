@@ -26,48 +26,20 @@
 #include "scheduler/cache.hpp"
 #include "sparseport/sparseport.hpp"
 #include "src/core/fault.hpp"
+#include "../common/scoped.hpp"
 
 namespace {
+
+using sparseport_test::TempDir;
+using sparseport_test::ScopedEnv;
 
 using namespace sparseport;
 using namespace sparseport::scheduler;
 namespace fs = std::filesystem;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    path = (fs::temp_directory_path() / ("sparseport-cachefault-" + std::to_string(::getpid()) + "-" +
-                                         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count())))
-               .string();
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 struct ArmedFaults {
   explicit ArmedFaults(const char* sites) { detail::set_fault_sites(sites); }
   ~ArmedFaults() { detail::set_fault_sites(""); }
-};
-
-struct ScopedEnv {
-  std::string name, old;
-  bool had = false;
-  ScopedEnv(const char* n, const char* value) : name(n) {
-    if (const char* v = std::getenv(n)) had = true, old = v;
-    if (value != nullptr)
-      ::setenv(n, value, 1);
-    else
-      ::unsetenv(n);
-  }
-  ~ScopedEnv() {
-    if (had)
-      ::setenv(name.c_str(), old.c_str(), 1);
-    else
-      ::unsetenv(name.c_str());
-  }
 };
 
 // Every record of these tests satisfies variant == "v-" + key, so a spliced one would show.

@@ -24,42 +24,15 @@
 #include "scheduler/cache.hpp"
 #include "scheduler/select.hpp"
 #include "sparseport/sparseport.hpp"
+#include "../common/scoped.hpp"
 
 namespace {
 
+using sparseport_test::TempDir;
+using sparseport_test::ScopedEnv;
+
 using namespace sparseport;
 using namespace sparseport::scheduler;
-
-struct TempDir {
-  std::string path;
-  TempDir() {
-    path = (std::filesystem::temp_directory_path() /
-            ("sparseport-det-" + std::to_string(::getpid()) + "-" +
-             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count())))
-               .string();
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
-
-// Sets an environment variable for a scope, restoring what was there.
-struct ScopedEnv {
-  std::string name;
-  std::optional<std::string> old;
-  ScopedEnv(const char* n, const char* value) : name(n) {
-    if (const char* v = std::getenv(n)) old = v;
-    if (value != nullptr)
-      ::setenv(n, value, 1);
-    else
-      ::unsetenv(n);
-  }
-  ~ScopedEnv() {
-    if (old)
-      ::setenv(name.c_str(), old->c_str(), 1);
-    else
-      ::unsetenv(name.c_str());
-  }
-};
 
 bool flagged(const PluginInfo& p, const std::string& variant) {
   for (const VariantInfo& v : p.variants)

@@ -18,24 +18,14 @@
 #include "scheduler/probe.hpp"
 #include "scheduler/select.hpp"
 #include "sparseport/sparseport.hpp"
+#include "../common/scoped.hpp"
 
 namespace {
 
+using sparseport_test::TempDir;
+
 using namespace sparseport;
 using namespace sparseport::scheduler;
-
-// A fresh cache folder per test, removed afterwards.
-struct TempDir {
-  std::string path;
-  TempDir() {
-    path = (std::filesystem::temp_directory_path() /
-            ("sparseport-sched-" + std::to_string(::getpid()) + "-" +
-             std::to_string(std::chrono::steady_clock::now().time_since_epoch().count())))
-               .string();
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
 
 Record record(const std::string& key, const std::string& variant, const std::string& versions = "v=1") {
   return {{"schema", std::to_string(kCacheSchema)}, {"key", key}, {"versions", versions}, {"variant", variant},
