@@ -250,7 +250,7 @@ void ensure_folder(const std::string& dir) {
 
 }  // namespace
 
-CacheFile::CacheFile(const std::string& dir) : path(dir + "/decisions.jsonl") {}
+CacheFile::CacheFile(const std::string& dir, const std::string& name) : path(dir + "/" + name) {}
 
 void CacheFile::append(const Record& r) const {
   ensure_folder(std::filesystem::path(path).parent_path().string());

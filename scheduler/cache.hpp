@@ -34,7 +34,8 @@ std::string format_record(const Record& r);  // one line, keys sorted, no newlin
 
 struct CacheFile {
   std::string path;  // <dir>/decisions.jsonl
-  explicit CacheFile(const std::string& dir);
+  // name: decisions.jsonl (the decisions), transfer.jsonl (model.hpp's measurements)
+  explicit CacheFile(const std::string& dir, const std::string& name = "decisions.jsonl");
 
   // Appends one record (creating the folder and file as needed). Throws BackendError saying why on
   // any failure (folder cannot be made, symbolic link, no lock, a failed or short write).

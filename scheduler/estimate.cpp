@@ -44,27 +44,52 @@ Mapping mapping_of(const std::string& v) {
   return Mapping::rows;
 }
 
-}  // namespace
-
-std::vector<Estimate> estimate(const Machine& m, const Features& f, const ProblemInfo& p,
-                               const std::vector<std::string>& variants) {
+// DRAM bytes of the problem: the structure once, the dense rows the pattern touches once, the
+// output once, and the gathered rows beyond the first touch that miss the cache (in proportion
+// to how much of the gathered operand fits in it). *hit_out: that fraction.
+double traffic(const Machine& m, const Features& f, const ProblemInfo& p, double* hit_out) {
   const double vsz = p.value_type == SPARSEPORT_F64 ? 8 : 4, isz = p.index_type == SPARSEPORT_I64 ? 8 : 4;
   const double F = static_cast<double>(std::max<int64_t>(1, p.features));
   const double nnz = static_cast<double>(f.nnz), rows = static_cast<double>(f.rows);
   const double cols = static_cast<double>(std::max<int64_t>(1, f.cols));
-  // Compulsory traffic: the structure once, the dense rows the pattern touches once, the output once.
   const double structure = (rows + 1) * isz + nnz * (isz + vsz);
   double dense_in = std::min(nnz, cols) * F * vsz, out = rows * p.features_out * vsz;
   if (p.op == SPARSEPORT_OP_SDDMM) out = nnz * vsz, dense_in += rows * F * vsz;
   if (p.op == SPARSEPORT_OP_SEGMENT_REDUCE || p.op == SPARSEPORT_OP_SCATTER_REDUCE) dense_in = nnz * F * vsz;
   if (p.op == SPARSEPORT_OP_CSR_ATTENTION) dense_in += std::min(nnz, cols) * p.features_out * vsz;
-  // Gathered rows beyond the first touch hit the cache in proportion to how much of the gathered
-  // operand fits in it.
   const double gathered = nnz * F * vsz * (p.op == SPARSEPORT_OP_CSR_ATTENTION ? 2 : 1);
   const double operand = cols * F * vsz;
   const double hit = std::clamp(m.cache_bytes / std::max(1.0, operand), 0.0, 1.0);
   const double regather = std::max(0.0, gathered - dense_in) * (1.0 - hit);
-  const double bytes = structure + dense_in + out + regather;
+  if (hit_out != nullptr) *hit_out = hit;
+  return structure + dense_in + out + regather;
+}
+
+}  // namespace
+
+std::string mapping_name(const std::string& variant) {
+  switch (mapping_of(variant)) {
+    case Mapping::rows: return "rows";
+    case Mapping::balanced: return "balanced";
+    case Mapping::hub_split: return "hub_split";
+    case Mapping::atomic: return "atomic";
+    case Mapping::serial: return "serial";
+    case Mapping::vendor: return "vendor";
+  }
+  return "rows";
+}
+
+double floor_seconds(const Machine& m, const Features& f, const ProblemInfo& p) {
+  return traffic(m, f, p, nullptr) / m.bandwidth + m.launch_s;
+}
+
+std::vector<Estimate> estimate(const Machine& m, const Features& f, const ProblemInfo& p,
+                               const std::vector<std::string>& variants) {
+  const double vsz = p.value_type == SPARSEPORT_F64 ? 8 : 4;
+  const double F = static_cast<double>(std::max<int64_t>(1, p.features));
+  const double nnz = static_cast<double>(f.nnz);
+  double hit = 0;
+  const double bytes = traffic(m, f, p, &hit);
   const double stream_s = bytes / m.bandwidth;
   const double per_worker_bw = m.bandwidth / m.workers;
   const double longest = static_cast<double>(f.max_degree) * F * vsz;

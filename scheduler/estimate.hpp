@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/signature.hpp"
+#include "scheduler/features.hpp"
 
 namespace sparseport::scheduler {
 
@@ -28,6 +28,14 @@ struct Estimate {
   double imbalance_s = 0;  // the longest single worker's time (0 when the variant balances nnz)
   std::string why;         // the dominant term, for the log
 };
+
+// How a variant maps work to workers, read from its stable name: "rows", "balanced", "hub_split",
+// "atomic", "serial" or "vendor" (the learned model's fallback family for an unknown variant).
+std::string mapping_name(const std::string& variant);
+
+// The problem's roofline floor: its compulsory DRAM bytes at the streaming bandwidth plus one
+// launch. The learned model predicts each variant's time as a multiple of it.
+double floor_seconds(const Machine& m, const Features& f, const ProblemInfo& p);
 
 // Estimates for the given (applicable) variants, fastest first.
 std::vector<Estimate> estimate(const Machine& m, const Features& f, const ProblemInfo& p,

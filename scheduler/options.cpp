@@ -44,9 +44,10 @@ SchedulerOptions resolve(const SchedulerOptions& given) {
     else if (s == "off") o.mode = SchedulerMode::off;
     else if (s == "probe") o.mode = SchedulerMode::probe;
     else if (s == "replay") o.mode = SchedulerMode::replay;
+    else if (s == "model") o.mode = SchedulerMode::model;
     else
       throw InvalidArgument("sparseport scheduler: SPARSEPORT_SCHEDULER='" + std::string(s) +
-                            "' is not one of auto, off, probe, replay");
+                            "' is not one of auto, off, probe, replay, model");
   }
   if (o.probe_frac <= 0) o.probe_frac = env_double("SPARSEPORT_PROBE_FRAC", 1e-6, 1.0, 0.03);
   if (o.min_probe_rows <= 0) o.min_probe_rows = 512;
@@ -54,6 +55,7 @@ SchedulerOptions resolve(const SchedulerOptions& given) {
   if (o.top_k <= 0) o.top_k = static_cast<int>(env_double("SPARSEPORT_TOPK", 1, 64, 3));
   if (o.hub_threshold <= 0) o.hub_threshold = static_cast<int64_t>(env_double("SPARSEPORT_HUB_T", 1, 1e12, 256));
   if (o.probe_repeats <= 0) o.probe_repeats = static_cast<int>(env_double("SPARSEPORT_PROBE_REPEATS", 1, 1000, 5));
+  if (o.full_size_ms <= 0) o.full_size_ms = env_double("SPARSEPORT_FULL_SIZE_MS", 1e-6, 1e6, 2.5);
   if (o.cache_dir.empty()) o.cache_dir = default_cache_dir();
   if (!o.log) {
     const char* l = env("SPARSEPORT_LOG");

@@ -10,7 +10,7 @@ namespace sparseport::scheduler {
 
 // SchedulerOptions with every unset field taken from the environment:
 // SPARSEPORT_SCHEDULER, SPARSEPORT_PROBE_FRAC, SPARSEPORT_ALPHA, SPARSEPORT_TOPK, SPARSEPORT_HUB_T,
-// SPARSEPORT_PROBE_REPEATS, SPARSEPORT_CACHE_DIR, SPARSEPORT_LOG. A malformed value throws
+// SPARSEPORT_PROBE_REPEATS, SPARSEPORT_FULL_SIZE_MS, SPARSEPORT_CACHE_DIR, SPARSEPORT_LOG. A malformed value throws
 // InvalidArgument naming the variable and the value.
 SchedulerOptions resolve(const SchedulerOptions& given);
 

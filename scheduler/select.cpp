@@ -3,15 +3,21 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <map>
 #include <unistd.h>
 
 #include "scheduler/cache.hpp"
+#include "scheduler/check.hpp"
 #include "scheduler/estimate.hpp"
+#include "scheduler/features.hpp"
+#include "scheduler/guardrail.hpp"
+#include "scheduler/model.hpp"
 #include "scheduler/options.hpp"
-#include "scheduler/probe.hpp"
+#include "scheduler/summary.hpp"
+#include "scheduler/timing.hpp"
 #include "sparseport/errors.hpp"
 #include "src/core/registry.hpp"
 
@@ -109,28 +115,6 @@ std::string vendor_of(const PluginInfo& plugin, sparseport_op op, const std::vec
   return applicable.empty() ? std::string() : applicable.front();
 }
 
-Verdict guardrail(const std::vector<std::pair<std::string, double>>& native, const std::string& vendor,
-                  double vendor_seconds, double alpha) {
-  const std::pair<std::string, double>* best = nullptr;
-  for (const auto& n : native)
-    if (n.second >= 0 && (best == nullptr || n.second < best->second)) best = &n;
-  char buf[256];
-  if (best == nullptr) return {vendor, "no native candidate ran on the probe; using the vendor variant"};
-  if (vendor_seconds < 0) {
-    std::snprintf(buf, sizeof buf, "the vendor variant failed on the probe; %s was fastest (%.4g ms)",
-                  best->first.c_str(), best->second * 1e3);
-    return {best->first, buf};
-  }
-  if (best->second <= alpha * vendor_seconds) {
-    std::snprintf(buf, sizeof buf, "%s %.4g ms <= alpha %.2f x %s %.4g ms on the probe (%.2fx)", best->first.c_str(),
-                  best->second * 1e3, alpha, vendor.c_str(), vendor_seconds * 1e3, vendor_seconds / best->second);
-    return {best->first, buf};
-  }
-  std::snprintf(buf, sizeof buf, "guardrail: best native %s %.4g ms > alpha %.2f x %s %.4g ms; keeping the vendor",
-                best->first.c_str(), best->second * 1e3, alpha, vendor.c_str(), vendor_seconds * 1e3);
-  return {vendor, buf};
-}
-
 namespace {
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -172,7 +156,7 @@ Record base_record(const PlanState& p) {
           {"types", type_suffix(p.info)},
           {"variant", p.decision.variant},
           {"vendor", p.decision.vendor},
-          {"source", "probe"},
+          {"source", p.decision.source},
           {"reason", p.decision.reason},
           {"verified", p.decision.verified ? "true" : "false"},
           {"reverted", p.decision.reverted ? "true" : "false"},
@@ -200,162 +184,248 @@ Machine deterministic_machine(const PluginInfo& plugin, const sparseport_exec& e
   return machine(sig);
 }
 
-// Estimate, probe, guardrail (DESIGN.md section 4, steps 2-5) for a plan whose cache missed.
-void decide_by_probe(PlanState& p, const void* args, const std::vector<std::string>& applicable) {
-  const Clock::time_point t0 = Clock::now();
-  p.decision.vendor = vendor_of(*p.plugin, p.op, applicable);
-  std::vector<std::string> natives;
-  for (const std::string& v : applicable)
-    if (v != p.decision.vendor) natives.push_back(v);
-  p.decision.source = "probe";
-  if (natives.empty()) {
-    p.decision.variant = p.decision.vendor;
-    p.decision.source = "single";
-    p.decision.reason = "only " + p.decision.vendor + " applies";
-    p.decision.decide_seconds += since(t0);
-    return;
-  }
-  const Features f = features(p.structure, p.info, p.opt.hub_threshold);
-  if (deterministic(p.exec) && p.opt.mode != SchedulerMode::probe) {
-    // Deterministic mode decides from the estimate alone, a function of the device's hardware and
-    // the input: the same choice, so the same bits, in every run and for any thread count. Timings
-    // (the probe, the full-size check) could pick variants that round differently from one run to
-    // the next. SPARSEPORT_SCHEDULER=probe still probes the deterministic variants (and caches the
-    // choice, which later runs then replay).
-    const std::vector<Estimate> ranked = estimate(deterministic_machine(*p.plugin, p.exec), f, p.info, applicable);
-    std::string ranked_text;
-    for (const Estimate& e : ranked) ranked_text += (ranked_text.empty() ? "" : ", ") + e.variant + " " + e.why;
-    p.decision.variant = ranked.front().variant;
-    p.decision.source = "estimate";
-    p.decision.reason = "deterministic mode: the estimate's fastest deterministic variant (no probe: timings could "
-                        "choose differently from run to run)";
-    p.verify_pending = false;
-    p.decision.decide_seconds += since(t0);
-    log(p.opt, label(p) + ": estimate only (deterministic mode)\n  features: " + f.text() +
-                   "\n  estimates of the deterministic variants: " + ranked_text + "\n  chose " + p.decision.variant);
-    Record r = base_record(p);
-    r["source"] = "estimate";
-    r["estimate"] = ranked_text;
-    r["features"] = f.text();
-    store(p, r);
-    return;
-  }
-  const std::vector<Estimate> est = estimate(machine(device_signature(*p.plugin, p.exec)), f, p.info, natives);
-  std::string est_text;
-  for (const Estimate& e : est) est_text += (est_text.empty() ? "" : ", ") + e.variant + " " + e.why;
-  const size_t k = std::min<size_t>(est.size(), static_cast<size_t>(p.opt.top_k));
+const sparseport_csr* csr_of(sparseport_op op, const void* args) {
+  if (op == SPARSEPORT_OP_SPMM) return &static_cast<const sparseport_spmm_args*>(args)->a;
+  if (op == SPARSEPORT_OP_SDDMM) return &static_cast<const sparseport_sddmm_args*>(args)->a;
+  if (op == SPARSEPORT_OP_CSR_ATTENTION) return &static_cast<const sparseport_attention_args*>(args)->a;
+  return nullptr;
+}
 
+std::string candidates_text(const std::vector<Decision::Candidate>& cs) {
+  std::string t;
+  char buf[160];
+  for (const Decision::Candidate& c : cs) {
+    std::snprintf(buf, sizeof buf, "%s%s predicted %.4g ms, estimate %.4g ms", t.empty() ? "" : "; ", c.variant.c_str(),
+                  c.predicted_ms, c.estimate_ms);
+    t += buf;
+    if (c.probe_ms >= 0) std::snprintf(buf, sizeof buf, ", probe %.4g ms", c.probe_ms), t += buf;
+    if (c.measured_ms >= 0) std::snprintf(buf, sizeof buf, ", measured %.4g ms", c.measured_ms), t += buf;
+  }
+  return t;
+}
+
+Decision::Candidate* candidate(PlanState& p, const std::string& v) {
+  for (Decision::Candidate& c : p.decision.candidates)
+    if (c.variant == v) return &c;
+  return nullptr;
+}
+
+// A full-size measurement: kept in the decision and, when the model is not this device's own,
+// recorded for the transfer correction (model.hpp).
+void measured(PlanState& p, const std::string& v, double seconds) {
+  if (seconds < 0) return;
+  if (Decision::Candidate* c = candidate(p, v)) c->measured_ms = seconds * 1e3;
+  if (p.transfer && !deterministic(p.exec)) {
+    auto it = p.raw_prediction.find(v);
+    if (it != p.raw_prediction.end())
+      record_measurement(p.opt.cache_dir, p.device_hash, op_name(p.op), v,
+                         std::log2(seconds / p.floor_s) - it->second);
+  }
+}
+
+// Stages 1-4 (DESIGN.md section 4, steps 2-5 and 7) for a plan whose cache missed: features, the
+// model's ranking, timing where the model is not sure (at full size where that fits the budget,
+// else on the probe sample), the guardrail.
+void decide(PlanState& p, const void* args, const std::vector<std::string>& applicable) {
+  const Clock::time_point t0 = Clock::now();
+  const bool det = deterministic(p.exec);
+  Decision& d = p.decision;
+  d.vendor = vendor_of(*p.plugin, p.op, applicable);
+  if (applicable.size() == 1) {
+    d.variant = d.vendor;
+    d.source = "single";
+    d.reason = "only " + d.vendor + " applies";
+    d.decide_seconds += since(t0);
+    return;
+  }
+
+  // 1. Features: one pass over the operand where it lives.
+  const sparseport_csr* csr = csr_of(p.op, args);
+  const Features f = csr != nullptr ? features_of(summarize(*p.plugin, p.exec, *csr, SPARSEPORT_SUMMARY_SIGNATURE |
+                                                                                      SPARSEPORT_SUMMARY_FEATURES),
+                                                  p.info, p.opt.hub_threshold)
+                                    : features_of(p.structure, p.info, p.opt.hub_threshold);
+
+  // 2. The model ranks (the hand-written estimate where no model predicts).
+  const DeviceSignature dev = device_signature(*p.plugin, p.exec);
+  const Machine m = det ? deterministic_machine(*p.plugin, p.exec) : machine(dev);
+  p.floor_s = floor_seconds(m, f, p.info);
+  p.device_hash = dev.hash;
+  d.floor_ms = p.floor_s * 1e3;
+  d.inputs = inputs(f, p.info, m, p.floor_s);
+  const std::vector<Estimate> est = estimate(m, f, p.info, applicable);
+  std::string how;
+  d.device_class = device_class(p.plugin->name, dev);
+  const CostModel* model = model_for(d.device_class, &how);
+  const OpModel* om = model != nullptr ? model->op(op_name(p.op)) : nullptr;
+  p.transfer = om != nullptr && how.rfind("own", 0) != 0;
+  const Correction corr = p.transfer && !det ? load_correction(p.opt.cache_dir, dev.hash, op_name(p.op)) : Correction{};
+  bool all_predicted = om != nullptr;
+  for (const std::string& v : applicable) {
+    Decision::Candidate c;
+    c.variant = v;
+    for (const Estimate& e : est)
+      if (e.variant == v) c.estimate_ms = e.seconds * 1e3;
+    if (om != nullptr) {
+      std::vector<std::pair<std::string, double>> in = d.inputs;
+      in.emplace_back(kEstimateInput, std::log2(std::max(c.estimate_ms * 1e-3, 1e-12) / p.floor_s));
+      if (const std::optional<double> y = model->predict(op_name(p.op), v, model->columns(in))) {
+        p.raw_prediction[v] = *y;
+        c.predicted_ms = p.floor_s * std::exp2(*y + corr.bias(v)) * 1e3;
+      } else {
+        all_predicted = false;
+      }
+    }
+    d.candidates.push_back(c);
+  }
+  const auto key = [&](const Decision::Candidate& c) { return all_predicted ? c.predicted_ms : c.estimate_ms; };
+  std::stable_sort(d.candidates.begin(), d.candidates.end(),
+                   [&](const Decision::Candidate& a, const Decision::Candidate& b) { return key(a) < key(b); });
+  d.model = all_predicted ? how + (corr.measurements > 0 ? " + " + std::to_string(corr.measurements) +
+                                                                " transfer measurements"
+                                                          : "")
+                          : (om == nullptr ? "estimate (" + how + ")" : "estimate (the model lacks a variant)");
+  d.lead = all_predicted ? std::log2(d.candidates[1].predicted_ms / d.candidates[0].predicted_ms) : 0;
+  d.model_alone = all_predicted && om->margin > 0 && d.lead > om->margin;
+  const double t_best = key(d.candidates.front()) * 1e-3;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s: %s predicted %.4g ms, lead %.2f (margin %.2f)", d.model.c_str(),
+                d.candidates[0].variant.c_str(), t_best * 1e3, d.lead, om != nullptr ? om->margin : 0.0);
+  const std::string ranking = buf;
+
+  const auto finish = [&](const std::string& variant, const std::string& source, const std::string& reason) {
+    d.variant = variant;
+    d.source = source;
+    d.reason = reason;
+    d.decide_seconds += since(t0);
+    log(p.opt, label(p) + ": " + source + " (timing: " + d.timing + ")\n  features: " + f.text() + "\n  " + ranking +
+                   "\n  candidates: " + candidates_text(d.candidates) + "\n  chose " + variant + ": " + reason);
+    Record r = base_record(p);
+    r["features"] = f.text();
+    r["candidates"] = candidates_text(d.candidates);
+    r["model"] = d.model;
+    store(p, r);
+  };
+
+  if (det || d.model_alone || p.opt.mode == SchedulerMode::model) {
+    // Deterministic mode decides from the ranking alone, a function of the device's hardware and
+    // the input: the same choice, so the same bits, in every run and for any thread count (timings
+    // could pick variants that round differently). SPARSEPORT_SCHEDULER=probe still times.
+    if (!det || p.opt.mode != SchedulerMode::probe) {
+      d.timing = "none";
+      p.verify_pending = false;
+      finish(d.candidates.front().variant, all_predicted ? "model" : "estimate",
+             det ? "deterministic mode: the best predicted deterministic variant (no timing: timings could choose "
+                   "differently from run to run)"
+                 : (d.model_alone ? "the model's lead exceeds its measured error; no timing"
+                                  : "SPARSEPORT_SCHEDULER=model: the best predicted variant, no timing"));
+      return;
+    }
+  }
+
+  // 3. Timing: the top-k predicted natives and the vendor. Where the predicted best is faster than
+  // full_size_ms, at full size: batches when they fit the budget (2 full-size calls of the
+  // predicted best on a graph of 1M entries or more, else 5 ms), else one call each of the two
+  // best predicted. Slower ops on the probe sample, checked at full size on their first call.
+  std::vector<std::string> natives;
+  for (const Decision::Candidate& c : d.candidates)
+    if (c.variant != d.vendor && natives.size() < static_cast<size_t>(p.opt.top_k)) natives.push_back(c.variant);
+  const double budget = f.nnz >= 1000000 ? 2 * t_best : 5e-3;
+  constexpr int kRepeats = 3;
+  double exact_cost = 0;
+  for (const std::string& v : natives) exact_cost += 2 * key(*candidate(p, v)) * 1e-3;
+  exact_cost += 2 * key(*candidate(p, d.vendor)) * 1e-3;
+  exact_cost += (natives.size() + 1) * kRepeats * std::max(t_best, 200e-6);
+  const std::string where = label(p);
+  if (t_best < p.opt.full_size_ms * 1e-3) {
+    // At full size, on the caller's operands: exact, and no check needed afterwards. Where even the
+    // batches do not fit, one call each of the two best predicted (the vendor among them when it is).
+    std::vector<std::string> timed = natives;
+    timed.push_back(d.vendor);
+    int repeats = kRepeats;
+    if (exact_cost > budget) {
+      timed = {d.candidates[0].variant, d.candidates[1].variant};
+      repeats = 0;
+    }
+    d.timing = repeats > 0 ? "full size" : "single calls at full size";
+    const auto times = time_full_size(*p.plugin, p.exec, p.op, args, timed, repeats, where);
+    std::vector<std::pair<std::string, double>> native_times;
+    double t_vendor = -1;
+    for (const auto& [v, t] : times) {
+      measured(p, v, t);
+      if (v == d.vendor) t_vendor = t;
+      else native_times.emplace_back(v, t);
+    }
+    p.verify_pending = false;
+    d.verified = true;
+    if (t_vendor < 0 && std::find(timed.begin(), timed.end(), d.vendor) == timed.end()) {
+      // The vendor was not among the two best predicted: the faster of the two measured.
+      const auto best = std::min_element(native_times.begin(), native_times.end(), [](auto& x, auto& y) {
+        return (x.second < 0 ? 1e300 : x.second) < (y.second < 0 ? 1e300 : y.second);
+      });
+      finish(best->second >= 0 ? best->first : d.vendor, "timed",
+             "the faster of the two best predicted, one call each at full size");
+      return;
+    }
+    const Verdict v = guardrail(native_times, d.vendor, t_vendor, p.opt.alpha, "at full size");
+    finish(v.variant, "timed", v.reason);
+    return;
+  }
+
+  // The probe sample: the op is too long to time at full size within the budget.
+  d.timing = "probe sample";
+  if (csr != nullptr && p.structure.rows == 0 && p.structure.rowptr.empty())
+    p.structure = read_structure(*p.plugin, p.exec, p.op, args);
   ProbeSample sample(*p.plugin, p.exec, p.op, args, p.structure, p.opt);
   sparseport_status error{};
-  std::string probe_text;
-  const double t_vendor = time_variant(*p.plugin, p.exec, p.op, p.decision.vendor, sample.args(), p.opt.probe_repeats, true, &error);
+  const double t_vendor = time_variant(*p.plugin, p.exec, p.op, d.vendor, sample.args(), p.opt.probe_repeats, true, &error);
   if (t_vendor < 0) {
     // The vendor refusing the sample almost always means the caller's arguments are wrong (host
     // pointers on a GPU backend ...): stop deciding, run the vendor, and let the op report it.
-    p.decision.variant = p.decision.vendor;
-    p.decision.source = "unscheduled";
-    p.decision.reason = std::string("the vendor failed on the probe sample: ") + error.message;
     p.verify_pending = false;
-    p.decision.decide_seconds += since(t0);
-    log(p.opt, label(p) + ": " + p.decision.reason);
+    finish(d.vendor, "unscheduled", std::string("the vendor failed on the probe sample: ") + error.message);
     return;
   }
-  probe_text = p.decision.vendor + "=" + ms(t_vendor);
+  candidate(p, d.vendor)->probe_ms = t_vendor * 1e3;
   std::vector<std::pair<std::string, double>> times;
-  for (size_t i = 0; i < k; ++i) {
-    const double t = time_variant(*p.plugin, p.exec, p.op, est[i].variant, sample.args(), p.opt.probe_repeats, true, &error);
-    if (t < 0) warn(label(p) + ": " + est[i].variant + " failed on the probe: " + error.message);
-    times.emplace_back(est[i].variant, t);
-    probe_text += ", " + est[i].variant + "=" + ms(t);
+  for (const std::string& v : natives) {
+    const double t = time_variant(*p.plugin, p.exec, p.op, v, sample.args(), p.opt.probe_repeats, true, &error);
+    if (t < 0) warn(label(p) + ": " + v + " failed on the probe: " + error.message);
+    times.emplace_back(v, t);
+    candidate(p, v)->probe_ms = t * 1e3;
   }
-  const Verdict v = guardrail(times, p.decision.vendor, t_vendor, p.opt.alpha);
-  p.decision.variant = v.variant;
-  p.decision.reason = v.reason;
-  p.decision.decide_seconds += since(t0);
-  log(p.opt, label(p) + ": probe\n  features: " + f.text() + "\n  estimates (top " + std::to_string(k) +
-                 " go to the probe): " + est_text + "\n  sample: " + sample.description() + "\n  probe medians of " +
-                 std::to_string(p.opt.probe_repeats) + ": " + probe_text + "\n  chose " + v.variant + ": " + v.reason);
-  Record r = base_record(p);
-  r["probe"] = probe_text;
-  r["estimate"] = est_text;
-  r["features"] = f.text();
-  store(p, r);
+  const Verdict v = guardrail(times, d.vendor, t_vendor, p.opt.alpha, "on the probe (" + sample.description() + ")");
+  // The check's runner-up: the fastest other native on the probe.
+  p.runner_up.clear();
+  double t_runner = 1e300;
+  for (const auto& [name, t] : times)
+    if (t >= 0 && name != v.variant && t < t_runner) p.runner_up = name, t_runner = t;
+  finish(v.variant, "probe", v.reason);
 }
 
-// The first full-size call after a probe: the chosen variant against the vendor, one timed call
-// each (after a warm-up of each on device backends). The last call that runs is
-// the final variant's, so the output is the op's result whichever way this goes.
-void verify(PlanState& p, const void* args, const std::string& where) {
+// Stage 5: the first full-size call after a probe-sample decision.
+void check(PlanState& p, const void* args, const std::string& where) {
   const Clock::time_point t0 = Clock::now();
   p.verify_pending = false;
   p.decision.verified = true;
-  if (p.decision.variant == p.decision.vendor) {
-    sparseport_status error{};
-    if (time_variant(*p.plugin, p.exec, p.op, p.decision.variant, args, 1, false, &error) < 0)
-      detail::throw_status(error, where + "/" + p.decision.variant);
-    store(p, base_record(p));  // nothing to compare (that call was the op itself); now verified
-    return;
-  }
-  // spmm with beta != 0 reads C: restore C before every run so the result is computed once.
-  const sparseport_spmm_args* spmm = p.op == SPARSEPORT_OP_SPMM ? static_cast<const sparseport_spmm_args*>(args) : nullptr;
-  void* saved = nullptr;
-  size_t c_bytes = 0;
-  const sparseport_plugin* t = p.plugin->table;
-  const auto copy = [&](void* dst, const void* src) {
-    sparseport_status st{};
-    if (t->copy(p.exec.state, dst, src, c_bytes, SPARSEPORT_COPY_DEVICE_TO_DEVICE, &st) != SPARSEPORT_OK)
-      detail::throw_status(st, where + ": saving C for the full-size check");
-  };
-  if (spmm != nullptr && spmm->beta != 0) {
-    const size_t vsz = spmm->c.value_type == SPARSEPORT_F64 ? 8 : 4;
-    c_bytes = ((spmm->c.rows - 1) * spmm->c.ld + spmm->c.cols) * vsz;
-    sparseport_status st{};
-    if (t->alloc(p.exec.state, c_bytes, &saved, &st) != SPARSEPORT_OK)
-      detail::throw_status(st, where + ": allocating a copy of C for the full-size check");
-    copy(saved, spmm->c.data);
-  }
-  struct Release {
-    const sparseport_plugin* t;
-    void* state;
-    void* ptr;
-    ~Release() {
-      if (ptr != nullptr) t->release(state, ptr);
-    }
-  } release{t, p.exec.state, saved};
-  const auto timed = [&](const std::string& v) {
-    if (saved != nullptr) copy(spmm->c.data, saved);
-    sparseport_status error{};
-    const double s = time_variant(*p.plugin, p.exec, p.op, v, args, 1, false, &error);  // one call
-    if (s < 0) detail::throw_status(error, where + "/" + v);
-    return s;
-  };
-  // A device backend builds per-matrix state on a first call (cuSPARSE descriptors and buffers,
-  // hub partitions): warm both up there. Host variants keep no such state, and the vendor may be
-  // much slower than the choice (GraphBLAS), so a CPU check times one call of each.
-  if (t->memory_space == SPARSEPORT_MEMORY_DEVICE) {
-    timed(p.decision.vendor);
-    timed(p.decision.variant);
-  }
-  const double t_vendor = timed(p.decision.vendor);
-  const double t_chosen = timed(p.decision.variant);
   const std::string chosen = p.decision.variant;
-  if (t_chosen > t_vendor) {
+  const CheckResult r = full_size_check(*p.plugin, p.exec, p.op, args, chosen, p.decision.vendor, p.runner_up, where);
+  for (const auto& [v, t] : r.measured) measured(p, v, t);
+  if (r.reverted) {
     p.decision.reverted = true;
-    p.decision.variant = p.decision.vendor;
-    p.decision.reason += "; reverted: at full size " + chosen + " took " + ms(t_chosen) + " and " +
-                         p.decision.vendor + " " + ms(t_vendor);
-    warn(label(p) + ": reverted " + chosen + " to " + p.decision.vendor + " (" + ms(t_chosen) + " vs " +
-         ms(t_vendor) + " at full size)");
+    p.decision.variant = r.variant;
+    p.decision.reason += r.reason;
+    warn(label(p) + ": reverted " + chosen + " to " + r.variant + r.reason.substr(r.reason.find(':')));
   }
-  // The time of the two measured calls of the chosen variant is the op's own, not overhead.
-  p.decision.decide_seconds += since(t0) - t_chosen;
-  log(p.opt, label(p) + ": verified at full size: " + chosen + " " + ms(t_chosen) + ", vendor " + p.decision.vendor +
-                 " " + ms(t_vendor) + (p.decision.reverted ? " -> reverted to the vendor" : " -> kept"));
-  Record r = base_record(p);
-  r["full_ms_chosen"] = std::to_string(t_chosen * 1e3);
-  r["full_ms_vendor"] = std::to_string(t_vendor * 1e3);
-  r["probe_choice"] = chosen;
-  store(p, r);
+  // The final variant's call is the op's own, not overhead.
+  p.decision.decide_seconds += since(t0) - r.op_seconds;
+  std::string text;
+  for (const auto& [v, t] : r.measured) text += (text.empty() ? "" : ", ") + v + " " + ms(t);
+  log(p.opt, label(p) + ": checked at full size: " + text + (r.reverted ? " -> reverted to " + r.variant : " -> kept"));
+  Record rec = base_record(p);
+  rec["full_size"] = text;
+  rec["probe_choice"] = chosen;
+  store(p, rec);
 }
 
 }  // namespace
@@ -378,7 +448,12 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   }
   const DeviceSignature dev = device_signature(plugin, exec);
   try {
-    p->structure = read_structure(plugin, exec, op, args);
+    // CSR ops: the signature is hashed where the operand lives (no copy of rowptr); index ops read
+    // a sample of their index array.
+    if (const sparseport_csr* csr = csr_of(op, args))
+      p->graph = graph_signature(summarize(plugin, exec, *csr, SPARSEPORT_SUMMARY_SIGNATURE));
+    else
+      p->structure = read_structure(plugin, exec, op, args);
   } catch (const Error& e) {
     // Unreadable sparse operand (e.g. host pointers given to a GPU backend): do not decide; the
     // op's own checks then report the argument precisely.
@@ -388,7 +463,7 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
     log(p->opt, std::string(op_name(op)) + "[" + plugin.name + "]: " + p->decision.reason);
     return p;
   }
-  p->graph = graph_signature(p->structure);
+  if (p->graph.empty()) p->graph = graph_signature(p->structure);
   p->versions = dev.versions_text();
   p->key = dev.hash + "/" + p->graph + "/" + op_name(op) + "/F" + std::to_string(p->info.features) + "/" +
            type_suffix(p->info);
@@ -452,7 +527,7 @@ void execute(const std::shared_ptr<PlanState>& plan, const void* args, const std
     if (applicable.empty()) (void)select_in(plugin, p.op, args, {}, where, det);  // throws, listing every reason
     if (!p.decided) {
       p.verify_pending = true;
-      decide_by_probe(p, args, applicable);  // clears verify_pending when it could not probe
+      decide(p, args, applicable);  // clears verify_pending unless a probe-sample decision needs a check
       p.decided = true;
       p.structure = {};
     }
@@ -468,7 +543,7 @@ void execute(const std::shared_ptr<PlanState>& plan, const void* args, const std
       variant = p.decision.variant;
     }
     if (p.verify_pending && variant == p.decision.variant) {
-      verify(p, args, where);
+      check(p, args, where);
       return;  // verify's last call was the final variant: the output is written
     }
   }

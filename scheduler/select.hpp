@@ -13,12 +13,14 @@
 // (slice, induced subgraph, transpose) are not probed: they run their default variant.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "scheduler/guardrail.hpp"
 #include "scheduler/signature.hpp"
 #include "sparseport/context.hpp"
 #include "sparseport/plan.hpp"
@@ -35,8 +37,14 @@ struct PlanState {
   std::string key;       // cache key: device hash / graph signature / op / F / types
   std::string versions;  // the device signature's versions
   std::string graph;     // graph signature
-  scheduler::Structure structure;  // kept until the decision is made (the probe samples from it)
+  scheduler::Structure structure;  // index ops: kept until the decision is made (the probe samples from it)
   Decision decision;
+  // For the full-size check and the transfer correction, until the decision is checked.
+  std::string runner_up;                        // the probe's second-best native
+  std::map<std::string, double> raw_prediction;  // the model's log2(t / floor) before correction
+  double floor_s = 0;
+  std::string device_hash;
+  bool transfer = false;  // the model is another device class's: record full-size residuals
   bool decided = false;
   bool verify_pending = false;
   std::mutex mu;
@@ -68,12 +76,5 @@ void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op
 void clear_memo();
 // The calling thread's last executed decision (plan.hpp's last_decision()).
 Decision last_decision();
-
-// The guardrail's decision from probe times (seconds; negative = failed), for tests and the log.
-struct Verdict {
-  std::string variant, reason;
-};
-Verdict guardrail(const std::vector<std::pair<std::string, double>>& native, const std::string& vendor,
-                  double vendor_seconds, double alpha);
 
 }  // namespace sparseport::scheduler

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "scheduler/summary.hpp"
 #include "sparseport/errors.hpp"
 #include "sparseport/version.hpp"
 #include "src/core/registry.hpp"
@@ -310,71 +311,11 @@ std::string graph_signature(const Structure& s) {
   return buf;
 }
 
-std::string Features::text() const {
-  char buf[400];
-  std::snprintf(buf, sizeof buf,
-                "rows=%lld nnz=%lld F=%lld mean_deg=%.2f p50=%lld p90=%lld p99=%lld max=%lld (%.1f%% of nnz) "
-                "hubs>%lld=%lld >256=%lld >4096=%lld aligned16=%d",
-                static_cast<long long>(rows), static_cast<long long>(nnz), static_cast<long long>(features),
-                mean_degree, static_cast<long long>(p50), static_cast<long long>(p90), static_cast<long long>(p99),
-                static_cast<long long>(max_degree), 100.0 * max_row_share, static_cast<long long>(hub_threshold),
-                static_cast<long long>(hubs), static_cast<long long>(over_256), static_cast<long long>(over_4096),
-                aligned16 ? 1 : 0);
+std::string graph_signature(const sparseport_csr_summary& s) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "csr%lldx%lld:%lld:%s", static_cast<long long>(s.rows), static_cast<long long>(s.cols),
+                static_cast<long long>(s.nnz), hex64(mix64(s.rowptr_hash ^ mix64(s.colind_hash))).c_str());
   return buf;
-}
-
-Features features(Structure& s, const ProblemInfo& p, int64_t hub_threshold) {
-  widen_rowptr(s);
-  Features f;
-  f.rows = s.rows;
-  f.cols = s.cols;
-  f.nnz = s.nnz;
-  f.features = p.features;
-  f.hub_threshold = hub_threshold;
-  f.mean_degree = s.rows > 0 ? static_cast<double>(s.nnz) / s.rows : 0;
-  const size_t vsz = p.value_type == SPARSEPORT_F64 ? 8 : 4;
-  f.aligned16 = (p.features * vsz) % 16 == 0;
-  std::vector<int64_t> deg;
-  if (s.csr) {
-    deg.resize(s.rows);
-    for (int64_t i = 0; i < s.rows; ++i) deg[i] = s.rowptr[i + 1] - s.rowptr[i];
-  } else if (s.sorted) {
-    // Run lengths inside the sampled blocks; a run cut by a block edge counts as what was seen.
-    for (size_t i = 0; i < s.sample.size();) {
-      size_t j = i + 1;
-      while (j < s.sample.size() && s.sample[j] == s.sample[i] && (j % 256) != 0) ++j;
-      deg.push_back(static_cast<int64_t>(j - i));
-      i = j;
-    }
-  }
-  if (deg.empty()) return f;
-  // Exact quantiles by counting (degrees below 65536) plus a sort of the few above.
-  constexpr int64_t kDense = 65536;
-  std::vector<int64_t> count(kDense, 0), big;
-  for (int64_t d : deg) {
-    if (d < kDense) ++count[d];
-    else big.push_back(d);
-    f.max_degree = std::max(f.max_degree, d);
-    f.hubs += d > hub_threshold;
-    f.over_256 += d > 256;
-    f.over_4096 += d > 4096;
-  }
-  std::sort(big.begin(), big.end());
-  const auto quantile = [&](double q) -> int64_t {
-    const int64_t target = static_cast<int64_t>(q * (deg.size() - 1));
-    int64_t seen = 0;
-    for (int64_t d = 0; d < kDense; ++d) {
-      seen += count[d];
-      if (seen > target) return d;
-    }
-    return big[std::min<size_t>(big.size() - 1, target - seen)];
-  };
-  f.p50 = quantile(0.50);
-  f.p90 = quantile(0.90);
-  f.p99 = quantile(0.99);
-  const double total = s.csr ? static_cast<double>(std::max<int64_t>(1, s.nnz)) : static_cast<double>(s.sample.size());
-  f.max_row_share = f.max_degree / total;
-  return f;
 }
 
 }  // namespace sparseport::scheduler

@@ -71,17 +71,9 @@ std::string type_suffix(const ProblemInfo& p);  // "f32/i32/sum"
 Structure read_structure(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args);
 // The graph signature: shape, nnz, hash of rowptr, hash of the colind sample. Stable across runs.
 std::string graph_signature(const Structure& s);
+// A CSR operand's: shape, nnz, and its summary's two hashes (rowptr, colind sample), computed where
+// the operand lives (summary.hpp).
+std::string graph_signature(const sparseport_csr_summary& s);
 
-struct Features {
-  int64_t rows = 0, cols = 0, nnz = 0, features = 0;
-  double mean_degree = 0;
-  int64_t p50 = 0, p90 = 0, p99 = 0, max_degree = 0;
-  int64_t hub_threshold = 0, hubs = 0;  // rows above SPARSEPORT_HUB_T
-  int64_t over_256 = 0, over_4096 = 0;   // rows above fixed thresholds (hub_split's candidates)
-  double max_row_share = 0;              // nnz of the longest row / nnz
-  bool aligned16 = true;                 // dense operands' rows 16-byte aligned (F*size % 16 == 0)
-  std::string text() const;
-};
-Features features(Structure& s, const ProblemInfo& p, int64_t hub_threshold);  // widens rowptr
 
 }  // namespace sparseport::scheduler

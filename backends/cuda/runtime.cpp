@@ -212,6 +212,8 @@ State::~State() {
   (void)cudaStreamSynchronize(stream_);
   if (check_device_ != nullptr) (void)cudaFree(check_device_);
   if (check_host_ != nullptr) (void)cudaFreeHost(check_host_);
+  if (summary_device_ != nullptr) (void)cudaFree(summary_device_);
+  if (summary_host_ != nullptr) (void)cudaFreeHost(summary_host_);
   if (pool_ != nullptr) (void)cudaMemPoolDestroy(pool_);
   if (sparse_ != nullptr) (void)cusparseDestroy(sparse_);
   (void)cudaStreamDestroy(stream_);
@@ -223,7 +225,9 @@ std::pair<unsigned long long*, unsigned long long*> State::check_words() const {
   if (check_device_ == nullptr) {
     void* d = nullptr;
     check(cudaMalloc(&d, 4 * sizeof(unsigned long long)), "cudaMalloc of the index check's 32 bytes");
-    if (const cudaError_t err = cudaMemset(d, 0xff, 4 * sizeof(unsigned long long)); err != cudaSuccess) {
+    // On the state's stream (as summary_words below): a plain cudaMemset runs on the legacy stream,
+    // which the state's non-blocking stream does not wait for.
+    if (const cudaError_t err = cudaMemsetAsync(d, 0xff, 4 * sizeof(unsigned long long), stream_); err != cudaSuccess) {
       (void)cudaFree(d);
       raise(err, "cudaMemset of the index check's 32 bytes");
     }
@@ -236,6 +240,28 @@ std::pair<unsigned long long*, unsigned long long*> State::check_words() const {
     check_host_ = static_cast<unsigned long long*>(h);
   }
   return {check_device_, check_host_};
+}
+
+std::pair<void*, void*> State::summary_words() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (summary_device_ == nullptr) {
+    void* d = nullptr;
+    check(cudaMalloc(&d, kSummaryDeviceBytes), "cudaMalloc of the CSR summary's words");
+    // On the state's stream: a plain cudaMemset runs on the legacy stream, which the state's
+    // non-blocking stream does not wait for, so the first summary could read the words unset.
+    if (const cudaError_t err = cudaMemsetAsync(d, 0, kSummaryDeviceBytes, stream_); err != cudaSuccess) {
+      (void)cudaFree(d);
+      raise(err, "cudaMemset of the CSR summary's words");
+    }
+    void* h = nullptr;
+    if (const cudaError_t err = cudaMallocHost(&h, kSummaryHostBytes); err != cudaSuccess) {
+      (void)cudaFree(d);
+      raise(err, "cudaMallocHost of the CSR summary's result");
+    }
+    summary_device_ = d;
+    summary_host_ = h;
+  }
+  return {summary_device_, summary_host_};
 }
 
 void State::activate() const {

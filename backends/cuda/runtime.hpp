@@ -114,6 +114,14 @@ class State {
   // Allocated on first use, freed with the state.
   std::pair<unsigned long long*, unsigned long long*> check_words() const;
 
+  // The device summary's words (kernels/cuda/summary.cu): kSummaryDeviceBytes on the device,
+  // zeroed once here and put back to zero by the kernel that reads them (so a summary needs no
+  // memset), and kSummaryHostBytes of pinned host memory its result is copied into. Allocated on
+  // first use, freed with the state. A summary holds summary_mutex() while it uses them.
+  static constexpr size_t kSummaryDeviceBytes = 16384, kSummaryHostBytes = 1024;
+  std::pair<void*, void*> summary_words() const;
+  std::mutex& summary_mutex() const { return summary_mu_; }
+
   // What the last spmm.cusparse plan chose ("ALG2" or "ALG3" with both timings), for logs and tests.
   void set_note(std::string note) const;
   std::string note() const;
@@ -132,6 +140,9 @@ class State {
   mutable std::string note_;
   mutable unsigned long long* check_device_ = nullptr;
   mutable unsigned long long* check_host_ = nullptr;
+  mutable void* summary_device_ = nullptr;
+  mutable void* summary_host_ = nullptr;
+  mutable std::mutex summary_mu_;
 };
 
 // Stream-ordered scratch from the state's pool; freed in stream order when it goes out of scope,

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sparseport/context.hpp"
@@ -29,12 +30,13 @@ namespace sparseport {
 
 enum class SchedulerMode {
   from_env,   // SPARSEPORT_SCHEDULER, default auto
-  automatic,  // auto: replay a cached decision, else estimate + probe + guardrail, then cache it
+  automatic,  // auto: replay a cached decision, else features + model (+ timing where it is unsure) + guardrail, cached
   off,        // the backend's default variant (no signatures, no cache, no probe)
-  probe,      // always estimate + probe (ignores cached decisions), then cache the result
+  probe,      // always a cold decision as auto makes it (ignores cached decisions), then cache the result
   replay,     // only cached decisions; a miss runs the vendor variant and says so
+  model,      // a cold decision from the learned model's (or the estimate's) ranking alone: no timing, no check
 };
-const char* name(SchedulerMode m);  // "auto", "off", "probe", "replay"
+const char* name(SchedulerMode m);  // "auto", "off", "probe", "replay", "model"
 
 // Zero / empty / from_env fields take the environment's value, else the default shown.
 struct SchedulerOptions {
@@ -45,6 +47,8 @@ struct SchedulerOptions {
   int top_k = 0;               // SPARSEPORT_TOPK, 3: native variants the estimate sends to the probe
   int64_t hub_threshold = 0;   // SPARSEPORT_HUB_T, 256: the degree above which a row counts as a hub (as spmm.hub_split)
   int probe_repeats = 0;       // SPARSEPORT_PROBE_REPEATS, 5: timed repeats per candidate (median)
+  double full_size_ms = 0;     // SPARSEPORT_FULL_SIZE_MS, 2.5: candidates predicted faster than this are timed at
+                               // full size (within the cold-decision budget), slower ones on the probe sample
   std::string cache_dir;       // SPARSEPORT_CACHE_DIR, else ~/.cache/sparseport
   bool log = false;            // or SPARSEPORT_LOG containing "scheduler": print every decision
 };
@@ -58,6 +62,24 @@ struct Decision {
   bool verified = false;  // timed against the vendor at full size
   bool reverted = false;  // the probe's choice lost at full size; variant is now the vendor
   double decide_seconds = 0;  // wall time spent deciding (signatures, cache, probe, verification)
+
+  // What a cold decision read, predicted and measured (empty on a cache hit), for the log,
+  // `sparseport tune` and training data. Times in milliseconds; negative = not predicted/measured.
+  struct Candidate {
+    std::string variant;
+    double predicted_ms = -1;  // the learned model's prediction (with the transfer correction)
+    double estimate_ms = -1;   // the hand-written roofline estimate
+    double measured_ms = -1;   // measured at full size (exact timing or the full-size check)
+    double probe_ms = -1;      // measured on the probe sample
+  };
+  std::vector<Candidate> candidates;                  // every applicable variant, best predicted first
+  std::vector<std::pair<std::string, double>> inputs;  // the model's inputs by name ("f:log2_nnz" ...)
+  double floor_ms = 0;    // the problem's roofline floor (the model predicts multiples of it)
+  std::string device_class;  // "cuda-sm90", "openmp-x86_64" ...: which shipped model is this device's own
+  std::string model;      // which model ranked ("own (cuda-sm90)", "nearest: ...", "" = the estimate)
+  bool model_alone = false;  // the model's lead exceeded its measured error: no timing
+  double lead = 0;        // predicted log2(t(second) / t(best)); the model decides alone above its margin
+  std::string timing;     // "none", "full size", "single calls at full size", "probe sample"
 };
 
 namespace detail {

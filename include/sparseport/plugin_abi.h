@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define SPARSEPORT_ABI_VERSION_MAJOR 1
-#define SPARSEPORT_ABI_VERSION_MINOR 2
+#define SPARSEPORT_ABI_VERSION_MINOR 3
 #define SPARSEPORT_ABI_VERSION ((SPARSEPORT_ABI_VERSION_MAJOR << 16) | SPARSEPORT_ABI_VERSION_MINOR)
 
 typedef enum sparseport_value_type { SPARSEPORT_F32 = 1, SPARSEPORT_F64 = 2 } sparseport_value_type;
@@ -231,6 +231,40 @@ typedef struct sparseport_index_report {
   int64_t position, row, value, value2;
 } sparseport_index_report;
 
+/* ABI 1.3: what the scheduler reads of a CSR operand, computed where it lives (one pass on the
+ * device for device memory, no copy of the arrays). The host computes the same numbers bit for bit
+ * (scheduler/summary.cpp is the definition); a plugin's result must equal it.
+ *   want SIGNATURE: rows, cols, nnz, rowptr_hash (every rowptr entry, widened to 64 bits) and
+ *                   colind_hash (the sampled entries below).
+ *   want FEATURES:  also the histograms, max_degree, the distance sum and the block counts.
+ * Hashes: h = sum over i of mix64(v_i ^ (i * 0x9E3779B97F4A7C15)) modulo 2^64 (order-free, so a
+ * grid sums it in any order), then mix64(h + n); mix64 is SplitMix64's finaliser. The colind
+ * sample is the entries at positions (j * nnz) / S for j < S = min(nnz, SPARSEPORT_SUMMARY_SAMPLE).
+ * Blocks: the 32-row blocks b = (j * nblocks) / B for j < B = min(nblocks, SPARSEPORT_SUMMARY_BLOCKS),
+ * nblocks = ceil(rows / 32); a block's first SPARSEPORT_SUMMARY_BLOCK_CAP entries (in storage order)
+ * are counted. */
+#define SPARSEPORT_SUMMARY_SIGNATURE 1u
+#define SPARSEPORT_SUMMARY_FEATURES 2u
+#define SPARSEPORT_SUMMARY_BUCKETS 40
+#define SPARSEPORT_SUMMARY_SAMPLE 16384
+#define SPARSEPORT_SUMMARY_BLOCKS 2048
+#define SPARSEPORT_SUMMARY_BLOCK_CAP 1024
+
+typedef struct sparseport_csr_summary {
+  int64_t rows, cols, nnz;
+  uint64_t rowptr_hash, colind_hash;
+  int64_t max_degree;
+  /* rows whose degree d has bit_width(d) == b (b = 0: empty rows; 1: d = 1; 2: 2-3; ...) */
+  int64_t degree_hist[SPARSEPORT_SUMMARY_BUCKETS];
+  /* entries whose |col - diag(row)| = x has bit_width(x) == b, diag(row) = floor(row * cols / rows) */
+  int64_t distance_hist[SPARSEPORT_SUMMARY_BUCKETS];
+  /* sum over entries of floor(|col - diag(row)| * 2^20 / cols): the mean normalised distance, in 2^-20 */
+  uint64_t distance_sum;
+  /* over the sampled blocks: entries counted, distinct columns among them, and distinct 32-column
+   * segments (col / 32: 128 bytes of a 4-byte B at F = 1) among them */
+  int64_t block_entries, block_distinct, block_segments, blocks;
+} sparseport_csr_summary;
+
 typedef struct sparseport_variant {
   int32_t op;        /* sparseport_op */
   const char* name;  /* stable, "op.variant": logs, cache, CLI and benchmarks use it */
@@ -297,6 +331,11 @@ typedef struct sparseport_plugin {
    * check itself failed (a device fault). Null on a device-memory plugin: the front end copies
    * the arrays to the host and checks them there. */
   int (*check_indices)(const sparseport_exec*, const sparseport_index_check*, sparseport_index_report*,
+                       sparseport_status*);
+  /* ABI 1.3: fills *out for the CSR `a` in the plugin's memory (see sparseport_csr_summary; `want`
+   * is SPARSEPORT_SUMMARY_* bits). Null: the scheduler computes it on the host (copying the arrays
+   * first on a device-memory plugin). */
+  int (*summarize_csr)(const sparseport_exec*, const sparseport_csr* a, uint32_t want, sparseport_csr_summary* out,
                        sparseport_status*);
   /* Append new fields here only. */
 } sparseport_plugin;

@@ -90,6 +90,13 @@ void csr_transpose(const State& s, const sparseport_transpose_args& a);
 // The first violation of c's rules in device memory (problem 0 when none); waits for the answer.
 sparseport_index_report check_indices(const State& s, const sparseport_index_check& c);
 
+// ---- CSR summary (the plugin's summarize_csr slot) ----------------------------------------------
+
+// The summary of the CSR `a` in device memory (plugin_abi.h, sparseport_csr_summary; `want` is
+// SPARSEPORT_SUMMARY_* bits), equal bit for bit to scheduler::summarize_host on a host copy; one
+// launch, one copy back and one synchronisation. Waits for the answer.
+sparseport_csr_summary summarize_csr(const State& s, const sparseport_csr& a, uint32_t want);
+
 // ---- helpers other kernels use -----------------------------------------------------------------
 
 // Dense fill and scale (rows x cols with leading dimension ld) in the value type vt.

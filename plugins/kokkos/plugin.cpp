@@ -180,6 +180,7 @@ const sparseport_plugin kTable = {
     },
     &device_signature,
     nullptr,  // check_indices: host memory (Debian's Kokkos is Serial), checked by the front end
+    nullptr,  // summarize_csr: host memory, summarized by the scheduler (scheduler/summary.cpp)
 };
 
 }  // namespace

@@ -265,6 +265,7 @@ const sparseport_plugin kTable = {
     },
     &device_signature,
     nullptr,  // check_indices: host memory, checked by the front end
+    nullptr,  // summarize_csr: host memory, summarized by the scheduler (scheduler/summary.cpp)
 };
 
 }  // namespace

@@ -86,6 +86,7 @@ const sparseport_plugin kTable = {
     },
     nullptr,  // device_signature: the scheduler uses the description (the reference is never tuned for speed)
     nullptr,  // check_indices: host memory, checked by the front end
+    nullptr,  // summarize_csr: host memory, summarized by the scheduler (scheduler/summary.cpp)
 };
 
 }  // namespace

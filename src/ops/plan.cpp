@@ -15,6 +15,7 @@ const char* name(SchedulerMode m) {
     case SchedulerMode::off: return "off";
     case SchedulerMode::probe: return "probe";
     case SchedulerMode::replay: return "replay";
+    case SchedulerMode::model: return "model";
     default: return "from_env";
   }
 }

@@ -4,6 +4,8 @@
 // scheduler work) is timed with the check on every call (ValidateMode::always) and with none
 // (off), each call waited for; the difference is the check: its kernel, its 32-byte copy back and
 // the synchronisation it adds. The spmm's own GPU time comes from CUDA events over queued calls.
+// A second table times the plugin's summarize_csr slot (the scheduler's view of A) per call, with
+// want = SIGNATURE (the cache-hit path) and SIGNATURE | FEATURES.
 //   validation_cost [F] [SPEC...]   (default F = 32, rmat:16:16 er:100000:0.0001 band:1000000:1)
 #include <cuda_runtime_api.h>
 
@@ -59,6 +61,7 @@ int main(int argc, char** argv) {
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
+  std::vector<std::string> summary_rows;
   std::printf("| graph | rows | nnz | F | variant | spmm GPU us | spmm call us (off) | call us (always) | check us | check / spmm GPU | check / spmm call |\n");
   std::printf("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
   for (const std::string& spec : specs) {
@@ -104,6 +107,29 @@ int main(int argc, char** argv) {
                 static_cast<long long>(h.rows), static_cast<long long>(h.nnz()), static_cast<long long>(F),
                 opt.variant.c_str(), gpu * 1e6, t_off * 1e6, t_always * 1e6, check * 1e6, 100 * check / gpu,
                 100 * check / t_off);
+
+    // summarize_csr, each call waited for (the slot synchronises).
+    const sparseport_plugin* t = ctx.plugin().table;
+    if (t->summarize_csr != nullptr) {
+      const sparseport_csr abi{h.rows, h.cols, h.nnz(), rp.data(), ci.data(), nullptr, SPARSEPORT_I32, SPARSEPORT_F32};
+      const sparseport_exec x = ctx.exec();
+      auto summary_us = [&](uint32_t want) {
+        sparseport_csr_summary out{};
+        sparseport_status st{};
+        auto one = [&] {
+          if (t->summarize_csr(&x, &abi, want, &out, &st) != SPARSEPORT_OK) std::fprintf(stderr, "%s\n", st.message);
+        };
+        one();
+        return median_wall(kReps, one) * 1e6;
+      };
+      char line[256];
+      std::snprintf(line, sizeof line, "| %s | %lld | %lld | %.1f | %.1f |", spec.c_str(), static_cast<long long>(h.rows),
+                    static_cast<long long>(h.nnz()), summary_us(SPARSEPORT_SUMMARY_SIGNATURE),
+                    summary_us(SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_FEATURES));
+      summary_rows.push_back(line);
+    }
   }
+  std::printf("\n| graph | rows | nnz | summarize_csr SIGNATURE us | SIGNATURE + FEATURES us |\n|---|---:|---:|---:|---:|\n");
+  for (const std::string& r : summary_rows) std::printf("%s\n", r.c_str());
   return 0;
 }

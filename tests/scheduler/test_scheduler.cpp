@@ -14,14 +14,16 @@
 
 #include "scheduler/cache.hpp"
 #include "scheduler/estimate.hpp"
+#include "scheduler/model.hpp"
 #include "scheduler/options.hpp"
-#include "scheduler/probe.hpp"
+#include "scheduler/timing.hpp"
 #include "scheduler/select.hpp"
 #include "sparseport/sparseport.hpp"
 #include "../common/scoped.hpp"
 
 namespace {
 
+using sparseport_test::ScopedEnv;
 using sparseport_test::TempDir;
 
 using namespace sparseport;
@@ -193,7 +195,7 @@ TEST(SchedulerEstimate, RowMappedVariantsPayForAMegaRowBalancedOnesDoNot) {
   p.features = p.features_out = 64;
   p.value_type = SPARSEPORT_F32;
   p.index_type = SPARSEPORT_I32;
-  const Features f = features(s, p, 1024);
+  const Features f = features_of(s, p, 1024);
   EXPECT_EQ(f.max_degree, 900000);
   EXPECT_EQ(f.p50, 1);
   EXPECT_EQ(f.hubs, 1);
@@ -224,6 +226,7 @@ int fake_spmm(const sparseport_exec* x, const char* variant, const sparseport_sp
   if (v == "spmm.trap") spin(big ? 0.010 : 0.0001);
   if (v == "spmm.vendor") spin(big ? 0.001 : 0.001);
   if (v == "spmm.slow") spin(0.005);
+  if (v == "spmm.second") spin(big ? 0.0004 : 0.0003);
   return plugin("reference").table->spmm(x, "spmm.serial", a, st);
 }
 
@@ -231,6 +234,7 @@ const sparseport_variant kFakeVariants[] = {
     {SPARSEPORT_OP_SPMM, "spmm.vendor", SPARSEPORT_VARIANT_VENDOR | SPARSEPORT_VARIANT_DEFAULT, "vendor"},
     {SPARSEPORT_OP_SPMM, "spmm.trap", 0, "fast on the probe, slow at full size"},
     {SPARSEPORT_OP_SPMM, "spmm.slow", 0, "always slow"},
+    {SPARSEPORT_OP_SPMM, "spmm.second", 0, "second on the probe, faster than the vendor at full size"},
     {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.serial", SPARSEPORT_VARIANT_DEFAULT, "slice"},
 };
 
@@ -239,7 +243,7 @@ PluginInfo fake_plugin() {
     sparseport_plugin t = *plugin("reference").table;
     t.name = "fake";
     t.variants = kFakeVariants;
-    t.n_variants = 4;
+    t.n_variants = static_cast<int32_t>(sizeof kFakeVariants / sizeof kFakeVariants[0]);
     t.spmm = &fake_spmm;
     t.device_signature = [](void*, char* buf, size_t len, sparseport_status*) {
       std::snprintf(buf, len, "kind=cpu\nmodel=fake\nthreads=1\nl3_bytes=1000000\nfake_version=1\n");
@@ -287,6 +291,7 @@ SchedulerOptions options(const TempDir& dir, SchedulerMode mode, double alpha = 
   o.probe_repeats = 3;
   o.min_probe_rows = 64;
   o.probe_frac = 0.01;
+  o.full_size_ms = 1e-6;  // every candidate counts as slow: decided on the probe sample, checked at full size
   return o;
 }
 
@@ -300,8 +305,17 @@ TEST(SchedulerPipeline, ProbeChoiceThatLosesAtFullSizeIsRevertedAndRecorded) {
   execute(plan, &args, "test");
   EXPECT_EQ(plan->decision.source, "probe");
   EXPECT_TRUE(plan->decision.reverted) << plan->decision.reason;
-  EXPECT_EQ(plan->decision.variant, "spmm.vendor");
+  // Reverted to the fastest variant measured at full size: the probe's runner-up (0.4 ms there),
+  // not the vendor (1 ms).
+  EXPECT_EQ(plan->decision.variant, "spmm.second") << plan->decision.reason;
   EXPECT_NE(plan->decision.reason.find("reverted"), std::string::npos);
+  EXPECT_NE(plan->decision.reason.find("runner-up"), std::string::npos) << plan->decision.reason;
+  for (const char* v : {"spmm.trap", "spmm.vendor", "spmm.second"}) {
+    bool seen = false;
+    for (const Decision::Candidate& c : plan->decision.candidates)
+      if (c.variant == v) seen = c.measured_ms > 0 && c.probe_ms > 0;
+    EXPECT_TRUE(seen) << v << " measured on the probe and at full size";
+  }
   // The output is the op's result whatever ran last.
   HostDense<float> want(pb.a.rows, 8);
   sparseport_spmm_args ref = args;
@@ -314,7 +328,7 @@ TEST(SchedulerPipeline, ProbeChoiceThatLosesAtFullSizeIsRevertedAndRecorded) {
   auto again = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::automatic));
   EXPECT_TRUE(again->decided);
   EXPECT_EQ(again->decision.source, "cache hit");
-  EXPECT_EQ(again->decision.variant, "spmm.vendor");
+  EXPECT_EQ(again->decision.variant, "spmm.second");
   EXPECT_TRUE(again->decision.reverted);
   execute(again, &args, "test");
   EXPECT_EQ(g_calls.load(), 1) << "a cache hit runs the op once, no probe";
@@ -336,6 +350,103 @@ TEST(SchedulerPipeline, GuardrailKeepsTheVendorWhenNoNativeIsFastEnough) {
   EXPECT_EQ(plan2->decision.variant, "spmm.trap") << plan2->decision.reason;
   EXPECT_FALSE(plan2->decision.reverted);
   EXPECT_TRUE(plan2->decision.verified);
+}
+
+// A model file for the fake device: every variant a one-leaf tree, so the prediction of variant v
+// is exactly its value (log2 of its time over the floor).
+std::string one_leaf_model(const std::string& device_class, double margin,
+                           const std::vector<std::pair<std::string, double>>& predictions) {
+  std::string variants;
+  for (const auto& [v, y] : predictions)
+    variants += (variants.empty() ? "" : ",") + ("\"" + v + "\": {\"base\": 0, \"trees\": [{\"split\": [-1], " +
+                                                 "\"threshold\": [0], \"left\": [0], \"right\": [0], \"value\": [" +
+                                                 std::to_string(y) + "]}]}");
+  return "{\"format\": \"sparseport-trees-1\", \"device_class\": \"" + device_class +
+         "\", \"features\": [\"f:log2_nnz\"], \"ops\": {\"spmm\": {\"margin\": " + std::to_string(margin) +
+         ", \"sigma\": 0.1, \"variants\": {" + variants + "}}}}";
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
+
+TEST(SchedulerModel, AConfidentModelDecidesAloneAndAnUnsureOneIsTimed) {
+  TempDir dir, models;
+  const PluginInfo fake = fake_plugin();
+  Problem pb = make_problem(2000);
+  sparseport_spmm_args args = pb.args();
+  ScopedEnv model_dir("SPARSEPORT_MODEL_DIR", models.path.c_str());
+  // Lead of spmm.second over the next (the vendor): 1.0 (log2), margin 0.5: the model decides alone.
+  write_file(models.path + "/fake.json", one_leaf_model("fake-x86_64", 0.5,
+                                                        {{"spmm.second", 1.0}, {"spmm.vendor", 2.0},
+                                                         {"spmm.trap", 3.0}, {"spmm.slow", 4.0}}));
+  g_calls = 0;
+  auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe));
+  execute(plan, &args, "test");
+  EXPECT_EQ(plan->decision.source, "model") << plan->decision.reason;
+  EXPECT_TRUE(plan->decision.model_alone);
+  EXPECT_EQ(plan->decision.variant, "spmm.second");
+  EXPECT_NEAR(plan->decision.lead, 1.0, 1e-9);
+  EXPECT_EQ(plan->decision.model.rfind("own", 0), 0u) << plan->decision.model;
+  EXPECT_EQ(g_calls.load(), 1) << "no timing: the op ran once";
+  ASSERT_EQ(plan->decision.candidates.size(), 4u);
+  EXPECT_NEAR(plan->decision.candidates[0].predicted_ms, 2 * plan->decision.floor_ms, 1e-9);
+  EXPECT_FALSE(plan->decision.inputs.empty());
+
+  // Margin 2 (above the lead 1): not sure, so the candidates are timed (at full size here, where the
+  // trap predicted third is 10x faster than the vendor: the measurement decides, not the model).
+  TempDir models2;
+  ScopedEnv model_dir2("SPARSEPORT_MODEL_DIR", models2.path.c_str());
+  write_file(models2.path + "/fake.json", one_leaf_model("fake-x86_64", 2.0,
+                                                         {{"spmm.second", 1.0}, {"spmm.vendor", 2.0},
+                                                          {"spmm.trap", 3.0}, {"spmm.slow", 4.0}}));
+  SchedulerOptions o = options(dir, SchedulerMode::probe);
+  o.full_size_ms = 1e3;
+  auto timed = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, o);
+  execute(timed, &args, "test");
+  EXPECT_FALSE(timed->decision.model_alone);
+  EXPECT_EQ(timed->decision.source, "timed") << timed->decision.reason;
+  EXPECT_EQ(timed->decision.variant, "spmm.trap") << timed->decision.reason;
+  EXPECT_EQ(timed->decision.timing.find("full size") != std::string::npos, true) << timed->decision.timing;
+  EXPECT_TRUE(timed->decision.verified) << "measured at full size: no separate check";
+}
+
+TEST(SchedulerModel, AnotherDevicesModelIsCorrectedByTheMeasurementsMadeHere) {
+  TempDir dir, models;
+  const PluginInfo fake = fake_plugin();
+  Problem pb = make_problem(2000);
+  sparseport_spmm_args args = pb.args();
+  ScopedEnv model_dir("SPARSEPORT_MODEL_DIR", models.path.c_str());
+  // Only another backend's model ships: it believes the slow variant is the fastest.
+  write_file(models.path + "/other.json", one_leaf_model("other-x86_64", 9.0,
+                                                         {{"spmm.slow", 0.0}, {"spmm.vendor", 1.0},
+                                                          {"spmm.trap", 1.5}, {"spmm.second", 2.0}}));
+  SchedulerOptions o = options(dir, SchedulerMode::probe);
+  o.full_size_ms = 1e3;
+  auto first = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, o);
+  execute(first, &args, "test");
+  EXPECT_NE(first->decision.model.find("nearest: other-x86_64"), std::string::npos) << first->decision.model;
+  const DeviceSignature sig = device_signature(fake, {nullptr, 1, 0});
+  const Correction c = load_correction(dir.path, sig.hash, "spmm");
+  EXPECT_GE(c.measurements, 3) << "the full-size times were recorded for the transfer";
+  // spmm.slow measured far above its prediction, the trap below: their corrections say so.
+  EXPECT_GT(c.bias("spmm.slow"), c.bias("spmm.trap"));
+  auto second = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, o);
+  execute(second, &args, "test");
+  EXPECT_NE(second->decision.model.find("transfer measurements"), std::string::npos) << second->decision.model;
+  EXPECT_NE(second->decision.candidates.front().variant, "spmm.slow")
+      << "after the correction the slow variant is no longer predicted fastest";
+}
+
+TEST(SchedulerModel, TransferBiasIsShrunkTowardTheMeanResidual) {
+  Correction c;
+  c.residuals["a"] = {3.0, 1};
+  c.residuals["b"] = {-1.0, 1};
+  // mean residual 1, lambda 2: a (3 + 2) / 3, b (-1 + 2) / 3, an unmeasured variant (0 + 2) / 2.
+  EXPECT_NEAR(c.bias("a"), 5.0 / 3, 1e-12);
+  EXPECT_NEAR(c.bias("b"), 1.0 / 3, 1e-12);
+  EXPECT_NEAR(c.bias("never"), 1.0, 1e-12);
+  EXPECT_EQ(Correction{}.bias("a"), 0.0);
 }
 
 TEST(SchedulerPipeline, ReplayIsDeterministicAndAMissUsesTheVendor) {

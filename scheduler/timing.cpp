@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "scheduler/probe.hpp"
+#include "scheduler/timing.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -93,6 +93,54 @@ double time_variant(const PluginInfo& plugin, const sparseport_exec& exec, spars
   }
   std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
   return times[times.size() / 2];
+}
+
+// ---- full size ----------------------------------------------------------------------------------
+
+OutputGuard::OutputGuard(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
+                         const std::string& where)
+    : plugin_(plugin), exec_(exec), where_(where) {
+  const auto* spmm = op == SPARSEPORT_OP_SPMM ? static_cast<const sparseport_spmm_args*>(args) : nullptr;
+  if (spmm == nullptr || spmm->beta == 0 || spmm->c.rows == 0) return;
+  const size_t vsz = spmm->c.value_type == SPARSEPORT_F64 ? 8 : 4;
+  bytes_ = static_cast<size_t>((spmm->c.rows - 1) * spmm->c.ld + spmm->c.cols) * vsz;
+  target_ = spmm->c.data;
+  sparseport_status st{};
+  if (plugin.table->alloc(exec.state, bytes_, &saved_, &st) != SPARSEPORT_OK)
+    detail::throw_status(st, where + ": allocating a copy of C for timing at full size", bytes_);
+  if (plugin.table->copy(exec.state, saved_, target_, bytes_, SPARSEPORT_COPY_DEVICE_TO_DEVICE, &st) != SPARSEPORT_OK) {
+    plugin.table->release(exec.state, saved_);
+    detail::throw_status(st, where + ": saving C for timing at full size");
+  }
+}
+
+OutputGuard::~OutputGuard() {
+  if (saved_ != nullptr) plugin_.table->release(exec_.state, saved_);
+}
+
+void OutputGuard::restore() const {
+  if (saved_ == nullptr) return;
+  sparseport_status st{};
+  if (plugin_.table->copy(exec_.state, target_, saved_, bytes_, SPARSEPORT_COPY_DEVICE_TO_DEVICE, &st) != SPARSEPORT_OK)
+    detail::throw_status(st, where_ + ": restoring C after timing at full size");
+}
+
+std::vector<std::pair<std::string, double>> time_full_size(const PluginInfo& plugin, const sparseport_exec& exec,
+                                                           sparseport_op op, const void* args,
+                                                           const std::vector<std::string>& variants, int repeats,
+                                                           const std::string& where) {
+  const OutputGuard guard(plugin, exec, op, args, where);
+  std::vector<std::pair<std::string, double>> out;
+  for (const std::string& v : variants) {
+    guard.restore();
+    sparseport_status failed{};
+    // repeats 0: one call, no warm-up (the budget of a large graph allows no more).
+    const double t = repeats > 0 ? time_variant(plugin, exec, op, v, args, repeats, true, &failed)
+                                 : time_variant(plugin, exec, op, v, args, 1, false, &failed);
+    out.emplace_back(v, t);
+  }
+  guard.restore();
+  return out;
 }
 
 // ---- the sample --------------------------------------------------------------------------------

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The probe (DESIGN.md section 4, step 4): a small copy of the problem, built in the backend's own
-// memory with the backend's own csr_slice_rows, on which candidate variants are timed.
+// Stage 3 of a cold decision: timing the candidates (DESIGN.md section 4, step 4). Where the
+// candidates are cheap (predicted well under a millisecond at full size), they are timed on the
+// caller's own operands at full size (time_full_size: batched calls, one synchronize per batch, so
+// launch and clock overheads do not rank them); otherwise on a small copy of the problem (the
+// probe sample), built in the backend's own memory with the backend's own csr_slice_rows.
 //
 // Sampling. CSR ops (spmm, sddmm, csr_attention) take whole rows, stratified by degree: rows are
 // grouped by floor(log2(degree + 1)) and every group gives probe_frac of its rows, at least one, so
@@ -29,6 +32,33 @@ int call_slot(const sparseport_plugin* t, sparseport_op op, const sparseport_exe
 // repeat. A failing call returns a negative time and its status in *failed.
 double time_variant(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op,
                     const std::string& variant, const void* args, int repeats, bool warmup, sparseport_status* failed);
+
+// An op that reads its output (spmm with beta != 0) gets it saved once and put back before every
+// timed call, so that timing leaves the caller's output as it found it for the call that counts.
+class OutputGuard {
+ public:
+  OutputGuard(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
+              const std::string& where);
+  ~OutputGuard();
+  OutputGuard(const OutputGuard&) = delete;
+  OutputGuard& operator=(const OutputGuard&) = delete;
+  void restore() const;  // no-op when the op does not read its output
+
+ private:
+  const PluginInfo& plugin_;
+  sparseport_exec exec_;
+  void* saved_ = nullptr;
+  void* target_ = nullptr;
+  size_t bytes_ = 0;
+  std::string where_;
+};
+
+// Full-size times (seconds, medians of `repeats` batches after a warm-up; negative: the variant
+// failed, its status in *failed) of each variant, on the caller's operands.
+std::vector<std::pair<std::string, double>> time_full_size(const PluginInfo& plugin, const sparseport_exec& exec,
+                                                           sparseport_op op, const void* args,
+                                                           const std::vector<std::string>& variants, int repeats,
+                                                           const std::string& where);
 
 class ProbeSample {
  public:

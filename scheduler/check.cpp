@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "scheduler/check.hpp"
+
+#include <cstdio>
+
+#include "scheduler/timing.hpp"
+#include "sparseport/errors.hpp"
+#include "src/core/registry.hpp"
+
+namespace sparseport::scheduler {
+
+CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
+                            const std::string& chosen, const std::string& vendor, const std::string& runner_up,
+                            const std::string& where) {
+  CheckResult r;
+  r.variant = chosen;
+  const OutputGuard guard(plugin, exec, op, args, where);
+  const auto timed = [&](const std::string& v) {
+    guard.restore();
+    sparseport_status error{};
+    const double s = time_variant(plugin, exec, op, v, args, 1, false, &error);  // one call
+    if (s < 0) detail::throw_status(error, where + "/" + v);
+    return s;
+  };
+  if (chosen == vendor) {  // nothing to compare: that call is the op itself
+    r.op_seconds = timed(chosen);
+    r.measured.emplace_back(chosen, r.op_seconds);
+    return r;
+  }
+  // A device backend builds per-matrix state on a first call (cuSPARSE descriptors and buffers,
+  // hub partitions): the vendor is warmed up there (the chosen variant's state is built by the
+  // call that times it; if that makes it lose, the runner-up rule below still picks a measured
+  // winner). Host variants keep no such state.
+  if (plugin.table->memory_space == SPARSEPORT_MEMORY_DEVICE) timed(vendor);
+  const double t_vendor = timed(vendor);
+  const double t_chosen = timed(chosen);
+  r.measured = {{vendor, t_vendor}, {chosen, t_chosen}};
+  r.op_seconds = t_chosen;
+  if (t_chosen <= t_vendor) return r;
+
+  // Lost at full size: the fastest variant measured at full size wins, the runner-up of the probe
+  // measured too when there is one (it may beat the vendor where the probe's pick did not).
+  std::string best = vendor;
+  double t_best = t_vendor;
+  if (!runner_up.empty() && runner_up != vendor && runner_up != chosen) {
+    const double t = timed(runner_up);
+    r.measured.emplace_back(runner_up, t);
+    if (t < t_best) best = runner_up, t_best = t;
+  }
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "; reverted: at full size %s took %.4g ms, %s %.4g ms%s", chosen.c_str(),
+                t_chosen * 1e3, vendor.c_str(), t_vendor * 1e3, best == vendor ? "" : ", and the runner-up was faster");
+  r.reason = buf;
+  r.reverted = true;
+  r.variant = best;
+  // The final variant's call must be the last one, so the output is its result.
+  if (r.measured.back().first != best) r.op_seconds = timed(best);
+  else r.op_seconds = t_best;
+  return r;
+}
+
+}  // namespace sparseport::scheduler

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "scheduler/model.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <sstream>
+
+#include "scheduler/cache.hpp"
+#include "scheduler/estimate.hpp"
+#include "scheduler/json.hpp"
+#include "scheduler/options.hpp"
+#include "sparseport/errors.hpp"
+
+namespace sparseport::scheduler {
+
+// ---- evaluation --------------------------------------------------------------------------------
+
+double Tree::eval(const std::vector<double>& x) const {
+  size_t n = 0;
+  // A well-formed tree ends at a leaf within its node count; the bound guards a malformed file.
+  for (size_t steps = 0; steps <= split.size() && split[n] >= 0; ++steps)
+    n = static_cast<size_t>(x[static_cast<size_t>(split[n])] <= threshold[n] ? left[n] : right[n]);
+  return value[n];
+}
+
+double VariantModel::eval(const std::vector<double>& x) const {
+  double s = base;
+  for (const Tree& t : trees) s += t.eval(x);
+  return s;
+}
+
+const OpModel* CostModel::op(const std::string& name) const {
+  auto it = ops_.find(name);
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+std::vector<double> CostModel::columns(const std::vector<std::pair<std::string, double>>& inputs) const {
+  std::vector<double> x(features_.size(), 0.0);
+  for (size_t i = 0; i < features_.size(); ++i)
+    for (const auto& [name, v] : inputs)
+      if (name == features_[i]) x[i] = v;
+  return x;
+}
+
+std::optional<double> CostModel::predict(const std::string& op_name, const std::string& variant,
+                                         const std::vector<double>& x, std::string* how) const {
+  const OpModel* m = op(op_name);
+  if (m == nullptr) return std::nullopt;
+  if (auto it = m->variants.find(variant); it != m->variants.end()) {
+    if (how != nullptr) *how = "own";
+    return it->second.eval(x);
+  }
+  const std::string family = "family:" + mapping_name(variant);
+  if (auto it = m->variants.find(family); it != m->variants.end()) {
+    if (how != nullptr) *how = family;
+    return it->second.eval(x);
+  }
+  return std::nullopt;
+}
+
+// ---- parsing ----------------------------------------------------------------------------------
+
+CostModel CostModel::parse(const std::string& json, const std::string& origin) {
+  const Json doc = parse_json(json, "sparseport scheduler: cost model " + origin);
+  const auto bad = [&](const std::string& what) {
+    return InvalidArgument("sparseport scheduler: cost model " + origin + ": " + what);
+  };
+  const Json* format = doc.get("format");
+  if (format == nullptr || format->str != "sparseport-trees-1")
+    throw bad("not a sparseport-trees-1 model (\"format\" is missing or another)");
+  CostModel m;
+  if (const Json* c = doc.get("device_class")) m.device_class_ = c->str;
+  const Json* features = doc.get("features");
+  if (features == nullptr || features->kind != Json::array) throw bad("\"features\" is not a list");
+  for (const Json& f : features->items) m.features_.push_back(f.str);
+  const Json* ops = doc.get("ops");
+  if (ops == nullptr || ops->kind != Json::object) throw bad("\"ops\" is not an object");
+  const auto ints = [&](const Json* a, const std::string& where) {
+    if (a == nullptr || a->kind != Json::array) throw bad(where + " is not a list");
+    std::vector<int> v;
+    for (const Json& x : a->items) v.push_back(static_cast<int>(x.num));
+    return v;
+  };
+  const auto reals = [&](const Json* a, const std::string& where) {
+    if (a == nullptr || a->kind != Json::array) throw bad(where + " is not a list");
+    std::vector<double> v;
+    for (const Json& x : a->items) v.push_back(x.num);
+    return v;
+  };
+  for (const auto& [op_name, o] : ops->members) {
+    OpModel om;
+    if (const Json* v = o.get("margin")) om.margin = v->num;
+    if (const Json* v = o.get("sigma")) om.sigma = v->num;
+    const Json* variants = o.get("variants");
+    if (variants == nullptr || variants->kind != Json::object) throw bad(op_name + ": \"variants\" is not an object");
+    for (const auto& [vname, vm] : variants->members) {
+      VariantModel model;
+      if (const Json* b = vm.get("base")) model.base = b->num;
+      const Json* trees = vm.get("trees");
+      if (trees == nullptr || trees->kind != Json::array) throw bad(vname + ": \"trees\" is not a list");
+      for (size_t k = 0; k < trees->items.size(); ++k) {
+        const Json& tj = trees->items[k];
+        const std::string where = vname + " tree " + std::to_string(k);
+        Tree t{ints(tj.get("split"), where + " split"), ints(tj.get("left"), where + " left"),
+               ints(tj.get("right"), where + " right"), reals(tj.get("threshold"), where + " threshold"),
+               reals(tj.get("value"), where + " value")};
+        const size_t n = t.split.size();
+        if (n == 0 || t.left.size() != n || t.right.size() != n || t.threshold.size() != n || t.value.size() != n)
+          throw bad(where + ": the node arrays differ in length or are empty");
+        for (size_t i = 0; i < n; ++i) {
+          if (t.split[i] < 0) continue;
+          if (static_cast<size_t>(t.split[i]) >= m.features_.size())
+            throw bad(where + ": node " + std::to_string(i) + " splits on feature " + std::to_string(t.split[i]) +
+                      " of " + std::to_string(m.features_.size()));
+          if (t.left[i] <= static_cast<int>(i) || t.right[i] <= static_cast<int>(i) || static_cast<size_t>(t.left[i]) >= n ||
+              static_cast<size_t>(t.right[i]) >= n)
+            throw bad(where + ": node " + std::to_string(i) + " has a child outside (" + std::to_string(i) + ", " +
+                      std::to_string(n) + ")");
+        }
+        model.trees.push_back(std::move(t));
+      }
+      om.variants.emplace(vname, std::move(model));
+    }
+    m.ops_.emplace(op_name, std::move(om));
+  }
+  return m;
+}
+
+// ---- which model -------------------------------------------------------------------------------
+
+std::string device_class(const std::string& backend, const DeviceSignature& sig) {
+  if (sig.value("kind") == "gpu") {
+    std::string cc = sig.value("compute_capability");
+    cc.erase(std::remove(cc.begin(), cc.end(), '.'), cc.end());
+    return backend + "-sm" + (cc.empty() ? "unknown" : cc);
+  }
+#if defined(__x86_64__)
+  return backend + "-x86_64";
+#elif defined(__aarch64__)
+  return backend + "-aarch64";
+#else
+  return backend + "-cpu";
+#endif
+}
+
+namespace detail_models {
+// The models compiled into the library (generated from scheduler/models/*.json at configure time).
+const std::vector<std::pair<std::string, const char*>>& shipped();
+}  // namespace detail_models
+
+namespace {
+
+struct Catalogue {
+  std::map<std::string, std::unique_ptr<CostModel>> models;  // by device class
+};
+
+// The models of a folder (SPARSEPORT_MODEL_DIR), or the shipped ones for "": parsed once each.
+const Catalogue& catalogue(const std::string& dir) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<Catalogue>> loaded;
+  std::lock_guard<std::mutex> lock(mu);
+  std::unique_ptr<Catalogue>& slot = loaded[dir];
+  if (slot != nullptr) return *slot;
+  slot = std::make_unique<Catalogue>();
+  Catalogue& out = *slot;
+  const auto add = [&](const std::string& text, const std::string& origin) {
+    try {
+      auto m = std::make_unique<CostModel>(CostModel::parse(text, origin));
+      const std::string cls = m->device_class();
+      out.models[cls] = std::move(m);
+    } catch (const Error& e) {
+      warn(std::string(e.what()) + "; that model is not used");
+    }
+  };
+  if (dir.empty()) {
+    for (const auto& [name, text] : detail_models::shipped()) add(text, "shipped " + name);
+    return out;
+  }
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() != ".json") continue;
+    std::ifstream in(entry.path());
+    std::stringstream ss;
+    ss << in.rdbuf();
+    add(ss.str(), entry.path().string());
+  }
+  if (ec) warn("SPARSEPORT_MODEL_DIR=" + dir + " cannot be read: " + ec.message());
+  return out;
+}
+
+std::string backend_of(const std::string& cls) { return cls.substr(0, cls.find('-')); }
+
+}  // namespace
+
+const CostModel* model_for(const std::string& cls, std::string* how) {
+  if (const char* off = std::getenv("SPARSEPORT_MODEL"); off != nullptr && std::string(off) == "off") {
+    if (how != nullptr) *how = "SPARSEPORT_MODEL=off";
+    return nullptr;
+  }
+  const char* dir = std::getenv("SPARSEPORT_MODEL_DIR");
+  const Catalogue& c = catalogue(dir != nullptr ? dir : "");
+  if (auto it = c.models.find(cls); it != c.models.end()) {
+    if (how != nullptr) *how = "own (" + cls + ")";
+    return it->second.get();
+  }
+  // Nearest: the same backend on another device class (an H100 model on an H200 of another
+  // compute capability), else another backend's (the CPU model on a GPU), by name order.
+  const CostModel* other = nullptr;
+  for (const auto& [name, m] : c.models) {
+    if (name.rfind("test", 0) == 0) continue;
+    if (backend_of(name) == backend_of(cls)) {
+      if (how != nullptr) *how = "nearest: " + name + " for " + cls + " (same backend)";
+      return m.get();
+    }
+    if (other == nullptr) other = m.get();
+  }
+  if (other != nullptr && how != nullptr) *how = "nearest: " + other->device_class() + " for " + cls + " (another backend)";
+  if (other == nullptr && how != nullptr) *how = "no model ships for " + cls;
+  return other;
+}
+
+// ---- transfer ----------------------------------------------------------------------------------
+
+double Correction::bias(const std::string& variant) const {
+  constexpr double kLambda = 2;
+  double all = 0;
+  int n = 0;
+  for (const auto& [v, sc] : residuals) all += sc.first, n += sc.second;
+  const double mean = n > 0 ? all / n : 0;
+  auto it = residuals.find(variant);
+  const double sum = it == residuals.end() ? 0 : it->second.first;
+  const int count = it == residuals.end() ? 0 : it->second.second;
+  return (sum + kLambda * mean) / (count + kLambda);
+}
+
+Correction load_correction(const std::string& cache_dir, const std::string& device_hash, const std::string& op) {
+  Correction c;
+  for (Record& r : CacheFile(cache_dir, "transfer.jsonl").read()) {
+    if (r["device"] != device_hash || r["op"] != op) continue;
+    auto& sc = c.residuals[r["variant"]];
+    sc.first += std::strtod(r["residual"].c_str(), nullptr);
+    ++sc.second;
+    ++c.measurements;
+  }
+  return c;
+}
+
+void record_measurement(const std::string& cache_dir, const std::string& device_hash, const std::string& op,
+                        const std::string& variant, double residual) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6f", residual);
+  const Record r{{"schema", std::to_string(kCacheSchema)},
+                 {"key", device_hash + "/" + op + "/" + variant},
+                 {"versions", "transfer"},
+                 {"device", device_hash},
+                 {"op", op},
+                 {"variant", variant},
+                 {"residual", buf}};
+  std::string why;
+  (void)CacheFile(cache_dir, "transfer.jsonl").try_append(r, &why);
+}
+
+}  // namespace sparseport::scheduler

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Collects the cost model's training records on this machine: the generated corpus
+# (scheduler/model/corpus.py, generated graphs only) timed with `sparseport tune --collect`.
+#   scheduler/model/collect.sh BUILD_DIR OUT_DIR SECONDS [cuda] [openmp]
+# cuda:   every scheduled op on the GPU, F in 1..512, spmm sum and max (CPU core 0).
+# openmp: spmm and sddmm on 2 threads pinned to cores 2-3 (taskset), graphs up to 2M entries, at
+#         the same time as the GPU run (which uses one core), so the two do not disturb each other.
+# Each backend stops starting graphs when SECONDS are spent; its records (every op) end up in
+# OUT_DIR/<backend>.jsonl.gz. Logs: OUT_DIR/collect-<backend>.log.
+set -u
+B=${1:?build dir}
+OUT=${2:?out dir}
+SECONDS_LIMIT=${3:-400}
+shift 3 || true
+WHAT=${*:-cuda openmp}
+S="$B/src/cli/sparseport"
+mkdir -p "$OUT"
+WORK=$(mktemp -d)
+CORPUS=$WORK/corpus-gpu.txt
+CORPUS_CPU=$WORK/corpus-cpu.txt
+# Shuffled with a fixed seed: a deadline then cuts a sample spread over every family and size.
+seeded() { openssl enc -aes-256-ctr -pass pass:sparseport -nosalt </dev/zero 2>/dev/null; }
+python3 scheduler/model/corpus.py --max-nnz "${MAX_NNZ:-20000000}" | shuf --random-source=<(seeded) >"$CORPUS"
+python3 scheduler/model/corpus.py --max-nnz "${MAX_NNZ_CPU:-2000000}" | shuf --random-source=<(seeded) >"$CORPUS_CPU"
+echo "corpus: $(wc -l <"$CORPUS") graphs (GPU), $(wc -l <"$CORPUS_CPU") (CPU)"
+
+# One process per op over the whole corpus (one context, each graph generated once per op), each
+# with its share of the time; args: backend corpus seconds op F-list reduce-list [prefix...]
+run_op() {
+  local backend=$1 corpus=$2 secs=$3 op=$4 fs=$5 reduces=$6
+  shift 6
+  echo "== $backend $op F=$fs reduce=$reduces, ${secs}s"
+  "$@" "$S" tune --collect "$WORK/$backend.jsonl" --graphs-from "$corpus" --time-limit "$secs" --op "$op" \
+    --backend "$backend" --F "$fs" --reduce "$reduces" --reps 3 ${THREADS:+--threads $THREADS} </dev/null
+}
+
+share() { echo $((SECONDS_LIMIT * $1 / 100)); }
+case " $WHAT " in *" openmp "*)
+  (
+    export OMP_PROC_BIND=false THREADS=2
+    run_op openmp "$CORPUS_CPU" "$(share 70)" spmm 16,64,128 sum,max taskset -c 2,3
+    run_op openmp "$CORPUS_CPU" "$(share 25)" sddmm 16,64 sum taskset -c 2,3
+  ) >"$OUT/collect-openmp.log" 2>&1 &
+  ;;
+esac
+case " $WHAT " in *" cuda "*)
+  (
+    run_op cuda "$CORPUS" "$(share 50)" spmm 1,4,16,32,64,128,256,512 sum,max taskset -c 0
+    run_op cuda "$CORPUS" "$(share 20)" sddmm 16,32,64,128,256 sum taskset -c 0
+    run_op cuda "$CORPUS" "$(share 9)" csr_attention 32,64 sum taskset -c 0
+    run_op cuda "$CORPUS" "$(share 8)" segment_reduce 32,64 sum taskset -c 0
+    run_op cuda "$CORPUS" "$(share 8)" gather_scatter 32,64 sum taskset -c 0
+  ) >"$OUT/collect-cuda.log" 2>&1
+  ;;
+esac
+wait
+for f in "$WORK"/*.jsonl; do
+  echo "$f: $(wc -l <"$f") records"
+  gzip -c "$f" >"$OUT/$(basename "$f").gz"
+done
+rm -rf "$WORK"

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "scheduler/summary.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "sparseport/errors.hpp"
+#include "src/core/registry.hpp"
+
+namespace sparseport::scheduler {
+namespace {
+
+template <class I>
+sparseport_csr_summary summarize_typed(const sparseport_csr& a, uint32_t want) {
+  const auto* rowptr = static_cast<const I*>(a.rowptr);
+  const auto* colind = static_cast<const I*>(a.colind);
+  sparseport_csr_summary s{};
+  s.rows = a.rows;
+  s.cols = a.cols;
+  s.nnz = a.nnz;
+  uint64_t h = 0;
+  for (int64_t i = 0; i <= a.rows; ++i) h += hash_term(static_cast<int64_t>(rowptr[i]), i);
+  s.rowptr_hash = hash_finish(h, a.rows + 1);
+  const int64_t samples = std::min<int64_t>(a.nnz, SPARSEPORT_SUMMARY_SAMPLE);
+  h = 0;
+  for (int64_t j = 0; j < samples; ++j) {
+    const int64_t e = static_cast<int64_t>(static_cast<summary_u128>(j) * static_cast<uint64_t>(a.nnz) /
+                                           static_cast<uint64_t>(samples));
+    h += hash_term(static_cast<int64_t>(colind[e]), j);
+  }
+  s.colind_hash = hash_finish(h, samples);
+  if ((want & SPARSEPORT_SUMMARY_FEATURES) == 0) return s;
+
+  for (int64_t i = 0; i < a.rows; ++i) {
+    const int64_t begin = rowptr[i], end = rowptr[i + 1], d = end - begin;
+    s.max_degree = std::max(s.max_degree, d);
+    ++s.degree_hist[summary_bucket(static_cast<uint64_t>(d))];
+    const int64_t diag = diagonal_of(i, a.rows, a.cols);
+    for (int64_t e = begin; e < end; ++e) {
+      const int64_t c = colind[e];
+      const uint64_t x = static_cast<uint64_t>(c > diag ? c - diag : diag - c);
+      ++s.distance_hist[summary_bucket(x)];
+      s.distance_sum += a.cols > 0 ? (x << 20) / static_cast<uint64_t>(a.cols) : 0;
+    }
+  }
+  const int64_t nblocks = (a.rows + 31) / 32;
+  const int64_t sampled = std::min<int64_t>(nblocks, SPARSEPORT_SUMMARY_BLOCKS);
+  std::vector<int64_t> cols;
+  for (int64_t j = 0; j < sampled; ++j) {
+    const int64_t b = j * nblocks / sampled;
+    const int64_t first = rowptr[32 * b], last = rowptr[std::min<int64_t>(32 * b + 32, a.rows)];
+    const int64_t n = std::min<int64_t>(last - first, SPARSEPORT_SUMMARY_BLOCK_CAP);
+    cols.assign(colind + first, colind + first + n);
+    std::sort(cols.begin(), cols.end());
+    int64_t distinct = 0, segments = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      distinct += k == 0 || cols[k] != cols[k - 1];
+      segments += k == 0 || (cols[k] >> 5) != (cols[k - 1] >> 5);
+    }
+    s.block_entries += n;
+    s.block_distinct += distinct;
+    s.block_segments += segments;
+  }
+  s.blocks = sampled;
+  return s;
+}
+
+}  // namespace
+
+sparseport_csr_summary summarize_host(const sparseport_csr& a, uint32_t want) {
+  return a.index_type == SPARSEPORT_I64 ? summarize_typed<int64_t>(a, want) : summarize_typed<int32_t>(a, want);
+}
+
+sparseport_csr_summary summarize(const PluginInfo& plugin, const sparseport_exec& exec, const sparseport_csr& a,
+                                 uint32_t want) {
+  const sparseport_plugin* t = plugin.table;
+  if (t->summarize_csr != nullptr) {
+    sparseport_csr_summary s{};
+    sparseport_status st{};
+    if (t->summarize_csr(&exec, &a, want, &s, &st) != SPARSEPORT_OK)
+      detail::throw_status(st, "sparseport scheduler: summarizing the sparse operand");
+    return s;
+  }
+  if (t->memory_space != SPARSEPORT_MEMORY_DEVICE) return summarize_host(a, want);
+  // A device plugin without the slot: copy rowptr and colind to the host (the features need every entry).
+  const size_t isz = a.index_type == SPARSEPORT_I64 ? 8 : 4;
+  std::vector<char> rowptr(static_cast<size_t>(a.rows + 1) * isz), colind(static_cast<size_t>(a.nnz) * isz);
+  sparseport_status st{};
+  if (t->copy(exec.state, rowptr.data(), a.rowptr, rowptr.size(), SPARSEPORT_COPY_DEVICE_TO_HOST, &st) != SPARSEPORT_OK ||
+      (!colind.empty() &&
+       t->copy(exec.state, colind.data(), a.colind, colind.size(), SPARSEPORT_COPY_DEVICE_TO_HOST, &st) != SPARSEPORT_OK))
+    detail::throw_status(st, "sparseport scheduler: copying the sparse operand to the host");
+  sparseport_csr h = a;
+  h.rowptr = rowptr.data();
+  h.colind = colind.data();
+  return summarize_host(h, want);
+}
+
+}  // namespace sparseport::scheduler
