@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string_view>
@@ -427,13 +429,46 @@ std::vector<Record> CacheFile::read() const {
 std::optional<Record> CacheFile::lookup(const std::string& key, const std::string& versions, bool* stale) const {
   std::optional<Record> hit;
   *stale = false;
-  for (Record& r : read()) {
-    if (r["key"] != key) continue;
-    if (r["versions"] != versions) {
+  // Parsed once per process and version of the file (device, inode, size, modification time in
+  // nanoseconds): a cache hit costs a stat() and a scan, not a read and a parse of every line.
+  struct ::stat st {};
+  if (::stat(path.c_str(), &st) != 0) return hit;
+  struct Parsed {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    off_t size = -1;
+    int64_t mtime_ns = -1;
+    std::vector<Record> records;
+  };
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<const Parsed>> parsed;
+  const int64_t mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  std::shared_ptr<const Parsed> file;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = parsed.find(path);
+    if (it != parsed.end() && it->second->dev == st.st_dev && it->second->ino == st.st_ino &&
+        it->second->size == st.st_size && it->second->mtime_ns == mtime_ns)
+      file = it->second;
+  }
+  if (file == nullptr) {
+    auto fresh = std::make_shared<Parsed>();
+    fresh->dev = st.st_dev;
+    fresh->ino = st.st_ino;
+    fresh->size = st.st_size;
+    fresh->mtime_ns = mtime_ns;
+    fresh->records = read();
+    file = fresh;
+    std::lock_guard<std::mutex> lock(mu);
+    parsed[path] = fresh;
+  }
+  for (const Record& r : file->records) {
+    if (r.at("key") != key) continue;
+    if (r.at("versions") != versions) {
       *stale = true;
       continue;
     }
-    hit = std::move(r);
+    hit = r;
   }
   if (hit) *stale = false;
   return hit;

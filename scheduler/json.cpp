@@ -2,6 +2,7 @@
 #include "scheduler/json.hpp"
 
 #include <cctype>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 
@@ -78,6 +79,23 @@ class Reader {
       ++i_;
       ws();
       if (i_ < t_.size() && t_[i_] == ']') return ++i_, j;
+      if (i_ < t_.size() && (t_[i_] == '-' || std::isdigit(static_cast<unsigned char>(t_[i_])))) {
+        while (true) {
+          ws();
+          double v = 0;
+          const auto [end, ec] = std::from_chars(t_.data() + i_, t_.data() + t_.size(), v);
+          if (ec != std::errc()) fail("an array that starts with a number holds something else");
+          j.nums.push_back(v);
+          i_ = static_cast<size_t>(end - t_.data());
+          ws();
+          if (i_ < t_.size() && t_[i_] == ',') {
+            ++i_;
+            continue;
+          }
+          expect(']');
+          return j;
+        }
+      }
       while (true) {
         j.items.push_back(value(depth + 1));
         ws();

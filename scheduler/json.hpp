@@ -14,6 +14,7 @@ struct Json {
   double num = 0;
   std::string str;
   std::vector<Json> items;
+  std::vector<double> nums;  // an array whose first item is a number holds its items here (all numbers)
   std::vector<std::pair<std::string, Json>> members;
   const Json* get(const std::string& k) const {
     for (const auto& [name, v] : members)

@@ -11,6 +11,8 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <system_error>
+#include <thread>
 
 #include "scheduler/cache.hpp"
 #include "scheduler/estimate.hpp"
@@ -83,16 +85,12 @@ CostModel CostModel::parse(const std::string& json, const std::string& origin) {
   const Json* ops = doc.get("ops");
   if (ops == nullptr || ops->kind != Json::object) throw bad("\"ops\" is not an object");
   const auto ints = [&](const Json* a, const std::string& where) {
-    if (a == nullptr || a->kind != Json::array) throw bad(where + " is not a list");
-    std::vector<int> v;
-    for (const Json& x : a->items) v.push_back(static_cast<int>(x.num));
-    return v;
+    if (a == nullptr || a->kind != Json::array || !a->items.empty()) throw bad(where + " is not a list of numbers");
+    return std::vector<int>(a->nums.begin(), a->nums.end());
   };
   const auto reals = [&](const Json* a, const std::string& where) {
-    if (a == nullptr || a->kind != Json::array) throw bad(where + " is not a list");
-    std::vector<double> v;
-    for (const Json& x : a->items) v.push_back(x.num);
-    return v;
+    if (a == nullptr || a->kind != Json::array || !a->items.empty()) throw bad(where + " is not a list of numbers");
+    return a->nums;
   };
   for (const auto& [op_name, o] : ops->members) {
     OpModel om;
@@ -162,11 +160,12 @@ struct Catalogue {
 };
 
 // The models of a folder (SPARSEPORT_MODEL_DIR), or the shipped ones for "": parsed once each.
+// Never destroyed: preload_models() may still be parsing on its own thread when the process ends.
 const Catalogue& catalogue(const std::string& dir) {
-  static std::mutex mu;
-  static std::map<std::string, std::unique_ptr<Catalogue>> loaded;
-  std::lock_guard<std::mutex> lock(mu);
-  std::unique_ptr<Catalogue>& slot = loaded[dir];
+  static auto* mu = new std::mutex;
+  static auto* loaded = new std::map<std::string, std::unique_ptr<Catalogue>>;
+  std::lock_guard<std::mutex> lock(*mu);
+  std::unique_ptr<Catalogue>& slot = (*loaded)[dir];
   if (slot != nullptr) return *slot;
   slot = std::make_unique<Catalogue>();
   Catalogue& out = *slot;
@@ -198,6 +197,16 @@ const Catalogue& catalogue(const std::string& dir) {
 std::string backend_of(const std::string& cls) { return cls.substr(0, cls.find('-')); }
 
 }  // namespace
+
+void preload_models() {
+  if (const char* off = std::getenv("SPARSEPORT_MODEL"); off != nullptr && std::string(off) == "off") return;
+  const char* dir = std::getenv("SPARSEPORT_MODEL_DIR");
+  try {
+    std::thread([d = std::string(dir != nullptr ? dir : "")] { (void)catalogue(d); }).detach();
+  } catch (const std::system_error&) {
+    // No thread to spare: the first decision parses them itself.
+  }
+}
 
 const CostModel* model_for(const std::string& cls, std::string* how) {
   if (const char* off = std::getenv("SPARSEPORT_MODEL"); off != nullptr && std::string(off) == "off") {

@@ -66,6 +66,11 @@ class CostModel {
 // The device class a signature belongs to: "cuda-sm90" (compute capability), "openmp-<arch>" ...
 std::string device_class(const std::string& backend, const DeviceSignature& sig);
 
+// Starts parsing the models on a thread of their own (Context::create calls it), so that the first
+// decision does not wait for the parse (about 20 ms for a 1.8 MB model); that decision waits only
+// for what is left of it.
+void preload_models();
+
 // The shipped model for the class, else the nearest (same backend, then any other); null when none
 // ships. *how says which and why ("own", "nearest: cuda-sm90 for cuda-sm100" ...).
 // SPARSEPORT_MODEL_DIR (a folder of <class>.json) replaces the shipped models; SPARSEPORT_MODEL=off

@@ -258,9 +258,11 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
   d.device_class = device_class(p.plugin->name, dev);
   const CostModel* model = model_for(d.device_class, &how);
   const OpModel* om = model != nullptr ? model->op(op_name(p.op)) : nullptr;
-  p.transfer = om != nullptr && how.rfind("own", 0) != 0;
+  // Not this device's own model (another class's, or none): full-size measurements correct it.
+  p.transfer = how.rfind("own", 0) != 0 && how != "SPARSEPORT_MODEL=off";
   const Correction corr = p.transfer && !det ? load_correction(p.opt.cache_dir, dev.hash, op_name(p.op)) : Correction{};
-  bool all_predicted = om != nullptr;
+  int predicted = 0;
+  std::vector<double> ratios;  // predicted / estimate of the variants the model knows
   for (const std::string& v : applicable) {
     Decision::Candidate c;
     c.variant = v;
@@ -271,22 +273,40 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
       in.emplace_back(kEstimateInput, std::log2(std::max(c.estimate_ms * 1e-3, 1e-12) / p.floor_s));
       if (const std::optional<double> y = model->predict(op_name(p.op), v, model->columns(in))) {
         p.raw_prediction[v] = *y;
-        c.predicted_ms = p.floor_s * std::exp2(*y + corr.bias(v)) * 1e3;
-      } else {
-        all_predicted = false;
+        ratios.push_back(p.floor_s * std::exp2(*y) * 1e3 / c.estimate_ms);
+        ++predicted;
       }
     }
     d.candidates.push_back(c);
   }
-  const auto key = [&](const Decision::Candidate& c) { return all_predicted ? c.predicted_ms : c.estimate_ms; };
+  // A variant the model has no tree for (not even its family's: a vendor library the training
+  // machine lacked) is ranked by its estimate scaled by the median predicted/estimated ratio of
+  // the others, and the model never decides alone then.
+  const bool all_predicted = om != nullptr && predicted == static_cast<int>(applicable.size());
+  double scale = 1;
+  if (predicted > 0 && !all_predicted) {
+    std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());
+    scale = ratios[ratios.size() / 2];
+  }
+  // The transfer correction applies to every prediction, the scaled estimates included (with no
+  // model at all, the estimate is the prior that the measurements correct).
+  for (Decision::Candidate& c : d.candidates) {
+    auto it = p.raw_prediction.find(c.variant);
+    const double raw = it != p.raw_prediction.end() ? it->second : std::log2(c.estimate_ms * 1e-3 * scale / p.floor_s);
+    p.raw_prediction[c.variant] = raw;
+    c.predicted_ms = p.floor_s * std::exp2(raw + corr.bias(c.variant)) * 1e3;
+  }
+  const auto key = [](const Decision::Candidate& c) { return c.predicted_ms; };
   std::stable_sort(d.candidates.begin(), d.candidates.end(),
                    [&](const Decision::Candidate& a, const Decision::Candidate& b) { return key(a) < key(b); });
-  d.model = all_predicted ? how + (corr.measurements > 0 ? " + " + std::to_string(corr.measurements) +
-                                                                " transfer measurements"
-                                                          : "")
-                          : (om == nullptr ? "estimate (" + how + ")" : "estimate (the model lacks a variant)");
-  d.lead = all_predicted ? std::log2(d.candidates[1].predicted_ms / d.candidates[0].predicted_ms) : 0;
-  d.model_alone = all_predicted && om->margin > 0 && d.lead > om->margin;
+  const std::string transfer_note =
+      corr.measurements > 0 ? " + " + std::to_string(corr.measurements) + " transfer measurements" : "";
+  d.model = all_predicted ? how + transfer_note
+            : predicted > 0 ? how + transfer_note + ", the estimate for the variants it lacks"
+                            : "estimate (" + (om == nullptr ? how : "the model has no tree for these variants") + ")";
+  d.lead = std::log2(key(d.candidates[1]) / key(d.candidates[0]));
+  // Only this device's own model decides alone: a borrowed one's margin was measured elsewhere.
+  d.model_alone = all_predicted && !p.transfer && om->margin > 0 && d.lead > om->margin;
   const double t_best = key(d.candidates.front()) * 1e-3;
   char buf[256];
   std::snprintf(buf, sizeof buf, "%s: %s predicted %.4g ms, lead %.2f (margin %.2f)", d.model.c_str(),
@@ -314,7 +334,7 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
     if (!det || p.opt.mode != SchedulerMode::probe) {
       d.timing = "none";
       p.verify_pending = false;
-      finish(d.candidates.front().variant, all_predicted ? "model" : "estimate",
+      finish(d.candidates.front().variant, predicted > 0 ? "model" : "estimate",
              det ? "deterministic mode: the best predicted deterministic variant (no timing: timings could choose "
                    "differently from run to run)"
                  : (d.model_alone ? "the model's lead exceeds its measured error; no timing"
@@ -331,24 +351,21 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
   for (const Decision::Candidate& c : d.candidates)
     if (c.variant != d.vendor && natives.size() < static_cast<size_t>(p.opt.top_k)) natives.push_back(c.variant);
   const double budget = f.nnz >= 1000000 ? 2 * t_best : 5e-3;
-  constexpr int kRepeats = 3;
-  double exact_cost = 0;
-  for (const std::string& v : natives) exact_cost += 2 * key(*candidate(p, v)) * 1e-3;
-  exact_cost += 2 * key(*candidate(p, d.vendor)) * 1e-3;
-  exact_cost += (natives.size() + 1) * kRepeats * std::max(t_best, 200e-6);
   const std::string where = label(p);
   if (t_best < p.opt.full_size_ms * 1e-3) {
-    // At full size, on the caller's operands: exact, and no check needed afterwards. Where even the
-    // batches do not fit, one call each of the two best predicted (the vendor among them when it is).
-    std::vector<std::string> timed = natives;
-    timed.push_back(d.vendor);
-    int repeats = kRepeats;
-    if (exact_cost > budget) {
-      timed = {d.candidates[0].variant, d.candidates[1].variant};
-      repeats = 0;
-    }
-    d.timing = repeats > 0 ? "full size" : "single calls at full size";
-    const auto times = time_full_size(*p.plugin, p.exec, p.op, args, timed, repeats, where);
+    // At full size, on the caller's operands, best predicted first: exact, and no check needed
+    // afterwards. A warm-up and a timed call each of the candidates cost about twice their number
+    // in full-size calls: where that exceeds the budget (2 calls on a large graph), only the two
+    // best predicted are timed.
+    std::vector<std::string> timed;
+    for (const Decision::Candidate& c : d.candidates)
+      if (c.variant == d.vendor || std::find(natives.begin(), natives.end(), c.variant) != natives.end())
+        timed.push_back(c.variant);
+    double first_calls = 0;
+    for (const std::string& v : timed) first_calls += 2 * key(*candidate(p, v)) * 1e-3;
+    if (first_calls > budget) timed.resize(2);
+    d.timing = first_calls > budget ? "one call each of the two best predicted, at full size" : "full size";
+    const auto times = time_full_size(*p.plugin, p.exec, p.op, args, timed, 3, budget, where);
     std::vector<std::pair<std::string, double>> native_times;
     double t_vendor = -1;
     for (const auto& [v, t] : times) {
@@ -358,13 +375,13 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
     }
     p.verify_pending = false;
     d.verified = true;
-    if (t_vendor < 0 && std::find(timed.begin(), timed.end(), d.vendor) == timed.end()) {
+    if (std::find(timed.begin(), timed.end(), d.vendor) == timed.end()) {
       // The vendor was not among the two best predicted: the faster of the two measured.
       const auto best = std::min_element(native_times.begin(), native_times.end(), [](auto& x, auto& y) {
         return (x.second < 0 ? 1e300 : x.second) < (y.second < 0 ? 1e300 : y.second);
       });
       finish(best->second >= 0 ? best->first : d.vendor, "timed",
-             "the faster of the two best predicted, one call each at full size");
+             "the faster of the two best predicted at full size (the vendor predicted slower)");
       return;
     }
     const Verdict v = guardrail(native_times, d.vendor, t_vendor, p.opt.alpha, "at full size");

@@ -53,12 +53,15 @@ class OutputGuard {
   std::string where_;
 };
 
-// Full-size times (seconds, medians of `repeats` batches after a warm-up; negative: the variant
-// failed, its status in *failed) of each variant, on the caller's operands.
+// Full-size times (seconds; negative: the variant failed) of each variant, on the caller's
+// operands: an untimed warm-up call and one timed call each in the order given (best predicted
+// first), then `repeats` batches for
+// those within 4x of the fastest while the elapsed time stays within budget_s (repeats 0: one
+// call each).
 std::vector<std::pair<std::string, double>> time_full_size(const PluginInfo& plugin, const sparseport_exec& exec,
                                                            sparseport_op op, const void* args,
                                                            const std::vector<std::string>& variants, int repeats,
-                                                           const std::string& where);
+                                                           double budget_s, const std::string& where);
 
 class ProbeSample {
  public:

@@ -93,6 +93,8 @@ void write_matrix_market_dense(const std::string& path, const HostDense<V>& a);
 //                                 b=c=0.19 d=0.05, no noise and no vertex permutation (low vertex
 //                                 numbers are the hubs); repeated edges stored once, self loops kept.
 //                                 SCALE <= 40, and the draws must fit index type I
+//   rmatp:SCALE:EDGEFACTOR:A:B:C  RMAT with quadrant probabilities a=A, b=B, c=C, d=1-A-B-C
+//                                 (A+B+C <= 1); with 0.57:0.19:0.19 it is rmat:SCALE:EDGEFACTOR
 //   hubs:N:DEG:NHUBS:HUBDEG       N x N; every row holds DEG distinct random columns except NHUBS hub
 //                                 rows with HUBDEG; hub h is row floor((2h+1)*N / (2*NHUBS))
 //   band:N:DEG                    banded mesh: row i holds columns i-DEG/2 .. i+DEG/2 clipped to
@@ -100,7 +102,33 @@ void write_matrix_market_dense(const std::string& path, const HostDense<V>& a);
 //   megarow:N:DEG:FRACTION        N x N with exactly N*DEG entries; row 0 holds round(FRACTION*N*DEG)
 //                                 distinct columns (so FRACTION*N*DEG <= N), the rest are spread
 //                                 over rows 1..N-1 with degrees differing by at most one
+//   chunglu:N:AVGDEG:EXPONENT     directed Chung-Lu, N x N: vertex of rank r has weight
+//                                 (r+1)^(-1/(EXPONENT-1)), scaled so that row r expects
+//                                 AVGDEG*N*w_r/sum(w) of the N*AVGDEG draws (the largest capped at N);
+//                                 both ends of each draw are chosen in proportion to the weights,
+//                                 and ranks are vertex ids under a random permutation (no locality).
+//                                 EXPONENT in [1.5, 4], AVGDEG <= N. Repeated draws are merged, so
+//                                 nnz < N*AVGDEG: almost none lost at EXPONENT 3, 1-2% at 2.5, a
+//                                 fifth at 2.1, most below 2 (the hubs' rows and columns saturate)
+//   sbm:N:BLOCKS:DEGIN:DEGOUT     stochastic block model: BLOCKS contiguous communities, block b the
+//                                 rows floor(b*N/BLOCKS) .. floor((b+1)*N/BLOCKS)-1; each row holds
+//                                 exactly DEGIN distinct random columns of its own block and DEGOUT
+//                                 outside it (DEGOUT = 0: block diagonal)
+//   mesh2d:NX:NY:RENUMBER         5-point stencil (the diagonal and the 4 grid neighbours) on an
+//                                 NX x NY grid, vertex (x, y) = y*NX + x; 5*NX*NY - 2*NX - 2*NY entries.
+//                                 RENUMBER 0: that natural order; 1: vertex ids randomly permuted
+//                                 (the same graph, no locality)
+//   mesh3d:NX:NY:NZ:RENUMBER      7-point stencil on an NX x NY x NZ grid, (x, y, z) = (z*NY + y)*NX + x
+//   mesh3d27:NX:NY:NZ:RENUMBER    27-point stencil (every vertex within 1 in each dimension)
+//   road:NX:NY:KEEP               road-like, natural order: each edge of the 4-neighbour NX x NY grid
+//                                 kept with probability KEEP and stored both ways, plus about NX*NY/100
+//                                 diagonal shortcuts (at most one per vertex); no self loops, degrees 0..5
+//   bipartite:ROWS:COLS:DEG       ROWS x COLS, a feature matrix: row i draws 1 + Geometric columns
+//                                 (mean DEG, at most COLS; DEG <= COLS), column popularity
+//                                 (rank+1)^-0.8 over a random ranking; repeats merged
 //   powerlaw                      the built-in default graph: rmat:16:8
+// Any spec may end in @SEED (a whole number, e.g. chunglu:100000:16:2.1@7): it is then generated
+// with that seed instead of GenOptions::seed, for the structure and the values.
 // Numbers may be written 1000000, 1e6 or 2e-5; whole-number fields must be whole, in [0, 2^62].
 // Values: unless GenOptions::pattern, A(i,j) is uniform in [0.5, 1.5) from a counter-based hash of
 // (seed, min(i,j), max(i,j)): a symmetric pattern gives a symmetric matrix, and values are away from
@@ -108,23 +136,26 @@ void write_matrix_market_dense(const std::string& path, const HostDense<V>& a);
 // std:: distributions, which differ between standard libraries.
 // Throws InvalidArgument naming the spec and the field for a malformed or unsatisfiable one
 // (missing, empty or extra fields, non-numbers, negative numbers, P or FRACTION outside [0, 1],
-// SCALE > 40, more rows or entries than index type I can address).
-// Cost: O(N + nnz) for er, hubs, band, megarow; rmat holds every draw as a packed key and
-// radix-sorts them (16 bytes per draw while sorting, 32 above SCALE 32).
+// SCALE > 40, more rows or entries than index type I can address, a seed that is not a uint64_t).
+// Cost: O(N + nnz) for er, hubs, band, megarow, sbm, the meshes, road and bipartite (times log DEG:
+// a sort per row); rmat, rmatp and chunglu hold every draw as a packed key and radix-sort them
+// (16 bytes per draw while sorting, 32 above SCALE 32 or 2^32 vertices).
 struct GenOptions {
-  uint64_t seed = 1;
+  uint64_t seed = 1;     // a spec's @SEED suffix replaces it
   bool pattern = false;  // true: return the pattern only (no values)
 };
-// True when spec starts with a generator name followed by ':' or the end ("er:10:0.5", "powerlaw",
-// also "er" alone, so that generate() can say what is missing instead of a file not being found).
+// True when spec starts with a generator name followed by ':', '@' or the end ("er:10:0.5",
+// "powerlaw", "powerlaw@3", also "er" alone, so that generate() can say what is missing instead of
+// a file not being found).
 bool is_generator_spec(std::string_view spec);
 template <class I, class V>
 HostCsr<I, V> generate(std::string_view spec, const GenOptions& opt = {});
 
 // A Matrix Market path or a generator spec; empty means the built-in default ("powerlaw").
-// A spec is generated with the default GenOptions (seed 1); of opt it honours keep_values,
-// drop_self_loops and symmetrize (the union with A^T: generated values are symmetric, so each
-// position keeps its one value) and calls progress(1.0) when done. A path goes to read_matrix_market.
+// A spec is generated with the default GenOptions (seed 1, or K for SPEC@K); of opt it honours
+// keep_values, drop_self_loops and symmetrize (the union with A^T: generated values are symmetric,
+// so each position keeps its one value; InvalidArgument for a rectangular bipartite spec) and calls
+// progress(1.0) when done. A path goes to read_matrix_market.
 template <class I, class V>
 HostCsr<I, V> load_graph(const std::string& spec_or_path, const MmReadOptions& opt = {});
 

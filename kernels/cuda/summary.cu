@@ -430,6 +430,18 @@ int64_t resident_per_sm() {
   return n;
 }
 
+}  // namespace
+
+void prepare_summary(const State& s) {
+  // The occupancy queries load the signature kernels' module (lazy loading would do it on their
+  // first launch, inside a new process's first cache lookup) and allocate the result words.
+  (void)resident_per_sm<int32_t, false>();
+  (void)resident_per_sm<int64_t, false>();
+  (void)s.summary_words();
+}
+
+namespace {
+
 int bit_width(uint64_t x) {
   int w = 0;
   for (; x != 0; x >>= 1) ++w;

@@ -6,6 +6,7 @@
 // device fault poisons the context: later calls fail with DeviceFault at once.
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -419,7 +420,14 @@ int device_signature(void* state, char* buf, size_t len, sparseport_status* st) 
 }
 
 int context_create(int32_t device, void** state, sparseport_status* st) {
-  return detail::guarded(st, [&] { *state = new cu::State(device); });
+  return detail::guarded(st, [&] {
+    auto s = std::make_unique<cu::State>(device);
+    // The signature kernels and the pinned result words of the summary and index checks, now
+    // rather than inside the first op's decision.
+    cu::prepare_summary(*s);
+    (void)s->check_words();
+    *state = s.release();
+  });
 }
 
 void context_destroy(void* state) { delete static_cast<cu::State*>(state); }

@@ -84,6 +84,7 @@ struct Report {
   bool header_printed = false;
 
   std::string chosen{}, decision{};  // what "auto" ran, and how the scheduler chose it
+  std::optional<double> decide_ms;   // the time the scheduler spent on it (a cache hit: signature and lookup)
 
   void print(const std::string& variant, const Timing& t, const Verdict& v) {
     const std::optional<double> flops = work.flops();
@@ -101,6 +102,7 @@ struct Report {
           .add("variant", variant)
           .add("chosen", chosen.empty() ? variant : chosen)
           .add("decision", decision)
+          .add("decide_ms", decide_ms)
           .add("graph", graph)
           .add("n", rows)
           .add("cols", cols)
@@ -242,6 +244,7 @@ int run_typed(const RunOptions& opt, const Args& args) {
     const Decision d = last_decision();
     report.chosen = variant.empty() ? d.variant : variant;
     report.decision = variant.empty() ? d.source + ": " + d.reason : "requested";
+    report.decide_ms = variant.empty() ? std::optional<double>(d.decide_seconds * 1e3) : std::nullopt;
     report.print(label, t, v);
     if (!v.ok) {
       ++failures;

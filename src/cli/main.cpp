@@ -28,7 +28,10 @@ constexpr const char* kUsage =
     "  help [COMMAND]  this text, or a command's help\n"
     "\n"
     "GRAPH is a Matrix Market file (.mtx or .mtx.gz) or a generator spec (er:N:P, rmat:SCALE:EF,\n"
-    "hubs:N:DEG:NHUBS:HUBDEG, band:N:DEG, megarow:N:DEG:FRACTION, powerlaw).\n"
+    "rmatp:SCALE:EF:A:B:C, hubs:N:DEG:NHUBS:HUBDEG, band:N:DEG, megarow:N:DEG:FRACTION,\n"
+    "chunglu:N:AVGDEG:EXPONENT, sbm:N:BLOCKS:DEGIN:DEGOUT, mesh2d:NX:NY:RENUMBER,\n"
+    "mesh3d:NX:NY:NZ:RENUMBER, mesh3d27:NX:NY:NZ:RENUMBER, road:NX:NY:KEEP, bipartite:ROWS:COLS:DEG,\n"
+    "powerlaw), optionally followed by @SEED (e.g. chunglu:100000:16:2.1@7).\n"
     "Run 'sparseport COMMAND --help' for a command's options.\n"
     "Exit codes: 0 success, 1 runtime error or failed verification, 2 usage error.\n";
 

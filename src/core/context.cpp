@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "sparseport/errors.hpp"
+#include "scheduler/model.hpp"
 #include "src/core/registry.hpp"
 #include "src/core/validated.hpp"
 
@@ -174,6 +175,10 @@ Context Context::create(std::string_view backend) {
     throw InvalidArgument("sparseport: backend '" + token + "' has one device (0), not " + std::to_string(device));
   }
 
+  // The scheduler's cost models parse on a thread of their own while the context is created (once
+  // per process), so that the first decision does not wait for them.
+  static std::once_flag models;
+  std::call_once(models, [] { scheduler::preload_models(); });
   auto impl = std::make_shared<Impl>();
   impl->validate = validate_from_env();
   impl->deterministic = deterministic_from_env();

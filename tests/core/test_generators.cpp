@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sparseport/sparseport.hpp"
@@ -281,25 +282,400 @@ TEST(GeneratorMegarow, WholeMatrixInRowZero) {
   EXPECT_EQ(a.nnz(), 64);
 }
 
+// ---- rmatp ---------------------------------------------------------------------------------------
+
+TEST(GeneratorRmatp, Graph500ProbabilitiesGiveRmat) {
+  expect_same(sp::generate<int32_t, float>("rmatp:10:8:0.57:0.19:0.19"), sp::generate<int32_t, float>("rmat:10:8"));
+}
+
+TEST(GeneratorRmatp, QuadrantsFollowTheGivenProbabilities) {
+  const auto a = sp::generate<int64_t, float>("rmatp:16:1:0.4:0.3:0.2", {7, true});
+  EXPECT_TRUE(sp::validate(a.view()).canonical());
+  EXPECT_EQ(a.rows, 65536);
+  EXPECT_LE(a.nnz(), 65536);
+  const int64_t half = a.rows / 2;
+  double q[4] = {0, 0, 0, 0};
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (const int64_t j : row_cols(a, i)) q[(i >= half ? 2 : 0) + (j >= half ? 1 : 0)] += 1;
+  const double total = static_cast<double>(a.nnz());
+  // About 65000 distinct draws: the sd of each fraction is below 0.002.
+  EXPECT_NEAR(q[0] / total, 0.4, 0.012);
+  EXPECT_NEAR(q[1] / total, 0.3, 0.012);
+  EXPECT_NEAR(q[2] / total, 0.2, 0.012);
+  EXPECT_NEAR(q[3] / total, 0.1, 0.012);
+}
+
+TEST(GeneratorRmatp, DZeroNeverSetsARowBitAndAColumnBitTogether) {
+  // d = 0: at no level are both the row's and the column's bit 1.
+  const auto a = sp::generate<int32_t, float>("rmatp:10:8:0.5:0.25:0.25");
+  expect_well_formed(a, "rmatp:10:8:0.5:0.25:0.25");
+  EXPECT_GT(a.nnz(), 1000);
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (const int64_t j : row_cols(a, i)) ASSERT_EQ(i & j, 0) << "(" << i << ", " << j << ")";
+  // Sums that are 1 in decimal but not in binary (0.1 + 0.2 + 0.7 = 1.0000000000000002) are taken.
+  EXPECT_NO_THROW((void)(sp::generate<int32_t, float>("rmatp:6:2:0.1:0.2:0.7")));
+}
+
+TEST(GeneratorRmatp, BadSpecsAreRefused) {
+  expect_refused("rmatp:10:8:0.5:0.3:0.3", {"A+B+C is 1.1", "above 1", "rmatp:SCALE:EDGEFACTOR:A:B:C"});
+  expect_refused("rmatp:10:8:0.5:0.3", {"field C is missing"});
+  expect_refused("rmatp:10:8:1.5:0:0", {"field A is 1.5", "outside [0, 1]"});
+  expect_refused("rmatp:10:8:0.5:x:0.1", {"field B is 'x'", "not a number"});
+  expect_refused("rmatp:41:1:0.5:0.2:0.2", {"SCALE is 41"});
+}
+
+// ---- chunglu -------------------------------------------------------------------------------------
+
+TEST(GeneratorChungLu, ShapeCanonicalAndNnzBelowTheDraws) {
+  const auto a = sp::generate<int32_t, float>("chunglu:20000:8:3");
+  expect_well_formed(a, "chunglu:20000:8:3");
+  EXPECT_EQ(a.rows, 20000);
+  EXPECT_LE(a.nnz(), 160000);          // N*AVGDEG draws, repeats merged
+  EXPECT_GT(a.nnz(), 160000 * 97 / 100);  // few repeats at exponent 3
+  const auto b = sp::generate<int32_t, float>("chunglu:20000:8:2.1", {1, true});
+  EXPECT_LE(b.nnz(), 160000);
+  EXPECT_GT(b.nnz(), 160000 * 7 / 10);  // the hubs repeat more
+}
+
+TEST(GeneratorChungLu, TailFollowsTheExponent) {
+  const sp::GraphInfo heavy = sp::graph_info(sp::generate<int32_t, float>("chunglu:20000:8:2.1", {1, true}));
+  const sp::GraphInfo light = sp::graph_info(sp::generate<int32_t, float>("chunglu:20000:8:3.5", {1, true}));
+  // Expected largest degree about mean * N^(1/(EXPONENT-1)) / const: ~ 600x the mean at 2.1, ~ 30x at 3.5.
+  EXPECT_GT(heavy.skew, 200.0);
+  EXPECT_LT(light.skew, 60.0);
+  EXPECT_GT(heavy.deg_max, 8 * light.deg_max);
+  EXPECT_NEAR(light.deg_mean, 8.0, 0.1);
+}
+
+TEST(GeneratorChungLu, VertexIdsCarryNoLocality) {
+  const auto a = sp::generate<int32_t, float>("chunglu:20000:8:2.5", {3, true});
+  // The hubs are anywhere: the largest row is not among the first ranks' natural ids.
+  const sp::GraphInfo g = sp::graph_info(a);
+  int64_t hub = 0;
+  for (int64_t i = 0; i < a.rows; ++i)
+    if (degree(a, i) == g.deg_max) hub = i;
+  EXPECT_GT(hub, 100);
+  // Columns within 1% of N of their row: about 2% of the entries for uniformly placed ids.
+  int64_t near = 0;
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (const int64_t j : row_cols(a, i)) near += std::abs(i - j) < 200 ? 1 : 0;
+  EXPECT_LT(static_cast<double>(near) / static_cast<double>(a.nnz()), 0.05);
+}
+
+TEST(GeneratorChungLu, SmallAndDegenerateSizes) {
+  EXPECT_EQ((sp::generate<int32_t, float>("chunglu:0:0:2")).rows, 0);
+  EXPECT_EQ((sp::generate<int32_t, float>("chunglu:100:0:2")).nnz(), 0);
+  const auto one = sp::generate<int32_t, float>("chunglu:1:1:2");
+  EXPECT_EQ(one.colind, (std::vector<int32_t>{0}));
+  // AVGDEG = N: every row expects N draws; the weights are capped, the result canonical.
+  const auto full = sp::generate<int32_t, float>("chunglu:50:50:1.5");
+  expect_well_formed(full, "chunglu:50:50:1.5");
+  EXPECT_LE(full.nnz(), 2500);
+}
+
+TEST(GeneratorChungLu, BadSpecsAreRefused) {
+  expect_refused("chunglu:1000:8:1.4", {"field EXPONENT is 1.4", "outside [1.5, 4]", "chunglu:N:AVGDEG:EXPONENT"});
+  expect_refused("chunglu:1000:8:4.5", {"field EXPONENT is 4.5"});
+  expect_refused("chunglu:10:20:2", {"AVGDEG = 20 is more than N = 10"});
+  expect_refused("chunglu:1000:2.5:2", {"field AVGDEG is 2.5", "not a whole number"});
+  expect_refused<int32_t>("chunglu:1e9:4:2", {"N*AVGDEG = 4000000000", "int32"});
+}
+
+// ---- sbm -----------------------------------------------------------------------------------------
+
+TEST(GeneratorSbm, DegoutZeroIsBlockDiagonal) {
+  const auto a = sp::generate<int32_t, float>("sbm:1003:7:9:0");
+  expect_well_formed(a, "sbm:1003:7:9:0");
+  EXPECT_EQ(a.nnz(), 1003 * 9);
+  for (int64_t b = 0; b < 7; ++b) {
+    const int64_t lo = b * 1003 / 7, hi = (b + 1) * 1003 / 7;
+    for (int64_t i = lo; i < hi; ++i) {
+      ASSERT_EQ(degree(a, i), 9) << "row " << i;
+      for (const int64_t j : row_cols(a, i)) ASSERT_TRUE(j >= lo && j < hi) << "row " << i << " column " << j;
+    }
+  }
+}
+
+TEST(GeneratorSbm, EachRowHasDeginInsideAndDegoutOutside) {
+  const auto a = sp::generate<int32_t, float>("sbm:1000:8:10:3");
+  expect_well_formed(a, "sbm:1000:8:10:3");
+  EXPECT_EQ(a.nnz(), 13000);
+  std::vector<int64_t> outside_count(1000, 0);
+  for (int64_t i = 0; i < 1000; ++i) {
+    const int64_t lo = i / 125 * 125, hi = lo + 125;
+    int64_t inside = 0;
+    for (const int64_t j : row_cols(a, i)) {
+      inside += j >= lo && j < hi ? 1 : 0;
+      if (j < lo || j >= hi) ++outside_count[static_cast<size_t>(j)];
+    }
+    ASSERT_EQ(inside, 10) << "row " << i;
+  }
+  // The outside columns are spread over the other blocks, not piled on the block edges.
+  EXPECT_LT(*std::max_element(outside_count.begin(), outside_count.end()), 15);
+}
+
+TEST(GeneratorSbm, FullBlocksAndOneBlock) {
+  const auto full = sp::generate<int32_t, float>("sbm:12:3:4:8");  // every row holds every column
+  EXPECT_EQ(full.nnz(), 144);
+  const auto one = sp::generate<int32_t, float>("sbm:100:1:100:0");
+  EXPECT_EQ(one.nnz(), 10000);
+}
+
+TEST(GeneratorSbm, BadSpecsAreRefused) {
+  expect_refused("sbm:100:0:5:0", {"BLOCKS is 0", "sbm:N:BLOCKS:DEGIN:DEGOUT"});
+  expect_refused("sbm:10:11:1:0", {"BLOCKS = 11 is more than the N = 10 rows"});
+  expect_refused("sbm:100:8:13:0", {"DEGIN = 13", "smallest block", "12 rows"});
+  expect_refused("sbm:100:8:5:88", {"DEGOUT = 88", "outside the largest block", "87"});
+  expect_refused("sbm:100:8:5", {"field DEGOUT is missing"});
+}
+
+// ---- meshes --------------------------------------------------------------------------------------
+
+TEST(GeneratorMesh, Mesh2dNaturalOrderIsTheFivePointStencil) {
+  const int64_t nx = 30, ny = 20;
+  const auto a = sp::generate<int32_t, double>("mesh2d:30:20:0");
+  expect_well_formed(a, "mesh2d:30:20:0");
+  EXPECT_EQ(a.rows, nx * ny);
+  EXPECT_EQ(a.nnz(), 5 * nx * ny - 2 * nx - 2 * ny);
+  for (int64_t i = 0; i < a.rows; ++i) {
+    const int64_t x = i % nx, y = i / nx;
+    std::vector<int64_t> want;
+    if (y > 0) want.push_back(i - nx);
+    if (x > 0) want.push_back(i - 1);
+    want.push_back(i);
+    if (x + 1 < nx) want.push_back(i + 1);
+    if (y + 1 < ny) want.push_back(i + nx);
+    ASSERT_EQ(row_cols(a, i), want) << "row " << i;
+    for (const int64_t j : row_cols(a, i)) ASSERT_LE(std::abs(j - i), nx);
+  }
+  const sp::GraphInfo g = sp::graph_info(a);
+  EXPECT_TRUE(g.symmetric);
+  EXPECT_EQ(g.self_loops, nx * ny);
+}
+
+namespace {
+template <class I, class V>
+std::vector<int64_t> sorted_degrees(const sp::HostCsr<I, V>& a) {
+  std::vector<int64_t> d;
+  for (int64_t i = 0; i < a.rows; ++i) d.push_back(degree(a, i));
+  std::sort(d.begin(), d.end());
+  return d;
+}
+}  // namespace
+
+TEST(GeneratorMesh, RenumberedIsTheSameGraphWithoutLocality) {
+  for (const auto& [natural, renumbered, nx] :
+       {std::tuple{"mesh2d:30:20:0", "mesh2d:30:20:1", 30}, std::tuple{"mesh3d:6:5:4:0", "mesh3d:6:5:4:1", 6},
+        std::tuple{"mesh3d27:6:5:4:0", "mesh3d27:6:5:4:1", 6}}) {
+    SCOPED_TRACE(renumbered);
+    const auto a = sp::generate<int32_t, float>(natural);
+    const auto b = sp::generate<int32_t, float>(renumbered);
+    expect_well_formed(b, renumbered);
+    EXPECT_EQ(b.rows, a.rows);
+    EXPECT_EQ(b.nnz(), a.nnz());
+    EXPECT_EQ(sorted_degrees(b), sorted_degrees(a));
+    const sp::GraphInfo g = sp::graph_info(b);
+    EXPECT_TRUE(g.symmetric);
+    EXPECT_EQ(g.self_loops, a.rows);
+    // Natural order keeps every neighbour within one plane (NX*NY); renumbered ids scatter them.
+    int64_t far = 0;
+    for (int64_t i = 0; i < b.rows; ++i)
+      for (const int64_t j : row_cols(b, i)) far += std::abs(i - j) > 2 * nx ? 1 : 0;
+    EXPECT_GT(far, b.nnz() / 2);
+  }
+}
+
+TEST(GeneratorMesh, ThreeDimensionalStencilsHaveTheirCounts) {
+  const auto seven = sp::generate<int32_t, float>("mesh3d:6:5:4:0");
+  expect_well_formed(seven, "mesh3d:6:5:4:0");
+  EXPECT_EQ(seven.rows, 120);
+  EXPECT_EQ(seven.nnz(), 7 * 120 - 2 * (5 * 4 + 6 * 4 + 6 * 5));
+  const auto box = sp::generate<int32_t, float>("mesh3d27:6:5:4:0");
+  expect_well_formed(box, "mesh3d27:6:5:4:0");
+  EXPECT_EQ(box.nnz(), (3 * 6 - 2) * (3 * 5 - 2) * (3 * 4 - 2));
+  // An interior vertex of the 27-point stencil: all 27 neighbours, in id order.
+  const int64_t v = (2 * 5 + 2) * 6 + 2;  // (2, 2, 2)
+  std::vector<int64_t> want;
+  for (int dz = -1; dz <= 1; ++dz)
+    for (int dy = -1; dy <= 1; ++dy)
+      for (int dx = -1; dx <= 1; ++dx) want.push_back(v + (dz * 5 + dy) * 6 + dx);
+  EXPECT_EQ(row_cols(box, v), want);
+  EXPECT_EQ((sp::generate<int32_t, float>("mesh3d:1:1:5:0")).nnz(), 5 + 2 * 4);  // a path
+  EXPECT_EQ((sp::generate<int32_t, float>("mesh2d:0:5:1")).rows, 0);
+  EXPECT_EQ((sp::generate<int32_t, float>("mesh2d:1:1:1")).nnz(), 1);
+}
+
+TEST(GeneratorMesh, BadSpecsAreRefused) {
+  expect_refused("mesh2d:10:10:2", {"field RENUMBER is 2", "must be 0 or 1", "mesh2d:NX:NY:RENUMBER"});
+  expect_refused("mesh3d:10:10:1", {"field RENUMBER is missing"});
+  expect_refused("mesh3d27:10:10:10", {"field RENUMBER is missing", "mesh3d27:NX:NY:NZ:RENUMBER"});
+  expect_refused("mesh2d:10:x:0", {"field NY is 'x'"});
+  expect_refused<int32_t>("mesh3d:2000:2000:2000:0", {"NX*NY*NZ = 8000000000 rows", "int32"});
+  expect_refused<int32_t>("mesh3d27:1000:1000:100:0", {"the stencil holds", "int32"});
+}
+
+// ---- road ----------------------------------------------------------------------------------------
+
+TEST(GeneratorRoad, SymmetricGridWithShortcutsAndLowDegrees) {
+  const int64_t nx = 200, ny = 150;
+  const auto a = sp::generate<int32_t, float>("road:200:150:0.6");
+  expect_well_formed(a, "road:200:150:0.6");
+  EXPECT_EQ(a.rows, nx * ny);
+  const sp::GraphInfo g = sp::graph_info(a);
+  EXPECT_TRUE(g.symmetric);
+  EXPECT_EQ(g.self_loops, 0);
+  EXPECT_LE(g.deg_max, 6);
+  EXPECT_GT(g.empty_rows, 0);  // (1-0.6)^4 of the inner vertices lose every grid edge
+  // 2*0.6 per grid edge (59650 of them; sd of the count ~ 170) plus 2 per shortcut (~300).
+  EXPECT_NEAR(static_cast<double>(a.nnz()), 2 * 0.6 * 59650 + 600, 1500);
+  int64_t diagonal = 0;
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (const int64_t j : row_cols(a, i)) {
+      const int64_t dx = j % nx - i % nx, dy = j / nx - i / nx;
+      ASSERT_TRUE(std::abs(dx) <= 1 && std::abs(dy) <= 1) << "(" << i << ", " << j << ") is not a grid neighbour";
+      diagonal += dx != 0 && dy != 0 ? 1 : 0;
+    }
+  EXPECT_NEAR(static_cast<double>(diagonal) / 2, nx * ny / 100.0, 60);  // ~300 shortcuts, sd ~17
+}
+
+TEST(GeneratorRoad, KeepOneIsTheWholeGridAndKeepZeroOnlyShortcuts) {
+  const auto all = sp::generate<int32_t, float>("road:40:30:1");
+  const int64_t edges = 39 * 30 + 40 * 29;
+  EXPECT_GE(all.nnz(), 2 * edges);
+  EXPECT_LE(all.nnz(), 2 * edges + 40 * 30 / 2);
+  EXPECT_EQ(sp::graph_info(all).empty_rows, 0);
+  const auto none = sp::generate<int32_t, float>("road:40:30:0");
+  EXPECT_LE(sp::graph_info(none).deg_max, 1);
+}
+
+TEST(GeneratorRoad, BadSpecsAreRefused) {
+  expect_refused("road:10:10:1.5", {"field KEEP is 1.5", "outside [0, 1]", "road:NX:NY:KEEP"});
+  expect_refused("road:10:10", {"field KEEP is missing"});
+  expect_refused<int32_t>("road:100000:100000:0.5", {"NX*NY = 10000000000 rows", "int32"});
+}
+
+// ---- bipartite -----------------------------------------------------------------------------------
+
+TEST(GeneratorBipartite, RectangularWithVaryingRowDegrees) {
+  const auto a = sp::generate<int32_t, float>("bipartite:2000:300:12");
+  SCOPED_TRACE("bipartite:2000:300:12");
+  EXPECT_EQ(a.rows, 2000);
+  EXPECT_EQ(a.cols, 300);
+  const sp::Validation v = sp::validate(a.view());
+  EXPECT_TRUE(v.canonical()) << v.message;
+  ASSERT_EQ(a.values.size(), a.colind.size());
+  for (const float x : a.values) ASSERT_TRUE(x >= 0.5f && x < 1.5f);
+  const sp::GraphInfo g = sp::graph_info(a);
+  EXPECT_EQ(g.empty_rows, 0);  // 1 + Geometric: at least one column
+  EXPECT_GT(g.deg_mean, 9.0);  // mean 12 drawn, a few repeats merged
+  EXPECT_LT(g.deg_mean, 12.5);
+  EXPECT_GT(g.deg_max, 36);  // geometric: ~5% of rows draw more than 3x the mean
+  EXPECT_LE(g.deg_p50, 10);
+  // Mild power-law popularity: the top column is well above the mean but far from every row.
+  std::vector<int64_t> col(300, 0);
+  for (const int32_t j : a.colind) ++col[static_cast<size_t>(j)];
+  const double mean = static_cast<double>(a.nnz()) / 300.0;
+  const auto top = static_cast<double>(*std::max_element(col.begin(), col.end()));
+  EXPECT_GT(top, 3 * mean);
+  EXPECT_LT(top, 0.6 * 2000);
+}
+
+TEST(GeneratorBipartite, SymmetrizeIsRefusedAndDropSelfLoopsWorks) {
+  sp::MmReadOptions opt;
+  opt.symmetrize = true;
+  try {
+    (void)sp::load_graph<int32_t, float>("bipartite:200:50:8", opt);
+    ADD_FAILURE() << "symmetrized a rectangular matrix";
+  } catch (const sp::InvalidArgument& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("cannot symmetrize 'bipartite:200:50:8'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("200 x 50"), std::string::npos) << msg;
+  }
+  opt = {};
+  opt.drop_self_loops = true;
+  const auto a = sp::load_graph<int32_t, float>("bipartite:200:50:8", opt);
+  EXPECT_EQ(a.rows, 200);
+  EXPECT_EQ(a.cols, 50);
+  EXPECT_TRUE(sp::validate(a.view()).canonical());
+  EXPECT_EQ(sp::graph_info(a).self_loops, 0);
+  EXPECT_GT(sp::graph_info(sp::generate<int32_t, float>("bipartite:200:50:8")).self_loops, 0);
+}
+
+TEST(GeneratorBipartite, EdgeCasesAndBadSpecs) {
+  EXPECT_EQ((sp::generate<int32_t, float>("bipartite:10:0:0")).nnz(), 0);
+  const auto ones = sp::generate<int32_t, float>("bipartite:100:7:1");  // DEG 1: one column per row
+  EXPECT_EQ(ones.nnz(), 100);
+  EXPECT_EQ(ones.cols, 7);
+  expect_refused("bipartite:100:300:400", {"DEG = 400 distinct columns do not fit in COLS = 300", "bipartite:ROWS:COLS:DEG"});
+  expect_refused("bipartite:100:300", {"field DEG is missing"});
+  expect_refused<int32_t>("bipartite:10:3e9:1", {"COLS = 3000000000 columns", "int32"});
+}
+
+// ---- @SEED ---------------------------------------------------------------------------------------
+
+TEST(GeneratorSeed, SuffixReplacesTheSeed) {
+  expect_same(sp::generate<int32_t, float>("er:500:0.01@42"), sp::generate<int32_t, float>("er:500:0.01", {42}));
+  // The suffix wins over GenOptions::seed, for the structure and the values.
+  expect_same(sp::generate<int32_t, float>("chunglu:2000:6:2.2@9", {5}), sp::generate<int32_t, float>("chunglu:2000:6:2.2", {9}));
+  expect_same(sp::generate<int32_t, float>("powerlaw@3"), sp::generate<int32_t, float>("rmat:16:8", {3}));
+  expect_same(sp::load_graph<int32_t, float>("rmat:9:4@5"), sp::generate<int32_t, float>("rmat:9:4", {5}));
+  const auto zero = sp::generate<int32_t, float>("band:10:2@0");
+  const auto big = sp::generate<int32_t, float>("band:10:2@18446744073709551615");
+  EXPECT_EQ(zero.colind, big.colind);
+  EXPECT_NE(zero.values, big.values);
+}
+
+TEST(GeneratorSeed, BadSeedsAreRefusedNamingTheSeed) {
+  expect_refused("er:10:0.5@x", {"the seed after '@' is 'x'", "not a whole number", "er:N:P@SEED"});
+  expect_refused("er:10:0.5@", {"the seed after '@' is empty"});
+  expect_refused("er:10:0.5@-1", {"the seed after '@' is '-1'"});
+  expect_refused("er:10:0.5@1e3", {"the seed after '@' is '1e3'"});
+  expect_refused("er:10:0.5@18446744073709551616", {"from 0 to 18446744073709551615"});
+  expect_refused("er:10:0.5@3@4", {"the seed after '@' is '3@4'"});
+  expect_refused("er:10@3", {"field P is missing"});  // the fields are checked first
+  expect_refused("road:10:10:2@3", {"field KEEP is 2"});
+}
+
 // ---- all generators ------------------------------------------------------------------------------
 
 TEST(GeneratorAll, SameSeedSameGraphDifferentSeedDifferentGraph) {
-  for (const char* spec : {"er:500:0.01", "rmat:10:8", "hubs:500:5:3:100", "megarow:500:4:0.2"}) {
+  for (const std::string spec :
+       {"er:500:0.01", "rmat:10:8", "hubs:500:5:3:100", "megarow:500:4:0.2", "rmatp:10:8:0.45:0.15:0.15",
+        "chunglu:1000:6:2.1", "sbm:500:5:6:2", "mesh2d:20:15:1", "mesh3d:6:5:4:1", "mesh3d27:6:5:4:1", "road:30:20:0.7",
+        "bipartite:500:80:6"}) {
     SCOPED_TRACE(spec);
     const auto a = sp::generate<int32_t, float>(spec, {42});
     expect_same(a, sp::generate<int32_t, float>(spec, {42}));
     const auto b = sp::generate<int32_t, float>(spec, {43});
     EXPECT_NE(structure_checksum(a), structure_checksum(b));
+    // The same through the suffix: @42 is seed 42 whatever GenOptions says, @43 another graph.
+    expect_same(a, sp::generate<int32_t, float>(spec + "@42", {7}));
+    EXPECT_NE(structure_checksum(a), structure_checksum(sp::generate<int32_t, float>(spec + "@43", {42})));
   }
-  // The band's structure is fixed; only its values follow the seed.
-  const auto a = sp::generate<int32_t, float>("band:100:4", {42});
-  const auto b = sp::generate<int32_t, float>("band:100:4", {43});
-  EXPECT_EQ(a.colind, b.colind);
-  EXPECT_NE(a.values, b.values);
+  // The band's and natural meshes' structure is fixed; only their values follow the seed.
+  for (const char* spec : {"band:100:4", "mesh2d:10:10:0", "mesh3d:4:4:4:0", "mesh3d27:4:4:4:0"}) {
+    SCOPED_TRACE(spec);
+    const auto a = sp::generate<int32_t, float>(spec, {42});
+    const auto b = sp::generate<int32_t, float>(spec, {43});
+    EXPECT_EQ(a.colind, b.colind);
+    EXPECT_NE(a.values, b.values);
+  }
+}
+
+TEST(GeneratorAll, IndexWidthDoesNotChangeTheNewGraphs) {
+  for (const char* spec : {"rmatp:9:4:0.4:0.3:0.2", "chunglu:800:5:2.3", "sbm:400:4:5:2", "mesh2d:20:10:1",
+                           "mesh3d:5:4:3:1", "mesh3d27:5:4:3:1", "road:25:20:0.8", "bipartite:300:70:5"}) {
+    SCOPED_TRACE(spec);
+    const auto a = sp::generate<int32_t, double>(spec);
+    const auto b = sp::generate<int64_t, double>(spec);
+    EXPECT_EQ(structure_checksum(a), structure_checksum(b));
+    EXPECT_EQ(a.values, b.values);
+  }
 }
 
 TEST(GeneratorAll, PatternOptionDropsOnlyTheValues) {
-  for (const char* spec : {"er:300:0.02", "rmat:9:4", "hubs:300:4:2:50", "band:300:5", "megarow:300:2:0.5"}) {
+  for (const char* spec : {"er:300:0.02", "rmat:9:4", "hubs:300:4:2:50", "band:300:5", "megarow:300:2:0.5",
+                           "chunglu:300:4:2.5", "sbm:300:3:4:1", "mesh3d:4:4:4:1", "road:20:15:0.7", "bipartite:300:40:4"}) {
     SCOPED_TRACE(spec);
     const auto with = sp::generate<int64_t, double>(spec, {3});
     const auto without = sp::generate<int64_t, double>(spec, {3, true});
@@ -327,6 +703,15 @@ TEST(GeneratorAll, GoldenChecksums) {
       {"band:50:5", 244, 0x96f3c0e16ff474b1ULL, 0xf0e32c669b321689ULL, 0xba2baf543a6b89edULL},
       {"megarow:400:3:0.25", 1200, 0x1b1634f2993ad918ULL, 0x41cef5201ba3b814ULL, 0xc8bed8a95a300092ULL},
       {"powerlaw", 494550, 0x0be58652575390a4ULL, 0xf2408d7b7af06c2dULL, 0x00a2c86e63826824ULL},
+      {"rmatp:10:4:0.45:0.2:0.25", 4018, 0x8b50e18a80a9ed33ULL, 0x0e9f578f6a5483d2ULL, 0x1fb301dd47029eafULL},
+      {"chunglu:1000:6:2.1", 4875, 0xb2921a45d2554260ULL, 0x7464cd85630a5644ULL, 0x5389ee0fb7a62802ULL},
+      {"sbm:400:4:6:2", 3200, 0xae7359adb4fe0193ULL, 0x4801e60346cdc348ULL, 0x58010329ecbb7ed4ULL},
+      {"mesh2d:15:12:1", 846, 0x424b6e264ff9ee9eULL, 0xde832c2c6a071535ULL, 0x2b1eaf3636f9a07dULL},
+      {"mesh3d:6:5:4:1", 692, 0xb989bb65324b64dbULL, 0x637e852c62232957ULL, 0xae30307db0fd973cULL},
+      {"mesh3d27:5:4:3:1", 910, 0x571d4004a42b8893ULL, 0x8ca600ae743dced6ULL, 0x15a9244fd23def0cULL},
+      {"road:30:25:0.7", 2052, 0x1a7f4ed73ce76e73ULL, 0x8708b7675307b915ULL, 0x787f3fe401cb20e5ULL},
+      {"bipartite:300:70:6", 1542, 0xed2fd9479773d8caULL, 0x6987951a51825d23ULL, 0x82d10d1939aaea94ULL},
+      {"chunglu:500:4:3@11", 1981, 0x7c8de8ee20474112ULL, 0x15c75c8269e94eb3ULL, 0x6010db5a5b8732a5ULL},
   };
   for (const Golden& g : golden) {
     SCOPED_TRACE(g.spec);
@@ -343,9 +728,12 @@ TEST(GeneratorAll, GoldenChecksums) {
 // ---- specs ---------------------------------------------------------------------------------------
 
 TEST(GeneratorSpec, RecognisesGeneratorNames) {
-  for (const char* s : {"er:10:0.5", "rmat:4:2", "hubs:1:1:1:1", "band:3:1", "megarow:2:1:0.5", "powerlaw", "er"})
+  for (const char* s : {"er:10:0.5", "rmat:4:2", "hubs:1:1:1:1", "band:3:1", "megarow:2:1:0.5", "powerlaw", "er",
+                        "rmatp:4:2:0.5:0.2:0.2", "chunglu:10:2:2", "sbm:10:2:1:1", "mesh2d:3:3:0", "mesh3d:2:2:2:1",
+                        "mesh3d27:2:2:2:0", "road:3:3:0.5", "bipartite:3:4:1", "er:10:0.5@3", "powerlaw@2", "er@x"})
     EXPECT_TRUE(sp::is_generator_spec(s)) << s;
-  for (const char* s : {"", "graph.mtx", "data/er:1:2.mtx", "erdos:10:0.5", "powerlaw.mtx.gz", "Band:3:1"})
+  for (const char* s : {"", "graph.mtx", "data/er:1:2.mtx", "erdos:10:0.5", "powerlaw.mtx.gz", "Band:3:1", "data/er@3.mtx",
+                        "mesh:3:3", "@3"})
     EXPECT_FALSE(sp::is_generator_spec(s)) << s;
 }
 

@@ -238,7 +238,10 @@ TEST(DeterministicScheduler, OnlyFlaggedVariantsAreCandidatesAndTheKeysDiffer) {
   execute(det, &args, "test");
   EXPECT_TRUE(det->decision.variant == "spmm.det_a" || det->decision.variant == "spmm.det_b") << det->decision.variant;
   EXPECT_TRUE(flagged(fake, det->decision.variant));
-  EXPECT_EQ(det->decision.source, "estimate");
+  // Ranked without timing: by the learned model (the nearest one ships for this fake device) or
+  // the estimate.
+  EXPECT_TRUE(det->decision.source == "model" || det->decision.source == "estimate") << det->decision.source;
+  EXPECT_EQ(det->decision.timing, "none");
   EXPECT_NE(det->decision.reason.find("deterministic"), std::string::npos) << det->decision.reason;
   EXPECT_EQ(det->decision.vendor, "spmm.det_a") << "the guardrail's reference is flagged too";
   EXPECT_EQ(g_spmm_calls, 1) << "deterministic mode ran the op once: no probe, no full-size check";
