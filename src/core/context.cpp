@@ -10,6 +10,7 @@
 
 #include "sparseport/errors.hpp"
 #include "scheduler/model.hpp"
+#include "scheduler/signature.hpp"
 #include "src/core/registry.hpp"
 #include "src/core/validated.hpp"
 
@@ -191,6 +192,14 @@ Context Context::create(std::string_view backend) {
       impl->plugin = nullptr;  // nothing to destroy
       detail::throw_status(st, "sparseport: creating a context on " + spec);
     }
+  }
+  // The device signature the scheduler keys its decisions by (device properties, library
+  // versions, hwloc's topology on a CPU: up to a millisecond), now rather than inside the first
+  // op's cache lookup.
+  try {
+    (void)scheduler::device_signature(p, {impl->state, 0, 0});
+  } catch (const Error&) {
+    // Reported by the first op that needs it.
   }
   Context ctx;
   ctx.impl_ = std::move(impl);
