@@ -64,7 +64,8 @@ class Reader {
       while (true) {
         std::string k = text();
         expect(':');
-        j.members.emplace_back(std::move(k), value(depth + 1));
+        j.names.push_back(std::move(k));
+        j.values.push_back(value(depth + 1));
         ws();
         if (i_ < t_.size() && t_[i_] == ',') {
           ++i_;

@@ -15,10 +15,13 @@ struct Json {
   std::string str;
   std::vector<Json> items;
   std::vector<double> nums;  // an array whose first item is a number holds its items here (all numbers)
-  std::vector<std::pair<std::string, Json>> members;
+  // An object's members as two lists, names[i] -> values[i] (a vector of pairs holding the
+  // still-incomplete Json does not compile with every standard library).
+  std::vector<std::string> names;
+  std::vector<Json> values;
   const Json* get(const std::string& k) const {
-    for (const auto& [name, v] : members)
-      if (name == k) return &v;
+    for (size_t i = 0; i < names.size(); ++i)
+      if (names[i] == k) return &values[i];
     return nullptr;
   }
 };

@@ -92,13 +92,17 @@ CostModel CostModel::parse(const std::string& json, const std::string& origin) {
     if (a == nullptr || a->kind != Json::array || !a->items.empty()) throw bad(where + " is not a list of numbers");
     return a->nums;
   };
-  for (const auto& [op_name, o] : ops->members) {
+  for (size_t oi = 0; oi < ops->names.size(); ++oi) {
+    const std::string& op_name = ops->names[oi];
+    const Json& o = ops->values[oi];
     OpModel om;
     if (const Json* v = o.get("margin")) om.margin = v->num;
     if (const Json* v = o.get("sigma")) om.sigma = v->num;
     const Json* variants = o.get("variants");
     if (variants == nullptr || variants->kind != Json::object) throw bad(op_name + ": \"variants\" is not an object");
-    for (const auto& [vname, vm] : variants->members) {
+    for (size_t vi = 0; vi < variants->names.size(); ++vi) {
+      const std::string& vname = variants->names[vi];
+      const Json& vm = variants->values[vi];
       VariantModel model;
       if (const Json* b = vm.get("base")) model.base = b->num;
       const Json* trees = vm.get("trees");

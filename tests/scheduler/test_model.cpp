@@ -84,8 +84,12 @@ TEST(CostModel, TheTrainersFixtureGivesTheTrainersPredictions) {
   int cases = 0;
   for (const Json& row : doc.get("rows")->items) {
     std::vector<std::pair<std::string, double>> inputs;
-    for (const auto& [name, v] : row.get("inputs")->members) inputs.emplace_back(name, v.num);
-    for (const auto& [variant, want] : row.get("expected")->members) {
+    const Json* in = row.get("inputs");
+    for (size_t i = 0; i < in->names.size(); ++i) inputs.emplace_back(in->names[i], in->values[i].num);
+    const Json* expected = row.get("expected");
+    for (size_t i = 0; i < expected->names.size(); ++i) {
+      const std::string& variant = expected->names[i];
+      const Json& want = expected->values[i];
       const std::optional<double> got = m.predict(op, variant, m.columns(inputs));
       ASSERT_TRUE(got.has_value()) << op << " " << variant;
       EXPECT_NEAR(*got, want.num, 1e-9 * (1 + std::abs(want.num))) << op << " " << variant << " case " << cases;
