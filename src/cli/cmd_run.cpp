@@ -84,7 +84,7 @@ struct Report {
   bool header_printed = false;
 
   std::string chosen{}, decision{};  // what "auto" ran, and how the scheduler chose it
-  std::optional<double> decide_ms;   // the time the scheduler spent on it (a cache hit: signature and lookup)
+  std::optional<double> decide_ms{};  // the time the scheduler spent on it (a cache hit: signature and lookup)
 
   void print(const std::string& variant, const Timing& t, const Verdict& v) {
     const std::optional<double> flops = work.flops();

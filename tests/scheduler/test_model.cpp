@@ -86,10 +86,10 @@ TEST(CostModel, TheTrainersFixtureGivesTheTrainersPredictions) {
     std::vector<std::pair<std::string, double>> inputs;
     const Json* in = row.get("inputs");
     for (size_t i = 0; i < in->names.size(); ++i) inputs.emplace_back(in->names[i], in->values[i].num);
-    const Json* expected = row.get("expected");
-    for (size_t i = 0; i < expected->names.size(); ++i) {
-      const std::string& variant = expected->names[i];
-      const Json& want = expected->values[i];
+    const Json* predictions = row.get("expected");
+    for (size_t i = 0; i < predictions->names.size(); ++i) {
+      const std::string& variant = predictions->names[i];
+      const Json& want = predictions->values[i];
       const std::optional<double> got = m.predict(op, variant, m.columns(inputs));
       ASSERT_TRUE(got.has_value()) << op << " " << variant;
       EXPECT_NEAR(*got, want.num, 1e-9 * (1 + std::abs(want.num))) << op << " " << variant << " case " << cases;
