@@ -239,6 +239,62 @@ const CostModel* model_for(const std::string& cls, std::string* how) {
   return other;
 }
 
+// ---- ranking -----------------------------------------------------------------------------------
+
+Ranking rank(const std::string& op, const std::vector<std::string>& applicable, const std::vector<Estimate>& est,
+             const std::vector<std::pair<std::string, double>>& inputs, double floor_s, const std::string& device_class,
+             const std::string& device_hash, const std::string& cache_dir, bool deterministic) {
+  Ranking r;
+  std::string how;
+  const CostModel* model = model_for(device_class, &how);
+  const OpModel* om = model != nullptr ? model->op(op) : nullptr;
+  r.transfer = how.rfind("own", 0) != 0 && how != "SPARSEPORT_MODEL=off";
+  const Correction corr = r.transfer && !deterministic ? load_correction(cache_dir, device_hash, op) : Correction{};
+  int predicted = 0;
+  std::vector<double> ratios;  // predicted / estimate of the variants the model knows
+  for (const std::string& v : applicable) {
+    Decision::Candidate c;
+    c.variant = v;
+    for (const Estimate& e : est)
+      if (e.variant == v) c.estimate_ms = e.seconds * 1e3;
+    if (om != nullptr) {
+      std::vector<std::pair<std::string, double>> in = inputs;
+      in.emplace_back(kEstimateInput, std::log2(std::max(c.estimate_ms * 1e-3, 1e-12) / floor_s));
+      if (const std::optional<double> y = model->predict(op, v, model->columns(in))) {
+        r.raw[v] = *y;
+        ratios.push_back(floor_s * std::exp2(*y) * 1e3 / c.estimate_ms);
+        ++predicted;
+      }
+    }
+    r.candidates.push_back(c);
+  }
+  const bool all_predicted = om != nullptr && predicted == static_cast<int>(applicable.size());
+  double scale = 1;
+  if (predicted > 0 && !all_predicted) {
+    std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());
+    scale = ratios[ratios.size() / 2];
+  }
+  for (Decision::Candidate& c : r.candidates) {
+    auto it = r.raw.find(c.variant);
+    const double raw = it != r.raw.end() ? it->second : std::log2(c.estimate_ms * 1e-3 * scale / floor_s);
+    r.raw[c.variant] = raw;
+    c.predicted_ms = floor_s * std::exp2(raw + corr.bias(c.variant)) * 1e3;
+  }
+  std::stable_sort(r.candidates.begin(), r.candidates.end(),
+                   [](const Decision::Candidate& a, const Decision::Candidate& b) { return a.predicted_ms < b.predicted_ms; });
+  const std::string transfer_note =
+      corr.measurements > 0 ? " + " + std::to_string(corr.measurements) + " transfer measurements" : "";
+  r.modelled = predicted > 0;
+  r.model = all_predicted ? how + transfer_note
+            : predicted > 0 ? how + transfer_note + ", the estimate for the variants it lacks"
+                            : "estimate (" + (om == nullptr ? how : "the model has no tree for these variants") + ")";
+  r.margin = om != nullptr ? om->margin : 0;
+  if (r.candidates.size() >= 2) r.lead = std::log2(r.candidates[1].predicted_ms / r.candidates[0].predicted_ms);
+  // Only this device's own model decides alone: a borrowed one's margin was measured elsewhere.
+  r.confident = all_predicted && !r.transfer && r.margin > 0 && r.lead > r.margin;
+  return r;
+}
+
 // ---- transfer ----------------------------------------------------------------------------------
 
 double Correction::bias(const std::string& variant) const {

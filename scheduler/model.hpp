@@ -19,7 +19,9 @@
 #include <utility>
 #include <vector>
 
+#include "scheduler/estimate.hpp"
 #include "scheduler/signature.hpp"
+#include "sparseport/plan.hpp"
 
 namespace sparseport::scheduler {
 
@@ -88,5 +90,24 @@ Correction load_correction(const std::string& cache_dir, const std::string& devi
 // Appends one measurement (never throws; a failed write is warned once by the cache).
 void record_measurement(const std::string& cache_dir, const std::string& device_hash, const std::string& op,
                         const std::string& variant, double residual);
+
+// Stage 2 of a cold decision: every applicable variant's predicted time, best first.
+struct Ranking {
+  std::vector<Decision::Candidate> candidates;  // predicted_ms and estimate_ms filled, best predicted first
+  std::map<std::string, double> raw;            // log2(t / floor) before the transfer correction
+  std::string model;                            // which model, and how (for the log and Decision::model)
+  bool modelled = false;   // at least one variant predicted by a model (else: the estimate alone)
+  bool transfer = false;   // not this device's own model: full-size measurements correct it
+  bool confident = false;  // this device's own model predicts every variant and leads by more than its margin
+  double lead = 0;         // log2(t(second) / t(best)), predicted
+  double margin = 0;       // the op model's margin (0 without one)
+};
+// A variant the model has no tree for (not even its family's: a vendor library the training
+// machine lacked) is ranked by its estimate scaled by the median predicted/estimated ratio of the
+// others, and the model is then never confident. The transfer correction (load_correction) applies
+// to every prediction when the model is not the device's own, unless `deterministic`.
+Ranking rank(const std::string& op, const std::vector<std::string>& applicable, const std::vector<Estimate>& est,
+             const std::vector<std::pair<std::string, double>>& inputs, double floor_s, const std::string& device_class,
+             const std::string& device_hash, const std::string& cache_dir, bool deterministic);
 
 }  // namespace sparseport::scheduler

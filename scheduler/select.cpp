@@ -246,7 +246,7 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
                                                   p.info, p.opt.hub_threshold)
                                     : features_of(p.structure, p.info, p.opt.hub_threshold);
 
-  // 2. The model ranks (the hand-written estimate where no model predicts).
+  // 2. The model ranks (the hand-written estimate where no model predicts; model.hpp).
   const DeviceSignature dev = device_signature(*p.plugin, p.exec);
   const Machine m = det ? deterministic_machine(*p.plugin, p.exec) : machine(dev);
   p.floor_s = floor_seconds(m, f, p.info);
@@ -254,63 +254,20 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
   d.floor_ms = p.floor_s * 1e3;
   d.inputs = inputs(f, p.info, m, p.floor_s);
   const std::vector<Estimate> est = estimate(m, f, p.info, applicable);
-  std::string how;
   d.device_class = device_class(p.plugin->name, dev);
-  const CostModel* model = model_for(d.device_class, &how);
-  const OpModel* om = model != nullptr ? model->op(op_name(p.op)) : nullptr;
-  // Not this device's own model (another class's, or none): full-size measurements correct it.
-  p.transfer = how.rfind("own", 0) != 0 && how != "SPARSEPORT_MODEL=off";
-  const Correction corr = p.transfer && !det ? load_correction(p.opt.cache_dir, dev.hash, op_name(p.op)) : Correction{};
-  int predicted = 0;
-  std::vector<double> ratios;  // predicted / estimate of the variants the model knows
-  for (const std::string& v : applicable) {
-    Decision::Candidate c;
-    c.variant = v;
-    for (const Estimate& e : est)
-      if (e.variant == v) c.estimate_ms = e.seconds * 1e3;
-    if (om != nullptr) {
-      std::vector<std::pair<std::string, double>> in = d.inputs;
-      in.emplace_back(kEstimateInput, std::log2(std::max(c.estimate_ms * 1e-3, 1e-12) / p.floor_s));
-      if (const std::optional<double> y = model->predict(op_name(p.op), v, model->columns(in))) {
-        p.raw_prediction[v] = *y;
-        ratios.push_back(p.floor_s * std::exp2(*y) * 1e3 / c.estimate_ms);
-        ++predicted;
-      }
-    }
-    d.candidates.push_back(c);
-  }
-  // A variant the model has no tree for (not even its family's: a vendor library the training
-  // machine lacked) is ranked by its estimate scaled by the median predicted/estimated ratio of
-  // the others, and the model never decides alone then.
-  const bool all_predicted = om != nullptr && predicted == static_cast<int>(applicable.size());
-  double scale = 1;
-  if (predicted > 0 && !all_predicted) {
-    std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());
-    scale = ratios[ratios.size() / 2];
-  }
-  // The transfer correction applies to every prediction, the scaled estimates included (with no
-  // model at all, the estimate is the prior that the measurements correct).
-  for (Decision::Candidate& c : d.candidates) {
-    auto it = p.raw_prediction.find(c.variant);
-    const double raw = it != p.raw_prediction.end() ? it->second : std::log2(c.estimate_ms * 1e-3 * scale / p.floor_s);
-    p.raw_prediction[c.variant] = raw;
-    c.predicted_ms = p.floor_s * std::exp2(raw + corr.bias(c.variant)) * 1e3;
-  }
+  Ranking ranked = rank(op_name(p.op), applicable, est, d.inputs, p.floor_s, d.device_class, dev.hash,
+                        p.opt.cache_dir, det);
+  d.candidates = std::move(ranked.candidates);
+  d.model = ranked.model;
+  d.lead = ranked.lead;
+  d.model_alone = ranked.confident;
+  p.raw_prediction = std::move(ranked.raw);
+  p.transfer = ranked.transfer;
   const auto key = [](const Decision::Candidate& c) { return c.predicted_ms; };
-  std::stable_sort(d.candidates.begin(), d.candidates.end(),
-                   [&](const Decision::Candidate& a, const Decision::Candidate& b) { return key(a) < key(b); });
-  const std::string transfer_note =
-      corr.measurements > 0 ? " + " + std::to_string(corr.measurements) + " transfer measurements" : "";
-  d.model = all_predicted ? how + transfer_note
-            : predicted > 0 ? how + transfer_note + ", the estimate for the variants it lacks"
-                            : "estimate (" + (om == nullptr ? how : "the model has no tree for these variants") + ")";
-  d.lead = std::log2(key(d.candidates[1]) / key(d.candidates[0]));
-  // Only this device's own model decides alone: a borrowed one's margin was measured elsewhere.
-  d.model_alone = all_predicted && !p.transfer && om->margin > 0 && d.lead > om->margin;
   const double t_best = key(d.candidates.front()) * 1e-3;
   char buf[256];
   std::snprintf(buf, sizeof buf, "%s: %s predicted %.4g ms, lead %.2f (margin %.2f)", d.model.c_str(),
-                d.candidates[0].variant.c_str(), t_best * 1e3, d.lead, om != nullptr ? om->margin : 0.0);
+                d.candidates[0].variant.c_str(), t_best * 1e3, d.lead, ranked.margin);
   const std::string ranking = buf;
 
   const auto finish = [&](const std::string& variant, const std::string& source, const std::string& reason) {
@@ -334,7 +291,7 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
     if (!det || p.opt.mode != SchedulerMode::probe) {
       d.timing = "none";
       p.verify_pending = false;
-      finish(d.candidates.front().variant, predicted > 0 ? "model" : "estimate",
+      finish(d.candidates.front().variant, ranked.modelled ? "model" : "estimate",
              det ? "deterministic mode: the best predicted deterministic variant (no timing: timings could choose "
                    "differently from run to run)"
                  : (d.model_alone ? "the model's lead exceeds its measured error; no timing"
