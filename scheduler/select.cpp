@@ -421,6 +421,7 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
     return p;
   }
   const DeviceSignature dev = device_signature(plugin, exec);
+  const double t_signature = since(t0);
   try {
     // CSR ops: the signature is hashed where the operand lives (no copy of rowptr); index ops read
     // a sample of their index array.
@@ -446,7 +447,9 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   if (deterministic(exec)) p->key += "/deterministic";
   if (p->opt.mode == SchedulerMode::automatic || p->opt.mode == SchedulerMode::replay) {
     bool stale = false;
+    const double t_summary = since(t0);
     std::optional<Record> hit = CacheFile(p->opt.cache_dir).lookup(p->key, p->versions, &stale);
+    const double t_lookup = since(t0);
     // A deterministic-mode entry naming a variant no longer flagged deterministic is not replayed.
     if (hit && deterministic(exec) && !is_deterministic(plugin, op, (*hit)["variant"])) hit.reset();
     if (stale) log(p->opt, label(*p) + ": ignored cached decisions made under other versions (now " + p->versions + ")");
@@ -462,7 +465,10 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
       // A hit recorded before its full-size check (the process ended first) still gets one, except
       // in deterministic mode, which keeps timings out of its choices.
       p->verify_pending = !p->decision.verified && p->opt.mode == SchedulerMode::automatic && !deterministic(exec);
-      log(p->opt, label(*p) + ": " + p->decision.source + " -> " + p->decision.variant + " (" + r["reason"] + ")");
+      char took[160];
+      std::snprintf(took, sizeof took, " [%.0f us: options and device signature %.0f, operand summary %.0f, cache lookup %.0f]",
+                    since(t0) * 1e6, t_signature * 1e6, (t_summary - t_signature) * 1e6, (t_lookup - t_summary) * 1e6);
+      log(p->opt, label(*p) + ": " + p->decision.source + " -> " + p->decision.variant + " (" + r["reason"] + ")" + took);
     } else if (p->opt.mode == SchedulerMode::replay) {
       p->decided = true;
       p->decision.source = "replay miss";
