@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "backends/kokkos/runtime.hpp"
 
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -28,6 +32,33 @@ bool g_initialized_here = false;
 void finalize_at_exit() {
   if (g_initialized_here && Kokkos::is_initialized()) Kokkos::finalize();
 }
+
+// Kokkos prints its warnings with std::cout (Kokkos-OpenMP: "OMP_PROC_BIND environment variable
+// not set ..."), on the program's standard output, where `sparseport devices --json` and a user's
+// program write their results: file descriptor 1 points at stderr while Kokkos initialises. (Another
+// thread writing to stdout in that moment writes to stderr too.)
+struct StdoutToStderr {
+  int saved = -1;
+  StdoutToStderr() {
+    std::cout.flush();
+    std::fflush(stdout);
+    saved = ::dup(1);
+    if (saved >= 0 && ::dup2(2, 1) < 0) {
+      ::close(saved);
+      saved = -1;
+    }
+  }
+  ~StdoutToStderr() {
+    std::cout.flush();
+    std::fflush(stdout);
+    if (saved >= 0) {
+      (void)::dup2(saved, 1);
+      ::close(saved);
+    }
+  }
+  StdoutToStderr(const StdoutToStderr&) = delete;
+  StdoutToStderr& operator=(const StdoutToStderr&) = delete;
+};
 
 std::string version_string() {
   return std::to_string(KOKKOS_VERSION / 10000) + "." + std::to_string(KOKKOS_VERSION / 100 % 100) + "." +
@@ -56,7 +87,10 @@ void ensure_initialized() {
                            " was finalised by someone else after SparsePort initialised it; it cannot be restarted",
                        0, "Kokkos::is_initialized");
   // No arguments: Kokkos reads its own environment (KOKKOS_NUM_THREADS, OMP_NUM_THREADS, ...).
-  Kokkos::initialize();
+  {
+    const StdoutToStderr quiet;
+    Kokkos::initialize();
+  }
   g_initialized_here = true;
   std::atexit(&finalize_at_exit);
 }
