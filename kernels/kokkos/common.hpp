@@ -57,16 +57,9 @@ KOKKOS_INLINE_FUNCTION V fold(V acc, V t) {
   }
 }
 
-// Calls f.template operator()<Op>() for the ABI reduce (mean runs as sum and divides at the end).
-template <class F>
-void with_op(int32_t reduce, F&& f) {
-  if (reduce == SPARSEPORT_REDUCE_MAX)
-    f.template operator()<Op::max>();
-  else if (reduce == SPARSEPORT_REDUCE_MIN)
-    f.template operator()<Op::min>();
-  else
-    f.template operator()<Op::sum>();
-}
+// The ABI reduce reaches the kernels as a template argument <Op op> through named function
+// templates, one if/else per op (mean runs as sum and divides at the end): nvcc rejects
+// KOKKOS_LAMBDA inside a generic lambda, so there is no `[&]<Op op>() {...}` dispatcher here.
 
 // First position in [0, n) whose value is >= key; index sorted ascending.
 template <class I>
@@ -99,93 +92,109 @@ struct Messages {
 
 // dst sorted: output row r reduces the run [lower_bound(r), lower_bound(r + 1)), so every output
 // element is written once, in message order, without atomics.
-template <class I, class V>
-void reduce_sorted(const Messages<I, V>& msg) {
-  with_op(msg.reduce, [&]<Op op>() {
-    const Messages<I, V> m = msg;
-    const bool mean = m.reduce == SPARSEPORT_REDUCE_MEAN;
-    Kokkos::parallel_for(
-        "sparseport::kokkos::reduce_sorted", row_blocks(m.out_rows, m.f), KOKKOS_LAMBDA(const Member& t) {
-          const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
-          const int64_t r1 = r0 + kRowsPerTeam < m.out_rows ? r0 + kRowsPerTeam : m.out_rows;
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t r) {
-            const int64_t lo = lower_bound(m.dst, m.count, r), hi = lower_bound(m.dst, m.count, r + 1);
-            Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, m.f), [&](const int64_t j) {
-              V acc = V(0);
-              for (int64_t e = lo; e < hi; ++e) {
-                const int64_t src = m.pick != nullptr ? static_cast<int64_t>(m.pick[e]) : e;
-                const V x = (m.w != nullptr ? m.w[e] : V(1)) * m.rows[src * m.ld + j];
-                acc = e == lo ? x : fold<op>(acc, x);
-              }
-              if (hi == lo) acc = V(0);
-              else if (mean) acc = acc / static_cast<V>(hi - lo);
-              m.out[r * m.out_ld + j] = acc;
-            });
+template <Op op, class I, class V>
+void reduce_sorted_op(const Messages<I, V>& msg) {
+  const Messages<I, V> m = msg;
+  const bool mean = m.reduce == SPARSEPORT_REDUCE_MEAN;
+  Kokkos::parallel_for(
+      "sparseport::kokkos::reduce_sorted", row_blocks(m.out_rows, m.f), KOKKOS_LAMBDA(const Member& t) {
+        const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
+        const int64_t r1 = r0 + kRowsPerTeam < m.out_rows ? r0 + kRowsPerTeam : m.out_rows;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t r) {
+          const int64_t lo = lower_bound(m.dst, m.count, r), hi = lower_bound(m.dst, m.count, r + 1);
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, m.f), [&](const int64_t j) {
+            V acc = V(0);
+            for (int64_t e = lo; e < hi; ++e) {
+              const int64_t src = m.pick != nullptr ? static_cast<int64_t>(m.pick[e]) : e;
+              const V x = (m.w != nullptr ? m.w[e] : V(1)) * m.rows[src * m.ld + j];
+              acc = e == lo ? x : fold<op>(acc, x);
+            }
+            if (hi == lo) acc = V(0);
+            else if (mean) acc = acc / static_cast<V>(hi - lo);
+            m.out[r * m.out_ld + j] = acc;
           });
         });
-  });
+      });
+}
+
+template <class I, class V>
+void reduce_sorted(const Messages<I, V>& msg) {
+  if (msg.reduce == SPARSEPORT_REDUCE_MAX)
+    reduce_sorted_op<Op::max>(msg);
+  else if (msg.reduce == SPARSEPORT_REDUCE_MIN)
+    reduce_sorted_op<Op::min>(msg);
+  else
+    reduce_sorted_op<Op::sum>(msg);
   Kokkos::fence();
 }
 
 // Any dst order: every element an atomic update (the baseline compilers generate), then a pass
 // that turns untouched rows into 0 and divides means by the count. Summation order varies between
 // runs on parallel spaces.
+template <Op op, class I, class V>
+void reduce_atomic_op(const Messages<I, V>& msg, int64_t* count) {
+  const Messages<I, V> m = msg;
+  const V start = op == Op::max ? -std::numeric_limits<V>::infinity()
+                  : op == Op::min ? std::numeric_limits<V>::infinity()
+                                  : V(0);
+  Kokkos::parallel_for(
+      "sparseport::kokkos::reduce_atomic_init", row_blocks(m.out_rows, m.f), KOKKOS_LAMBDA(const Member& t) {
+        const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
+        const int64_t r1 = r0 + kRowsPerTeam < m.out_rows ? r0 + kRowsPerTeam : m.out_rows;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t r) {
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, m.f), [&](const int64_t j) { m.out[r * m.out_ld + j] = start; });
+        });
+      });
+  Kokkos::parallel_for(
+      "sparseport::kokkos::reduce_atomic", row_blocks(m.count, m.f), KOKKOS_LAMBDA(const Member& t) {
+        const int64_t e0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
+        const int64_t e1 = e0 + kRowsPerTeam < m.count ? e0 + kRowsPerTeam : m.count;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, e0, e1), [&](const int64_t e) {
+          const int64_t r = static_cast<int64_t>(m.dst[e]);
+          const int64_t src = m.pick != nullptr ? static_cast<int64_t>(m.pick[e]) : e;
+          const V we = m.w != nullptr ? m.w[e] : V(1);
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, m.f), [&](const int64_t j) {
+            const V x = we * m.rows[src * m.ld + j];
+            V* o = m.out + r * m.out_ld + j;
+            if constexpr (op == Op::sum) {
+              Kokkos::atomic_fetch_add(o, x);
+            } else if (x != x) {
+              Kokkos::atomic_exchange(o, x);  // NaN wins, as in the reference
+            } else if constexpr (op == Op::max) {
+              Kokkos::atomic_fetch_max(o, x);
+            } else {
+              Kokkos::atomic_fetch_min(o, x);
+            }
+          });
+          Kokkos::single(Kokkos::PerThread(t), [&]() { Kokkos::atomic_fetch_add(count + r, int64_t(1)); });
+        });
+      });
+  const bool mean = m.reduce == SPARSEPORT_REDUCE_MEAN;
+  Kokkos::parallel_for(
+      "sparseport::kokkos::reduce_atomic_finish", row_blocks(m.out_rows, m.f), KOKKOS_LAMBDA(const Member& t) {
+        const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
+        const int64_t r1 = r0 + kRowsPerTeam < m.out_rows ? r0 + kRowsPerTeam : m.out_rows;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t r) {
+          const int64_t n = count[r];
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, m.f), [&](const int64_t j) {
+            V* o = m.out + r * m.out_ld + j;
+            if (n == 0) *o = V(0);
+            else if (mean) *o = *o / static_cast<V>(n);
+          });
+        });
+      });
+}
+
 template <class I, class V>
 void reduce_atomic(const Messages<I, V>& msg) {
   Kokkos::View<int64_t*, MemSpace> counts("sparseport::kokkos::counts", static_cast<size_t>(msg.out_rows));
   int64_t* count = counts.data();
-  with_op(msg.reduce, [&]<Op op>() {
-    const Messages<I, V> m = msg;
-    const V start = op == Op::max ? -std::numeric_limits<V>::infinity()
-                    : op == Op::min ? std::numeric_limits<V>::infinity()
-                                    : V(0);
-    Kokkos::parallel_for(
-        "sparseport::kokkos::reduce_atomic_init", row_blocks(m.out_rows, m.f), KOKKOS_LAMBDA(const Member& t) {
-          const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
-          const int64_t r1 = r0 + kRowsPerTeam < m.out_rows ? r0 + kRowsPerTeam : m.out_rows;
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t r) {
-            Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, m.f), [&](const int64_t j) { m.out[r * m.out_ld + j] = start; });
-          });
-        });
-    Kokkos::parallel_for(
-        "sparseport::kokkos::reduce_atomic", row_blocks(m.count, m.f), KOKKOS_LAMBDA(const Member& t) {
-          const int64_t e0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
-          const int64_t e1 = e0 + kRowsPerTeam < m.count ? e0 + kRowsPerTeam : m.count;
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(t, e0, e1), [&](const int64_t e) {
-            const int64_t r = static_cast<int64_t>(m.dst[e]);
-            const int64_t src = m.pick != nullptr ? static_cast<int64_t>(m.pick[e]) : e;
-            const V we = m.w != nullptr ? m.w[e] : V(1);
-            Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, m.f), [&](const int64_t j) {
-              const V x = we * m.rows[src * m.ld + j];
-              V* o = m.out + r * m.out_ld + j;
-              if constexpr (op == Op::sum) {
-                Kokkos::atomic_fetch_add(o, x);
-              } else if (x != x) {
-                Kokkos::atomic_exchange(o, x);  // NaN wins, as in the reference
-              } else if constexpr (op == Op::max) {
-                Kokkos::atomic_fetch_max(o, x);
-              } else {
-                Kokkos::atomic_fetch_min(o, x);
-              }
-            });
-            Kokkos::single(Kokkos::PerThread(t), [&]() { Kokkos::atomic_fetch_add(count + r, int64_t(1)); });
-          });
-        });
-    const bool mean = m.reduce == SPARSEPORT_REDUCE_MEAN;
-    Kokkos::parallel_for(
-        "sparseport::kokkos::reduce_atomic_finish", row_blocks(m.out_rows, m.f), KOKKOS_LAMBDA(const Member& t) {
-          const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
-          const int64_t r1 = r0 + kRowsPerTeam < m.out_rows ? r0 + kRowsPerTeam : m.out_rows;
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t r) {
-            const int64_t n = count[r];
-            Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, m.f), [&](const int64_t j) {
-              V* o = m.out + r * m.out_ld + j;
-              if (n == 0) *o = V(0);
-              else if (mean) *o = *o / static_cast<V>(n);
-            });
-          });
-        });
-  });
+  if (msg.reduce == SPARSEPORT_REDUCE_MAX)
+    reduce_atomic_op<Op::max>(msg, count);
+  else if (msg.reduce == SPARSEPORT_REDUCE_MIN)
+    reduce_atomic_op<Op::min>(msg, count);
+  else
+    reduce_atomic_op<Op::sum>(msg, count);
   Kokkos::fence();
 }
 

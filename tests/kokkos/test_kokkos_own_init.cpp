@@ -36,14 +36,20 @@ TEST(KokkosOwnInit, ContextUsesTheProgramsKokkos) {
   EXPECT_TRUE(Kokkos::is_initialized());
 }
 
+// The program's own kernel, in a free function: nvcc refuses KOKKOS_LAMBDA (a __host__ __device__
+// lambda) inside a GoogleTest body, which is a private member function.
+double program_sum(int n) {
+  double sum = 0;
+  Kokkos::parallel_reduce(
+      "program_sum", Kokkos::RangePolicy<Kokkos::DefaultExecutionSpace>(0, n),
+      KOKKOS_LAMBDA(const int i, double& s) { s += i; }, sum);
+  return sum;
+}
+
 TEST(KokkosOwnInit, ProgramKokkosStillRunsAfterSparsePort) {
   { auto ctx = sparseport::Context::create("kokkos"); }  // a context created and destroyed
   ASSERT_TRUE(Kokkos::is_initialized());
-  double sum = 0;
-  Kokkos::parallel_reduce(
-      "program_sum", Kokkos::RangePolicy<Kokkos::DefaultExecutionSpace>(0, 100),
-      KOKKOS_LAMBDA(const int i, double& s) { s += i; }, sum);
-  EXPECT_EQ(sum, 4950.0);
+  EXPECT_EQ(program_sum(100), 4950.0);
 }
 
 }  // namespace
