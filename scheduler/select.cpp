@@ -301,7 +301,9 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
   }
 
   // 3. Timing: the top-k predicted natives and the vendor. Where the predicted best is faster than
-  // full_size_ms, at full size: batches when they fit the budget (2 full-size calls of the
+  // full_size_ms (2.5 ms, from the cold-decision budget, not tuned on any matrix: above it a warm-up
+  // and a timed call of two candidates already cost about 10 ms, more than the probe sample's few
+  // milliseconds), at full size: batches when they fit the budget (2 full-size calls of the
   // predicted best on a graph of 1M entries or more, else 5 ms), else one call each of the two
   // best predicted. Slower ops on the probe sample, checked at full size on their first call.
   std::vector<std::string> natives;

@@ -57,33 +57,47 @@ int call_slot(const sparseport_plugin* t, sparseport_op op, const sparseport_exe
   }
 }
 
+namespace {
+
+// `calls` back-to-back calls of variant, then one synchronize: the mean time per call (seconds);
+// negative on failure, with the status in *failed.
+double batch_seconds(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op,
+                     const std::string& variant, const void* args, int calls, sparseport_status* failed) {
+  const sparseport_plugin* t = plugin.table;
+  sparseport_status st{};
+  const auto t0 = std::chrono::steady_clock::now();
+  int rc = SPARSEPORT_OK;
+  for (int c = 0; c < calls && rc == SPARSEPORT_OK; ++c) rc = call_slot(t, op, exec, variant, args, &st);
+  if (rc == SPARSEPORT_OK && t->synchronize != nullptr) rc = t->synchronize(exec.state, &st);
+  const auto t1 = std::chrono::steady_clock::now();
+  if (rc != SPARSEPORT_OK) {
+    if (failed != nullptr) *failed = st;
+    return -1;
+  }
+  return std::chrono::duration<double>(t1 - t0).count() / calls;
+}
+
+// Calls per batch so that a batch lasts about 200 us: a call far below the host's
+// clock-and-synchronize cost (tens of microseconds on a GPU) is timed as the mean of a batch, so
+// medians resolve 10 % there.
+int calls_per_batch(double seconds_per_call) {
+  return static_cast<int>(std::clamp(200e-6 / std::max(seconds_per_call, 1e-7), 1.0, 64.0));
+}
+
+}  // namespace
+
 double time_variant(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op,
                     const std::string& variant, const void* args, int repeats, bool warmup, sparseport_status* failed) {
-  const sparseport_plugin* t = plugin.table;
-  // `calls` back-to-back calls, then one synchronize; the mean time per call.
-  const auto batch = [&](int calls) -> double {
-    sparseport_status st{};
-    const auto t0 = std::chrono::steady_clock::now();
-    int rc = SPARSEPORT_OK;
-    for (int c = 0; c < calls && rc == SPARSEPORT_OK; ++c) rc = call_slot(t, op, exec, variant, args, &st);
-    if (rc == SPARSEPORT_OK && t->synchronize != nullptr) rc = t->synchronize(exec.state, &st);
-    const auto t1 = std::chrono::steady_clock::now();
-    if (rc != SPARSEPORT_OK) {
-      *failed = st;
-      return -1;
-    }
-    return std::chrono::duration<double>(t1 - t0).count() / calls;
-  };
+  const auto batch = [&](int calls) { return batch_seconds(plugin, exec, op, variant, args, calls, failed); };
   int calls = 1;
   if (warmup) {
     // Warm-up: first-touch, lazily built plans, instruction caches. Its time also sizes the
-    // batches: a call far below the host's clock-and-synchronize cost (tens of microseconds on a
-    // GPU) is timed as the mean of a batch of about 200 us, so probe medians resolve 10 % there.
+    // batches (calls_per_batch).
     const double first = batch(1);
     if (first < 0) return -1;
     const double again = batch(1);
     if (again < 0) return -1;
-    calls = static_cast<int>(std::clamp(200e-6 / std::max(again, 1e-7), 1.0, 64.0));
+    calls = calls_per_batch(again);
   }
   std::vector<double> times;
   for (int r = 0; r < std::max(1, repeats); ++r) {
@@ -130,19 +144,11 @@ std::vector<std::pair<std::string, double>> time_full_size(const PluginInfo& plu
                                                            const std::vector<std::string>& variants, int repeats,
                                                            double budget_s, const std::string& where) {
   const OutputGuard guard(plugin, exec, op, args, where);
-  const sparseport_plugin* t = plugin.table;
   const auto started = std::chrono::steady_clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
-  // `calls` back-to-back calls and one synchronize: the mean per call, negative on failure.
-  const auto batch = [&](const std::string& v, int calls) -> double {
+  const auto batch = [&](const std::string& v, int calls) {
     guard.restore();
-    sparseport_status st{};
-    const auto t0 = std::chrono::steady_clock::now();
-    int rc = SPARSEPORT_OK;
-    for (int c = 0; c < calls && rc == SPARSEPORT_OK; ++c) rc = call_slot(t, op, exec, v, args, &st);
-    if (rc == SPARSEPORT_OK && t->synchronize != nullptr) rc = t->synchronize(exec.state, &st);
-    if (rc != SPARSEPORT_OK) return -1;
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / calls;
+    return batch_seconds(plugin, exec, op, v, args, calls, nullptr);
   };
   // First an untimed warm-up call each (a first call builds per-matrix state: cuSPARSE descriptors
   // and its algorithm choice, hub partitions; lazily loaded kernels), then one timed call each, in
@@ -156,10 +162,11 @@ std::vector<std::pair<std::string, double>> time_full_size(const PluginInfo& plu
   }
   // Then batches (about 200 us each, so launch and clock overheads do not rank short kernels) for
   // every variant within 4x of the fastest first call, while the budget lasts; the others keep
-  // their single call.
+  // their single call (one call's noise is far below 4x, so they cannot win, and batching them
+  // would only spend the budget).
   for (auto& [v, s] : out) {
     if (repeats <= 0 || s < 0 || s > 4 * fastest) continue;
-    const int calls = static_cast<int>(std::clamp(200e-6 / std::max(s, 1e-7), 1.0, 64.0));
+    const int calls = calls_per_batch(s);
     if (elapsed() + repeats * calls * s > budget_s) continue;
     std::vector<double> times;
     for (int r = 0; r < repeats; ++r) times.push_back(batch(v, calls));
