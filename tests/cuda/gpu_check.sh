@@ -5,14 +5,15 @@
 # benchmark suite, inside a time budget so that a slow step cannot eat the others' logs. Logs go to
 # $OUT/<step>.log; a summary is printed.
 #   [CTEST_REGEX=...] [BENCH_ARGS=...] [SAN_*=...] tests/cuda/gpu_check.sh [BUDGET_SECONDS] [STEPS...]
-#   (steps: configure build ctest memcheck racecheck initcheck synccheck sanitize timing bench;
+#   (BUILD_TARGETS: ninja targets of the build step, default all; steps: configure build ctest memcheck racecheck initcheck synccheck sanitize timing bench;
 #   sanitize = all four compute-sanitizer tools; CTEST_REGEX narrows the CTest step; bench runs
 #   sparseport_bench_cuda at full size on SPARSEPORT_DATA_DIR, default .device-data, with
 #   BENCH_ARGS, and writes $OUT/cuda.json and the report $OUT/report.md; benchmarks/run_gpu.sh is
 #   the same suite in a build of its own)
 #   The sanitizer steps run each named tool once over every test of the program(s) in SAN_TESTS
 #   (default tests/cuda/test_cuda; only the tests in SAN_EXCLUDE are left out, see below; a gtest
-#   filter SAN_FILTER narrows it by hand), one process per tool, the tools side by side
+#   filter SAN_FILTER narrows it by hand), SAN_SHARDS (default 8) processes per tool, each one
+#   GoogleTest shard of the program, the tools side by side
 #   (SAN_PARALLEL=0: one after another), each under SAN_TIMEOUT seconds (default 300, cut to the
 #   budget left); SAN_PRINT_LIMIT (default 100) caps the reports printed per tool. $OUT/<tool>.log
 #   holds each tool's log; one summary line per tool gives its error (racecheck: hazard) count, the
@@ -54,6 +55,7 @@ SAN_TIMEOUT=${SAN_TIMEOUT:-300}
 SAN_PARALLEL=${SAN_PARALLEL:-1}
 SAN_PRINT_LIMIT=${SAN_PRINT_LIMIT:-100}
 SAN_FILTER=${SAN_FILTER:-}
+SAN_SHARDS=${SAN_SHARDS:-8}
 # Also left out, by name (a negative filter: every other test runs, new ones included): the two
 # tests whose cudaMalloc of twice the device / 512 GiB fails on purpose. compute-sanitizer reports
 # every failing CUDA API call as an error ("Program hit cudaErrorMemoryAllocation ... on CUDA API
@@ -88,13 +90,32 @@ san_one() {
       rc=124
       break
     fi
-    echo "== $SAN ${opts[*]} $B/$bin ${filter[*]} (limit ${left}s)" >>"$log"
-    # As under CTest: passive OpenMP workers (four programs share the CPU) and a decision cache of
-    # the tool's own, so that parallel runs neither spin nor read each other's decisions.
-    OMP_WAIT_POLICY=passive SPARSEPORT_CACHE_DIR="$B/sanitize-cache/$tool" \
-      timeout -k 15 "$left" "$SAN" "${opts[@]}" "$B/$bin" ${filter[@]+"${filter[@]}"} >>"$log" 2>&1
-    r=$?
-    ((r != 0 && rc == 0)) && rc=$r
+    echo "== $SAN ${opts[*]} $B/$bin ${filter[*]} (limit ${left}s, $SAN_SHARDS shards)" >>"$log"
+    # GoogleTest's own sharding (GTEST_TOTAL_SHARDS / GTEST_SHARD_INDEX): every test runs in
+    # exactly one shard, each shard is one process under the tool, the shards side by side. The
+    # tools' time goes into patching and checking each launch on the host, so processes on more
+    # cores finish sooner; their logs are appended one after another below.
+    # As under CTest: passive OpenMP workers (the programs share the CPU) and a decision cache of
+    # each process's own, so that parallel runs neither spin nor read each other's decisions.
+    local shard
+    for ((shard = 0; shard < SAN_SHARDS; ++shard)); do
+      # SPARSEPORT_TEST_RUNS=2: the determinism tests repeat each launch twice, not five times
+      # (test_cuda_determinism.cpp); the repeats reach no new code under the tools.
+      GTEST_TOTAL_SHARDS=$SAN_SHARDS GTEST_SHARD_INDEX=$shard OMP_WAIT_POLICY=passive SPARSEPORT_TEST_RUNS=2 \
+        SPARSEPORT_CACHE_DIR="$B/sanitize-cache/$tool-$shard" \
+        timeout -k 15 "$left" stdbuf -oL -eL "$SAN" "${opts[@]}" "$B/$bin" ${filter[@]+"${filter[@]}"} \
+        >"$log.shard$shard" 2>&1 &
+    done
+    for ((shard = 0; shard < SAN_SHARDS; ++shard)); do
+      wait -n
+      r=$?
+      ((r != 0 && rc == 0)) && rc=$r
+    done
+    for ((shard = 0; shard < SAN_SHARDS; ++shard)); do
+      echo "== shard $shard of $SAN_SHARDS" >>"$log"
+      cat "$log.shard$shard" >>"$log"
+      rm -f "$log.shard$shard"
+    done
   done
   echo "$rc $(($(date +%s) - t0))" >"$san_tmp/$tool"
 }
@@ -117,9 +138,19 @@ san_summary() {
   local why=""
   [ "$rc" = 124 ] || [ "$rc" = 137 ] && why=" (timed out)"
   [ "$rc" = "$SAN_EXITCODE" ] && why=" (findings)"
-  printf '== %s: %s; tests: %s; rc %s%s; %s s wall; log %s\n' "$tool" "$found" "${tests:-none ran}" "$rc" "$why" \
-    "$secs" "$log"
-  grep -E '^========= +(Invalid|Uninitialized|Race|Barrier|Program hit|Error|Warning|Unused|Leaked)' "$log" | head -n 8
+  # Whose code each report is in: the kernel is named on the report's first line (racecheck: "...
+  # at void cusparse::csrmv_v3_kernel<...>+0x3f40") or the next ("=========     at kernel+0x..",
+  # memcheck, initcheck); cuSPARSE's kernels are the vendor's, not ours. Ours are printed.
+  local counts
+  counts=$(awk -v out="$san_tmp/$tool.ours" '
+    function close_report() { if (head != "") { if (where ~ /cusparse::/) v++; else { o++; print head >> out } } head = "" }
+    /^========= +(Invalid|Uninitialized|Race|Barrier|Program hit|Error|Warning|Unused|Leaked)/ {
+      close_report(); head = $0; where = $0; next }
+    head != "" && where == head { where = where " " $0; close_report() }
+    END { close_report(); printf "%d %d", o, v }' "$log")
+  printf '== %s: %s; reports in our kernels: %s, in cuSPARSE: %s; tests: %s; rc %s%s; %s s wall; log %s\n' "$tool" \
+    "$found" "${counts% *}" "${counts#* }" "${tests:-none ran}" "$rc" "$why" "$secs" "$log"
+  [ -f "$san_tmp/$tool.ours" ] && head -n 8 "$san_tmp/$tool.ours"
 }
 
 sanitize() {
@@ -160,7 +191,7 @@ sanitize() {
 
 nvidia-smi -L 2>&1 | head -n 4
 step configure 90 cmake -S . -B "$B" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 -DSPARSEPORT_BUILD_BENCHMARKS=ON
-step build 300 ninja -C "$B" -j16 -k 0
+step build 300 ninja -C "$B" -j16 -k 0 ${BUILD_TARGETS:-}
 step ctest 180 ctest --test-dir "$B" -j8 --timeout 150 --output-on-failure ${CTEST_REGEX:+-R "$CTEST_REGEX"}
 sanitize
 TAIL=200 step timing 130 "$B/tests/cuda/cuda_timing"
