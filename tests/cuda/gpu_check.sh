@@ -5,9 +5,9 @@
 # benchmark suite, inside a time budget so that a slow step cannot eat the others' logs. Logs go to
 # $OUT/<step>.log; a summary is printed.
 #   [CTEST_REGEX=...] [BENCH_ARGS=...] [SAN_*=...] tests/cuda/gpu_check.sh [BUDGET_SECONDS] [STEPS...]
-#   (BUILD_TARGETS: ninja targets of the build step, default all; steps: configure build ctest memcheck racecheck initcheck synccheck sanitize timing bench;
-#   sanitize = all four compute-sanitizer tools; CTEST_REGEX narrows the CTest step; bench runs
-#   sparseport_bench_cuda at full size on SPARSEPORT_DATA_DIR, default .device-data, with
+#   (steps: configure build ctest memcheck racecheck initcheck synccheck sanitize timing bench;
+#   BUILD_TARGETS: the build step's ninja targets, default all; sanitize = all four tools;
+#   CTEST_REGEX narrows the CTest step; bench runs sparseport_bench_cuda at full size on SPARSEPORT_DATA_DIR, default .device-data, with
 #   BENCH_ARGS, and writes $OUT/cuda.json and the report $OUT/report.md; benchmarks/run_gpu.sh is
 #   the same suite in a build of its own)
 #   The sanitizer steps run each named tool once over every test of the program(s) in SAN_TESTS
