@@ -1,0 +1,579 @@
+# SPDX-License-Identifier: Apache-2.0
+"""SparsePort's operators as PyTorch custom ops, with autograd and torch.compile support.
+
+    import torch, sparseport.torch as spt
+    A = spt.CSR(rowptr, col, values, (m, k))      # dense index/value tensors; values=None: a pattern
+    C = spt.spmm(A, B, reduce="mean")             # m x F
+    S = spt.sddmm(A, X, Y)                        # CSR with A's pattern and new values
+    out = spt.scatter_reduce(src, index, n, "max")
+    O = spt.csr_attention(A, Q, K, V)
+
+The ops are registered as ``torch.ops.sparseport.{spmm,sddmm,segment_reduce,scatter_reduce,
+csr_attention,csr_transpose}`` with fake (meta) implementations and autograd formulas, so
+``torch.compile(fullgraph=True)`` traces through them. The native module does not link libtorch:
+each op allocates its output with torch.empty and hands raw data pointers, shapes and type tags to
+the C++ library, which runs the op on the backend of the tensors' device (CPU: openmp, else
+reference; cuda:N: the cuda plugin). One context per device is created on first use and kept.
+
+Types: float32/float64 values, int32/int64 indices (rowptr and col share one index type).
+Errors of the C++ library arrive as sparseport.InvalidArgument (a ValueError), sparseport.Error (a
+RuntimeError) and their siblings, with the library's message.
+"""
+import math
+import os
+import threading
+from typing import NamedTuple, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from . import _C
+
+__all__ = [
+    "CSR",
+    "spmm",
+    "sddmm",
+    "segment_reduce",
+    "scatter_reduce",
+    "csr_attention",
+    "csr_transpose",
+    "context",
+    "set_cpu_backend",
+]
+
+_VALUE_TAG = {torch.float32: _C.F32, torch.float64: _C.F64}
+_INDEX_TAG = {torch.int32: _C.I32, torch.int64: _C.I64}
+_REDUCE = {"sum": 0, "mean": 1, "max": 2, "min": 3}
+
+
+class CSR(NamedTuple):
+    """A CSR matrix of ``shape = (rows, cols)`` as dense tensors: ``rowptr`` (rows + 1), ``col``
+    (nnz) and ``values`` (nnz, or None for a pattern: every value 1). Columns within a row may be
+    unsorted or repeated (repeats count separately)."""
+
+    rowptr: Tensor
+    col: Tensor
+    values: Optional[Tensor]
+    shape: Tuple[int, int]
+
+    @property
+    def nnz(self) -> int:
+        return self.col.shape[0]
+
+    @staticmethod
+    def from_torch(t: Tensor) -> "CSR":
+        """From a 2-D ``torch.sparse_csr_tensor`` (eager code only: torch.compile cannot trace
+        sparse tensors; pass a CSR of dense tensors into compiled code)."""
+        if t.layout != torch.sparse_csr or t.dim() != 2:
+            raise ValueError(f"sparseport: expected a 2-D sparse CSR tensor, got layout {t.layout} with {t.dim()} dims")
+        return CSR(t.crow_indices(), t.col_indices(), t.values(), (t.shape[0], t.shape[1]))
+
+    def to_torch(self) -> Tensor:
+        """As a ``torch.sparse_csr_tensor`` (a pattern gets values 1 in float32)."""
+        vals = self.values if self.values is not None else torch.ones(self.nnz, device=self.col.device)
+        return torch.sparse_csr_tensor(self.rowptr, self.col, vals, self.shape, check_invariants=False)
+
+    def with_values(self, values: Optional[Tensor]) -> "CSR":
+        return CSR(self.rowptr, self.col, values, self.shape)
+
+
+def _as_csr(a, op: str) -> CSR:
+    if isinstance(a, CSR):
+        pass
+    elif isinstance(a, Tensor) and a.layout == torch.sparse_csr:
+        a = CSR.from_torch(a)
+    elif isinstance(a, tuple) and len(a) == 4:
+        a = CSR(*a)
+    else:
+        raise TypeError(f"sparseport.{op}: A must be a sparseport.torch.CSR or a sparse CSR tensor, not {type(a).__name__}")
+    if a.rowptr.shape[0] != a.shape[0] + 1:
+        raise ValueError(
+            f"sparseport.{op}: A.rowptr has {a.rowptr.shape[0]} entries but A.shape is {tuple(a.shape)} (need rows + 1)"
+        )
+    return a
+
+
+def _check_reduce(reduce: str, op: str) -> None:
+    if reduce not in _REDUCE:
+        raise ValueError(f"sparseport.{op}: reduce is '{reduce}', not one of sum, mean, max, min")
+
+
+# ---- contexts ------------------------------------------------------------------------------------
+
+_contexts = {}
+_contexts_lock = threading.Lock()
+_cpu_backend: Optional[str] = None
+_CPU_BACKENDS = ("openmp", "reference", "kokkos")
+
+
+def _available() -> set:
+    return {name for name, status, _ in _C.plugins() if status == "available"}
+
+
+def _cpu_choice() -> str:
+    if _cpu_backend is not None:
+        return _cpu_backend
+    env = os.environ.get("SPARSEPORT_BACKEND", "")
+    if env in _CPU_BACKENDS:
+        return env
+    return "openmp" if "openmp" in _available() else "reference"
+
+
+def set_cpu_backend(backend: Optional[str]) -> None:
+    """Run CPU tensors on ``backend`` (reference, openmp or kokkos); None restores the default
+    (SPARSEPORT_BACKEND when it names a CPU backend, else openmp when compiled, else reference)."""
+    global _cpu_backend
+    if backend is not None and backend not in _CPU_BACKENDS:
+        raise ValueError(f"sparseport: '{backend}' is not a CPU backend (one of {', '.join(_CPU_BACKENDS)})")
+    with _contexts_lock:
+        _cpu_backend = backend
+        _contexts.pop(("cpu", None), None)
+
+
+def context(device="cpu") -> "_C.Context":
+    """The native context that runs ops on tensors of ``device`` (created on first use, then kept).
+    Its settings (``threads``, ``deterministic``, ``validate``) apply to every later op there."""
+    device = torch.device(device)
+    if device.type == "cuda" and device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    key = (device.type, device.index)
+    ctx = _contexts.get(key)
+    if ctx is not None:
+        return ctx
+    with _contexts_lock:
+        ctx = _contexts.get(key)
+        if ctx is None:
+            if device.type == "cpu":
+                ctx = _C.Context.create(_cpu_choice())
+            elif device.type == "cuda":
+                ctx = _C.Context.create(f"cuda:{device.index}")
+            else:
+                raise ValueError(f"sparseport: no backend runs on {device} tensors (cpu and cuda are supported)")
+            _contexts[key] = ctx
+    return ctx
+
+
+def _ctx(device: torch.device):
+    ctx = _contexts.get((device.type, device.index))
+    if ctx is None:
+        ctx = context(device)
+    if device.type == "cuda":
+        # Interim: the library runs on its own stream, so wait for PyTorch's work on the inputs.
+        torch.cuda.current_stream(device).synchronize()
+    return ctx
+
+
+# ---- argument checks (the C++ front end checks shapes, types and index contents) -----------------
+
+
+def _vec(t: Tensor, what: str, op: str) -> Tensor:
+    if t.dim() != 1:
+        raise ValueError(f"sparseport.{op}: {what} must be 1-D, got shape {tuple(t.shape)}")
+    return t if t.stride(0) == 1 or t.shape[0] <= 1 else t.contiguous()
+
+
+def _mat(t: Tensor, what: str, op: str) -> Tuple[Tensor, int]:
+    """t as row-major with a leading dimension (a copy only when its strides are not)."""
+    if t.dim() != 2:
+        raise ValueError(f"sparseport.{op}: {what} must be 2-D, got shape {tuple(t.shape)}")
+    if t.dtype not in _VALUE_TAG:
+        raise ValueError(f"sparseport.{op}: {what} has dtype {t.dtype}; supported: torch.float32, torch.float64")
+    r, c = t.shape
+    s0, s1 = t.stride()
+    if (c > 1 and s1 != 1) or (r > 1 and s0 < max(c, 1)):
+        t = t.contiguous()
+        s0 = max(c, 1)
+    return t, (s0 if r > 1 else max(c, 1))
+
+
+def _csr_parts(rowptr: Tensor, col: Tensor, values: Optional[Tensor], device: torch.device, op: str):
+    rowptr = _vec(rowptr, "A.rowptr", op)
+    col = _vec(col, "A.col", op)
+    if rowptr.shape[0] < 1:
+        raise ValueError(f"sparseport.{op}: A.rowptr is empty (it needs rows + 1 entries)")
+    itag = _INDEX_TAG.get(rowptr.dtype)
+    if itag is None or col.dtype != rowptr.dtype:
+        raise ValueError(
+            f"sparseport.{op}: A.rowptr and A.col must share one index dtype, torch.int32 or torch.int64 "
+            f"(got {rowptr.dtype} and {col.dtype})"
+        )
+    if rowptr.device != device or col.device != device:
+        raise ValueError(f"sparseport.{op}: A's indices are on {rowptr.device}/{col.device} but the dense operands on {device}")
+    if values is not None:
+        values = _vec(values, "A.values", op)
+        if values.shape[0] != col.shape[0]:
+            raise ValueError(f"sparseport.{op}: A.values has {values.shape[0]} entries but A.col has {col.shape[0]}")
+        if values.dtype not in _VALUE_TAG:
+            raise ValueError(f"sparseport.{op}: A.values has dtype {values.dtype}; supported: torch.float32, torch.float64")
+        if values.device != device:
+            raise ValueError(f"sparseport.{op}: A.values is on {values.device} but the dense operands on {device}")
+    return rowptr, col, values, itag
+
+
+def _same_device(op: str, first: Tensor, *others: Tensor) -> torch.device:
+    d = first.device
+    for t in others:
+        if t.device != d:
+            raise ValueError(f"sparseport.{op}: operands on {d} and {t.device}; all must be on one device")
+    return d
+
+
+# ---- the custom ops ------------------------------------------------------------------------------
+
+
+@torch.library.custom_op("sparseport::spmm", mutates_args=())
+def _spmm(rowptr: Tensor, col: Tensor, values: Optional[Tensor], n_cols: int, B: Tensor, reduce: str) -> Tensor:
+    device = _same_device("spmm", B)
+    rowptr, col, values, itag = _csr_parts(rowptr, col, values, device, "spmm")
+    B, b_ld = _mat(B, "B", "spmm")
+    rows, f = rowptr.shape[0] - 1, B.shape[1]
+    out = torch.empty((rows, f), dtype=B.dtype, device=device)
+    btag = _VALUE_TAG[B.dtype]
+    _C.spmm(_ctx(device), rows, n_cols, col.shape[0], rowptr.data_ptr(), col.data_ptr(),
+            0 if values is None else values.data_ptr(), itag, btag if values is None else _VALUE_TAG[values.dtype],
+            B.data_ptr(), B.shape[0], b_ld, f, btag, out.data_ptr(), max(f, 1), _REDUCE[reduce])
+    return out
+
+
+@_spmm.register_fake
+def _(rowptr, col, values, n_cols, B, reduce):
+    return B.new_empty((rowptr.shape[0] - 1, B.shape[1]))
+
+
+@torch.library.custom_op("sparseport::sddmm", mutates_args=())
+def _sddmm(rowptr: Tensor, col: Tensor, values: Optional[Tensor], n_cols: int, X: Tensor, Y: Tensor) -> Tensor:
+    device = _same_device("sddmm", X, Y)
+    rowptr, col, values, itag = _csr_parts(rowptr, col, values, device, "sddmm")
+    X, x_ld = _mat(X, "X", "sddmm")
+    Y, y_ld = _mat(Y, "Y", "sddmm")
+    if Y.shape[1] != X.shape[1]:
+        raise ValueError(f"sparseport.sddmm: X is {tuple(X.shape)} and Y is {tuple(Y.shape)} (need X.cols == Y.cols)")
+    if Y.dtype != X.dtype:
+        raise ValueError(f"sparseport.sddmm: X holds {X.dtype} and Y {Y.dtype} (need one dtype)")
+    xtag = _VALUE_TAG[X.dtype]
+    out = torch.empty((col.shape[0],), dtype=X.dtype, device=device)
+    _C.sddmm(_ctx(device), rowptr.shape[0] - 1, n_cols, col.shape[0], rowptr.data_ptr(), col.data_ptr(),
+             0 if values is None else values.data_ptr(), itag, xtag if values is None else _VALUE_TAG[values.dtype],
+             X.data_ptr(), X.shape[0], x_ld, Y.data_ptr(), Y.shape[0], y_ld, X.shape[1], xtag, out.data_ptr())
+    return out
+
+
+@_sddmm.register_fake
+def _(rowptr, col, values, n_cols, X, Y):
+    return X.new_empty((col.shape[0],))
+
+
+def _index_reduce(src: Tensor, index: Tensor, num_segments: int, reduce: str, sorted_: bool) -> Tensor:
+    op = "segment_reduce" if sorted_ else "scatter_reduce"
+    device = _same_device(op, src, index)
+    src, s_ld = _mat(src, "src", op)
+    index = _vec(index, "index", op)
+    itag = _INDEX_TAG.get(index.dtype)
+    if itag is None:
+        raise ValueError(f"sparseport.{op}: index has dtype {index.dtype}; supported: torch.int32, torch.int64")
+    if index.shape[0] != src.shape[0]:
+        raise ValueError(f"sparseport.{op}: index has {index.shape[0]} entries but src has {src.shape[0]} rows")
+    if reduce not in _REDUCE:
+        raise ValueError(f"sparseport.{op}: reduce is '{reduce}', not one of sum, mean, max, min")
+    f = src.shape[1]
+    out = torch.empty((num_segments, f), dtype=src.dtype, device=device)
+    _C.index_reduce(_ctx(device), sorted_, index.shape[0], index.data_ptr(), itag, src.data_ptr(), s_ld, f,
+                    _VALUE_TAG[src.dtype], out.data_ptr(), num_segments, _REDUCE[reduce])
+    return out
+
+
+@torch.library.custom_op("sparseport::segment_reduce", mutates_args=())
+def _segment_reduce(src: Tensor, index: Tensor, num_segments: int, reduce: str) -> Tensor:
+    return _index_reduce(src, index, num_segments, reduce, True)
+
+
+@torch.library.custom_op("sparseport::scatter_reduce", mutates_args=())
+def _scatter_reduce(src: Tensor, index: Tensor, num_segments: int, reduce: str) -> Tensor:
+    return _index_reduce(src, index, num_segments, reduce, False)
+
+
+@_segment_reduce.register_fake
+def _(src, index, num_segments, reduce):
+    return src.new_empty((num_segments, src.shape[1]))
+
+
+@_scatter_reduce.register_fake
+def _(src, index, num_segments, reduce):
+    return src.new_empty((num_segments, src.shape[1]))
+
+
+@torch.library.custom_op("sparseport::csr_attention", mutates_args=())
+def _csr_attention(rowptr: Tensor, col: Tensor, n_cols: int, Q: Tensor, K: Tensor, V: Tensor, scale: float) -> Tensor:
+    device = _same_device("csr_attention", Q, K, V)
+    rowptr, col, _, itag = _csr_parts(rowptr, col, None, device, "csr_attention")
+    Q, q_ld = _mat(Q, "Q", "csr_attention")
+    K, k_ld = _mat(K, "K", "csr_attention")
+    V, v_ld = _mat(V, "V", "csr_attention")
+    if K.dtype != Q.dtype or V.dtype != Q.dtype:
+        raise ValueError(f"sparseport.csr_attention: Q, K, V have dtypes {Q.dtype}, {K.dtype}, {V.dtype} (need one)")
+    if K.shape[1] != Q.shape[1]:
+        raise ValueError(f"sparseport.csr_attention: Q is {tuple(Q.shape)} and K is {tuple(K.shape)} (need Q.cols == K.cols)")
+    rows, fv = rowptr.shape[0] - 1, V.shape[1]
+    out = torch.empty((rows, fv), dtype=Q.dtype, device=device)
+    _C.csr_attention(_ctx(device), rows, n_cols, col.shape[0], rowptr.data_ptr(), col.data_ptr(), itag,
+                     Q.data_ptr(), Q.shape[0], q_ld, K.data_ptr(), K.shape[0], k_ld, Q.shape[1],
+                     V.data_ptr(), V.shape[0], v_ld, fv,
+                     _VALUE_TAG[Q.dtype], out.data_ptr(), scale)
+    return out
+
+
+@_csr_attention.register_fake
+def _(rowptr, col, n_cols, Q, K, V, scale):
+    return V.new_empty((rowptr.shape[0] - 1, V.shape[1]))
+
+
+@torch.library.custom_op("sparseport::csr_transpose", mutates_args=())
+def _csr_transpose(rowptr: Tensor, col: Tensor, n_cols: int) -> Tuple[Tensor, Tensor, Tensor]:
+    """(rowptr, col, perm) of A's transpose; entry t of the transpose is entry perm[t] of A (int64)."""
+    device = rowptr.device
+    rowptr, col, _, itag = _csr_parts(rowptr, col, None, device, "csr_transpose")
+    nnz = col.shape[0]
+    if nnz > 2**53:
+        raise ValueError(f"sparseport.csr_transpose: {nnz} entries are more than float64 entry ids hold exactly (2^53)")
+    # The library carries values through the transpose; float64 entry ids come out as the permutation.
+    ids = torch.arange(nnz, dtype=torch.float64, device=device)
+    t_rowptr = torch.empty((n_cols + 1,), dtype=rowptr.dtype, device=device)
+    t_col = torch.empty((nnz,), dtype=col.dtype, device=device)
+    t_ids = torch.empty((nnz,), dtype=torch.float64, device=device)
+    _C.csr_transpose(_ctx(device), rowptr.shape[0] - 1, n_cols, nnz, rowptr.data_ptr(), col.data_ptr(),
+                     ids.data_ptr(), itag, t_rowptr.data_ptr(), t_col.data_ptr(), t_ids.data_ptr())
+    return t_rowptr, t_col, t_ids.to(torch.int64)
+
+
+@_csr_transpose.register_fake
+def _(rowptr, col, n_cols):
+    return rowptr.new_empty((n_cols + 1,)), col.new_empty(col.shape), col.new_empty(col.shape, dtype=torch.int64)
+
+
+# ---- autograd ------------------------------------------------------------------------------------
+
+_ops = torch.ops.sparseport
+
+
+def _row_of_entries(rowptr: Tensor, nnz) -> Tensor:
+    """The row of every stored entry (int64, nnz)."""
+    rows = rowptr.shape[0] - 1
+    deg = (rowptr[1:] - rowptr[:-1]).long()
+    return torch.repeat_interleave(torch.arange(rows, device=rowptr.device), deg, output_size=nnz)
+
+
+def _transpose(rowptr: Tensor, col: Tensor, n_cols: int):
+    return _ops.csr_transpose(rowptr, col, n_cols)
+
+
+def _winners(msg: Tensor, seg: Tensor, out: Tensor, num_segments) -> Tensor:
+    """For max/min: winners[s, f] = the lowest entry e with seg[e] == s whose message msg[e, f]
+    equals out[s, f] (torch_scatter's tie rule); E where segment s has no entry.
+
+    Interim: found with torch ops from the E x F messages. The C++ forward will record the
+    argmax/argmin instead, so that spmm's backward no longer materialises E x F."""
+    E, F = msg.shape
+    ids = torch.arange(E, device=msg.device)[:, None].expand(E, F)
+    cand = ids.masked_fill(msg != out.index_select(0, seg), E)
+    win = torch.full((num_segments, F), E, dtype=torch.long, device=msg.device)
+    return win.scatter_reduce(0, seg[:, None].expand(E, F), cand, "amin", include_self=True)
+
+
+def _spmm_setup(ctx, inputs, output):
+    rowptr, col, values, n_cols, B, reduce = inputs
+    ctx.n_cols, ctx.reduce = n_cols, reduce
+    ctx.save_for_backward(rowptr, col, values, B, output if reduce in ("max", "min") else None)
+
+
+def _spmm_backward(ctx, grad):
+    rowptr, col, values, B, out = ctx.saved_tensors
+    need_values, need_b = ctx.needs_input_grad[2], ctx.needs_input_grad[4]
+    rows, n_cols, reduce = rowptr.shape[0] - 1, ctx.n_cols, ctx.reduce
+    d_values = d_b = None
+    if reduce in ("sum", "mean"):
+        g = grad
+        if reduce == "mean":
+            deg = (rowptr[1:] - rowptr[:-1]).clamp_min(1).to(grad.dtype)
+            g = grad / deg[:, None]
+        if need_b:  # dB = A^T . dC (the transpose built once per call for now)
+            t_rowptr, t_col, perm = _transpose(rowptr, col, n_cols)
+            d_b = _ops.spmm(t_rowptr, t_col, None if values is None else values[perm], rows, g, "sum")
+        if need_values:  # dA.values = sddmm(pattern, dC, B)
+            d_values = _ops.sddmm(rowptr, col, None, n_cols, g, B)
+        return None, None, d_values, None, d_b, None
+    # max/min: only the winning entry of each output element gets its gradient.
+    E, F = col.shape[0], B.shape[1]
+    col64 = col.long()
+    if E == 0:
+        return None, None, None if values is None else torch.zeros_like(values), None, torch.zeros_like(B), None
+    msg = B.index_select(0, col64)  # interim: E x F (see _winners)
+    if values is not None:
+        msg = msg * values[:, None]
+    win = _winners(msg, _row_of_entries(rowptr, E), out, rows)
+    valid = win < E
+    e = win.clamp_max(E - 1)
+    g = grad * valid
+    src_col = col64[e]  # rows x F: the column of B each output element came from
+    if need_b:
+        w = g if values is None else g * values[e]
+        d_b = torch.zeros_like(B).scatter_add(0, src_col, w)
+    if need_values:
+        d_values = torch.zeros_like(values).index_add(0, e.reshape(-1), (g * B.gather(0, src_col)).reshape(-1))
+    return None, None, d_values, None, d_b, None
+
+
+_spmm.register_autograd(_spmm_backward, setup_context=_spmm_setup)
+
+
+def _sddmm_setup(ctx, inputs, output):
+    rowptr, col, values, n_cols, X, Y = inputs
+    ctx.n_cols = n_cols
+    ctx.save_for_backward(rowptr, col, values, X, Y)
+
+
+def _sddmm_backward(ctx, grad):
+    rowptr, col, values, X, Y = ctx.saved_tensors
+    n_cols, rows = ctx.n_cols, rowptr.shape[0] - 1
+    d_values = d_x = d_y = None
+    g = grad if values is None else grad * values  # G = A o dOut
+    if ctx.needs_input_grad[4]:  # dX = G . Y
+        d_x = _ops.spmm(rowptr, col, g, n_cols, Y, "sum")
+    if ctx.needs_input_grad[5]:  # dY = G^T . X
+        t_rowptr, t_col, perm = _transpose(rowptr, col, n_cols)
+        d_y = _ops.spmm(t_rowptr, t_col, g[perm], rows, X, "sum")
+    if ctx.needs_input_grad[2]:  # dA.values = dOut * sddmm(pattern, X, Y)
+        d_values = grad * _ops.sddmm(rowptr, col, None, n_cols, X, Y)
+    return None, None, d_values, None, d_x, d_y
+
+
+_sddmm.register_autograd(_sddmm_backward, setup_context=_sddmm_setup)
+
+
+def _index_setup(ctx, inputs, output):
+    src, index, num_segments, reduce = inputs
+    ctx.reduce = reduce
+    ctx.save_for_backward(index, src if reduce in ("max", "min") else None, output if reduce in ("max", "min") else None)
+
+
+def _index_backward(ctx, grad):
+    index, src, out = ctx.saved_tensors
+    if not ctx.needs_input_grad[0]:
+        return None, None, None, None
+    if ctx.reduce in ("sum", "mean"):
+        d_src = grad.index_select(0, index)
+        if ctx.reduce == "mean":
+            count = torch.zeros(grad.shape[0], dtype=grad.dtype, device=grad.device)
+            count = count.index_add(0, index, torch.ones(index.shape[0], dtype=grad.dtype, device=grad.device))
+            d_src = d_src / count.clamp_min(1).index_select(0, index)[:, None]
+        return d_src, None, None, None
+    E = src.shape[0]
+    if E == 0:
+        return torch.zeros_like(src), None, None, None
+    win = _winners(src, index.long(), out, grad.shape[0])
+    e = win.clamp_max(E - 1)
+    return torch.zeros_like(src).scatter_add(0, e, grad * (win < E)), None, None, None
+
+
+_segment_reduce.register_autograd(_index_backward, setup_context=_index_setup)
+_scatter_reduce.register_autograd(_index_backward, setup_context=_index_setup)
+
+
+def _attention_setup(ctx, inputs, output):
+    rowptr, col, n_cols, Q, K, V, scale = inputs
+    ctx.n_cols, ctx.scale = n_cols, scale
+    ctx.save_for_backward(rowptr, col, Q, K, V, output)
+
+
+def _attention_backward(ctx, grad):
+    """FlashAttention's backward with per-edge scalars only (never E x F): P is recomputed from
+    sddmm(Q, K) and a per-row softmax over the E scores."""
+    rowptr, col, Q, K, V, O = ctx.saved_tensors
+    n_cols, scale = ctx.n_cols, ctx.scale
+    rows, E = rowptr.shape[0] - 1, col.shape[0]
+    need_q, need_k, need_v = ctx.needs_input_grad[3:6]
+    row = _row_of_entries(rowptr, E)
+    s = _ops.sddmm(rowptr, col, None, n_cols, Q, K) * scale
+    s_max = _ops.segment_reduce(s[:, None], row, rows, "max")[:, 0]
+    p = torch.exp(s - s_max.index_select(0, row))
+    p = p / _ops.segment_reduce(p[:, None], row, rows, "sum")[:, 0].index_select(0, row)
+    d_q = d_k = d_v = None
+    if need_k or need_v:
+        t_rowptr, t_col, perm = _transpose(rowptr, col, n_cols)
+    if need_v:  # dV = P^T . dO
+        d_v = _ops.spmm(t_rowptr, t_col, p[perm], rows, grad, "sum")
+    if need_q or need_k:
+        d_p = _ops.sddmm(rowptr, col, None, n_cols, grad, V)  # dP[e] = dO[row] . V[col]
+        d_s = p * (d_p - (grad * O).sum(1).index_select(0, row))
+        if need_q:  # dQ = scale * dS . K
+            d_q = _ops.spmm(rowptr, col, d_s, n_cols, K, "sum") * scale
+        if need_k:  # dK = scale * dS^T . Q
+            d_k = _ops.spmm(t_rowptr, t_col, d_s[perm], rows, Q, "sum") * scale
+    return None, None, None, d_q, d_k, d_v, None
+
+
+_csr_attention.register_autograd(_attention_backward, setup_context=_attention_setup)
+
+
+# ---- the public functions ------------------------------------------------------------------------
+
+
+def spmm(A, B: Tensor, reduce: str = "sum") -> Tensor:
+    """C[i, :] = reduce_j(A[i, j] * B[j, :]) over the entries of row i of A; reduce in sum, mean
+    (sum / entries in the row), max, min. A: m x k (CSR), B: k x F, C: m x F; empty rows give 0.
+    Differentiable in B and A.values."""
+    A = _as_csr(A, "spmm")
+    _check_reduce(reduce, "spmm")
+    return _ops.spmm(A.rowptr, A.col, A.values, A.shape[1], B, reduce)
+
+
+def sddmm(A, X: Tensor, Y: Tensor) -> CSR:
+    """out[e] = A.values[e] * dot(X[row(e)], Y[col(e)]) for every entry e of A (m x k); X: m x F,
+    Y: k x F. Returns a CSR with A's pattern and these values. Differentiable in X, Y, A.values."""
+    A = _as_csr(A, "sddmm")
+    return A.with_values(_ops.sddmm(A.rowptr, A.col, A.values, A.shape[1], X, Y))
+
+
+def _src_2d(src: Tensor, op: str) -> Tuple[Tensor, bool]:
+    if src.dim() == 1:
+        return src[:, None], True
+    if src.dim() != 2:
+        raise ValueError(f"sparseport.{op}: src must be 1-D or 2-D, got shape {tuple(src.shape)}")
+    return src, False
+
+
+def segment_reduce(src: Tensor, index: Tensor, num_segments: int, reduce: str = "sum") -> Tensor:
+    """out[s] = reduce over e with index[e] == s of src[e]; index sorted ascending (checked).
+    src: E or E x F; out: num_segments (x F). Empty segments give 0; mean divides by max(count, 1)."""
+    _check_reduce(reduce, "segment_reduce")
+    src2, flat = _src_2d(src, "segment_reduce")
+    out = _ops.segment_reduce(src2, index, num_segments, reduce)
+    return out[:, 0] if flat else out
+
+
+def scatter_reduce(src: Tensor, index: Tensor, num_segments: int, reduce: str = "sum") -> Tensor:
+    """segment_reduce with index in any order (torch_scatter's scatter(src, index, dim=0,
+    dim_size=num_segments, reduce=...))."""
+    _check_reduce(reduce, "scatter_reduce")
+    src2, flat = _src_2d(src, "scatter_reduce")
+    out = _ops.scatter_reduce(src2, index, num_segments, reduce)
+    return out[:, 0] if flat else out
+
+
+def csr_attention(A, Q: Tensor, K: Tensor, V: Tensor, scale: Optional[float] = None) -> Tensor:
+    """out[i] = sum_j softmax_j(scale * Q[i] . K[j]) * V[j] over the columns j of row i of A
+    (A's values are ignored). A: m x n, Q: m x F, K: n x F, V: n x Fv; empty rows give 0.
+    scale defaults to 1 / sqrt(F). Differentiable in Q, K, V."""
+    A = _as_csr(A, "csr_attention")
+    if scale is None:
+        f = Q.shape[-1]
+        scale = 1.0 / math.sqrt(f) if f > 0 else 1.0
+    elif scale == 0:
+        raise ValueError("sparseport.csr_attention: scale must not be 0 (None gives 1/sqrt(F))")
+    return _ops.csr_attention(A.rowptr, A.col, A.shape[1], Q, K, V, float(scale))
+
+
+def csr_transpose(A) -> CSR:
+    """A^T as a CSR (A's values carried, differentiably); within a row, entries in A's row order."""
+    A = _as_csr(A, "csr_transpose")
+    t_rowptr, t_col, perm = _ops.csr_transpose(A.rowptr, A.col, A.shape[1])
+    return CSR(t_rowptr, t_col, None if A.values is None else A.values[perm], (A.shape[1], A.shape[0]))
