@@ -117,3 +117,18 @@ if(NOT SPARSEPORT_DEFAULT_BACKEND STREQUAL "reference")
     message(FATAL_ERROR "SPARSEPORT_DEFAULT_BACKEND=${SPARSEPORT_DEFAULT_BACKEND} but SPARSEPORT_ENABLE_${_sp_default_upper}=OFF: that backend is not built")
   endif()
 endif()
+
+# ---- distributed ops (src/dist) -------------------------------------------------------------
+# MPI for sparseport::dist (SparsePort::dist, `sparseport run --dist`, the MPI tests). The core
+# library never links MPI; only the dist library, the program and its tests do. The MPI-2 C++
+# bindings are not used (OpenMPI's would add libmpi_cxx).
+set(MPI_CXX_SKIP_MPICXX ON CACHE BOOL "Do not use the deprecated MPI C++ bindings")
+find_package(MPI QUIET COMPONENTS CXX)
+set(_sp_have_mpi OFF)
+if(MPI_CXX_FOUND)
+  set(_sp_have_mpi ON)
+endif()
+option(SPARSEPORT_ENABLE_MPI "Build sparseport::dist (distributed ops over MPI) and `sparseport run --dist`" ${_sp_have_mpi})
+if(SPARSEPORT_ENABLE_MPI AND NOT MPI_CXX_FOUND)
+  message(FATAL_ERROR "SPARSEPORT_ENABLE_MPI=ON but no MPI with C++ support was found (Debian: libopenmpi-dev openmpi-bin)")
+endif()

@@ -7,7 +7,9 @@ set -u
 pkgs=(build-essential cmake ninja-build pkgconf zlib1g-dev libgtest-dev libbenchmark-dev libhwloc-dev python3
   # The kokkos plugin (Debian's Kokkos 3.4, Serial only; Kokkos Kernels needs BLAS and LAPACK) and
   # the CPU vendor baseline spmm.graphblas. Without them CMake leaves those parts out.
-  libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libblas-dev liblapack-dev libgraphblas-dev)
+  libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libblas-dev liblapack-dev libgraphblas-dev
+  # MPI for sparseport::dist, `sparseport run --dist` and the MPI tests (CTest label mpi).
+  libopenmpi-dev openmpi-bin)
 
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then

@@ -6,12 +6,14 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "args.hpp"
 #include "commands.hpp"
+#include "dist_run.hpp"
 #include "json.hpp"
 #include "load.hpp"
 #include "progress.hpp"
@@ -35,6 +37,7 @@ struct RunOptions {
   ValueType dtype = ValueType::f32;
   IndexType itype = IndexType::i32;
   bool json = false, quiet = false;
+  bool dist = false;  // --dist: over the MPI ranks (dist_run.hpp)
 };
 
 struct Timing {
@@ -134,6 +137,7 @@ struct Report {
       else
         o.add("vendor_variant", vendor_variant);
       o.add("vendor_ms", vendor_ms).add("speedup_vs_vendor", speedup);
+      work.report(o);
       std::printf("%s\n", o.str().c_str());
       std::fflush(stdout);
       return;
@@ -171,6 +175,7 @@ struct Report {
     if (variant == "auto" && !chosen.empty()) tail += "  [auto chose " + chosen + ": " + decision + "]";
     std::printf("%-*s %12s %12s %10s %14s  %s\n", name_width, variant.c_str(), fixed(t.median_ms, 4).c_str(),
                 fixed(t.min_ms, 4).c_str(), gf.c_str(), fixed(gbps, 3).c_str(), tail.c_str());
+    if (const std::string extra = work.report_line(); !extra.empty()) std::printf("%s\n", extra.c_str());
     std::fflush(stdout);
   }
 };
@@ -180,11 +185,26 @@ void note(const std::string& text) {
   std::fprintf(stderr, "sparseport run: %s\n", text.c_str());
 }
 
+// dist: with --dist, this rank's part of the job; only rank 0 loads the graph, prints and verifies.
 template <class I, class V>
-int run_typed(const RunOptions& opt, const Args& args) {
+int run_typed(const RunOptions& opt, const Args& args, DistSession* dist) {
+  const bool root = dist == nullptr || dist->rank() == 0;
+  const bool show = !opt.quiet && root;
+  const auto say = [root](const std::string& text) {
+    if (root) note(text);
+  };
+  // Steps that can fail on some ranks only (rank 0 loads the graph) fail on all of them together.
+  const auto on_every_rank = [dist](const std::function<void()>& step) {
+    if (dist != nullptr)
+      dist->together(step);
+    else
+      step();
+  };
   // The context first: a backend that is not compiled fails before a long load.
-  Context ctx = Context::create(opt.backend);
-  ctx.set_threads(opt.threads);
+  std::optional<Context> made;
+  on_every_rank([&] { made = Context::create(opt.backend); });
+  Context& ctx = *made;
+  ctx.set_threads(opt.threads == 0 && dist != nullptr ? dist->default_threads() : opt.threads);
   const PluginInfo& plugin = ctx.plugin();
   const std::vector<std::string> offered = plugin.variants_of(opt.op);
   std::string offered_list;
@@ -202,18 +222,21 @@ int run_typed(const RunOptions& opt, const Args& args) {
     variants = {""};  // the scheduler chooses
   }
 
-  const HostCsr<I, V> graph = load_with_progress<I, V>(opt.graph, !opt.quiet);
+  HostCsr<I, V> graph;
+  on_every_rank([&] {
+    if (root) graph = load_with_progress<I, V>(opt.graph, show);
+  });
   WorkloadSpec spec;
   spec.op = opt.op;
   spec.features = opt.features;
   spec.reduce = opt.reduce;
   spec.seed = opt.seed;
   spec.sample = opt.sample;
-  spec.show_progress = !opt.quiet;
+  spec.show_progress = show;
   std::unique_ptr<Workload> work;
   {
-    Progress p("preparing operands", !opt.quiet);
-    work = make_workload<I, V>(ctx, graph, spec);
+    Progress p(dist != nullptr ? "partitioning and preparing operands" : "preparing operands", show);
+    work = dist != nullptr ? make_dist_workload<I, V>(*dist, ctx, graph, spec) : make_workload<I, V>(ctx, graph, spec);
   }
 
   Report report{opt, ctx.backend(), graph_label(opt.graph), graph.rows, graph.cols, graph.nnz(), ctx.threads(),
@@ -222,9 +245,9 @@ int run_typed(const RunOptions& opt, const Args& args) {
   if (!report.vendor_variant.empty()) {
     try {
       report.vendor_ms =
-          time_variant(ctx, *work, report.vendor_variant, opt.reps, report.vendor_variant, !opt.quiet).median_ms;
+          time_variant(ctx, *work, report.vendor_variant, opt.reps, report.vendor_variant, show).median_ms;
     } catch (const Unsupported& e) {
-      note("the vendor baseline " + report.vendor_variant + " did not run: " + e.what());
+      say("the vendor baseline " + report.vendor_variant + " did not run: " + e.what());
     }
   }
 
@@ -233,22 +256,22 @@ int run_typed(const RunOptions& opt, const Args& args) {
     const std::string label = variant.empty() ? "auto" : variant;
     Timing t;
     try {
-      t = time_variant(ctx, *work, variant, opt.reps, label, !opt.quiet);
+      t = time_variant(ctx, *work, variant, opt.reps, label, show);
     } catch (const Unsupported& e) {
       if (!opt.all_variants) throw;
-      note("skipping " + variant + ": " + e.what());
+      say("skipping " + variant + ": " + e.what());
       continue;
     }
     ++ran;
     const Verdict v = work->verify();
-    const Decision d = last_decision();
+    const Decision d = work->decision().value_or(last_decision());
     report.chosen = variant.empty() ? d.variant : variant;
     report.decision = variant.empty() ? d.source + ": " + d.reason : "requested";
     report.decide_ms = variant.empty() ? std::optional<double>(d.decide_seconds * 1e3) : std::nullopt;
-    report.print(label, t, v);
+    if (root) report.print(label, t, v);
     if (!v.ok) {
       ++failures;
-      note(label + " FAILED verification against " + v.reference_variant + ": " + v.detail);
+      say(label + " FAILED verification against " + v.reference_variant + ": " + v.detail);
     }
   }
   if (ran == 0)
@@ -293,6 +316,10 @@ int cmd_run(const std::vector<std::string>& argv) {
       .option("--dtype", "T", "value type: f32 or f64 (default f32)")
       .option("--index", "T", "index type: i32 or i64 (default i32)")
       .flag("--json", "one JSON object per result on stdout (progress and notes go to stderr)")
+      .flag("--dist",
+            "run over the MPI ranks (mpirun -np P sparseport run --dist ...): rank 0 loads the\n"
+            "                        graph and scatters it, rows balanced by entries; spmm and\n"
+            "                        gather_scatter only; needs a build with MPI")
       .flag("--quiet", "no progress on stderr", "-q")
       .positional("GRAPH", "a Matrix Market file or a generator spec (default: powerlaw)", false)
       .epilog(
@@ -305,15 +332,21 @@ int cmd_run(const std::vector<std::string>& argv) {
           "\n"
           "JSON fields: op backend variant graph n cols nnz F dtype index reduce selected reps threads seed\n"
           "ms ms_min gflops gbps_gathered verified err_over_tol max_abs_err reference vendor_variant\n"
-          "vendor_ms speedup_vs_vendor (null where not applicable). 'variant' is \"auto\" when the\n"
+          "vendor_ms speedup_vs_vendor (null where not applicable); with --dist also ranks halo_bytes\n"
+          "halo_bytes_predicted comm_ms compute_ms transport. 'variant' is \"auto\" when the\n"
           "scheduler chose. ms is the median over the reps; err_over_tol is the worst element's error over\n"
           "its tolerance (verified means <= 1; structural results must match exactly).\n"
+          "With --dist: ms is the time until the slowest rank is done; the result is gathered on rank 0 and\n"
+          "verified there; halo_bytes is one call's halo summed over the ranks (halo_bytes_predicted: the\n"
+          "same from the partition alone); comm_ms (pack, post, the wait left after the local block) and\n"
+          "compute_ms (local, remote and combine steps) are medians per call on the slowest rank.\n"
           "\n"
           "Examples:\n"
           "  sparseport run --op spmm --json\n"
           "  sparseport run --op sddmm --backend openmp --variant all --F 32 rmat:14:16\n"
           "  sparseport run --op spmm --backend openmp --variant merge_path rmat:14:16\n"
-          "  sparseport run --op segment_reduce --reduce max ../shared/data/cora.mtx.gz");
+          "  sparseport run --op segment_reduce --reduce max ../shared/data/cora.mtx.gz\n"
+          "  mpirun -np 2 sparseport run --dist --op spmm --F 32 --json rmat:16:16");
   if (!args.parse(argv)) return 0;
 
   RunOptions opt;
@@ -360,6 +393,9 @@ int cmd_run(const std::vector<std::string>& argv) {
   opt.itype = itype == "i32" ? IndexType::i32 : IndexType::i64;
   opt.json = args.has("--json");
   opt.quiet = args.has("--quiet");
+  opt.dist = args.has("--dist");
+  if (opt.dist && !dist_supports(opt.op))
+    args.fail("--dist runs spmm and gather_scatter, not " + std::string(op_name(opt.op)));
   opt.graph = args.positional_value("GRAPH");
 
   // Flags that do not apply to the op are accepted (scripts loop over ops with one flag set) but
@@ -371,9 +407,16 @@ int cmd_run(const std::vector<std::string>& argv) {
                        opt.op == SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH;
   if (args.has("--sample") && !selects) note("--sample does not apply to " + op + "; ignored");
 
-  if (opt.itype == IndexType::i32)
-    return opt.dtype == ValueType::f32 ? run_typed<int32_t, float>(opt, args) : run_typed<int32_t, double>(opt, args);
-  return opt.dtype == ValueType::f32 ? run_typed<int64_t, float>(opt, args) : run_typed<int64_t, double>(opt, args);
+  const auto run = [&](DistSession* dist) {
+    if (opt.itype == IndexType::i32)
+      return opt.dtype == ValueType::f32 ? run_typed<int32_t, float>(opt, args, dist)
+                                         : run_typed<int32_t, double>(opt, args, dist);
+    return opt.dtype == ValueType::f32 ? run_typed<int64_t, float>(opt, args, dist)
+                                       : run_typed<int64_t, double>(opt, args, dist);
+  };
+  if (!opt.dist) return run(nullptr);
+  const std::unique_ptr<DistSession> session = start_dist_session();  // NotCompiled without MPI
+  return session->run([&] { return run(session.get()); });
 }
 
 }  // namespace sparseport::cli

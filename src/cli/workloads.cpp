@@ -310,6 +310,8 @@ class DenseOut : public Base<I, V> {
     v.reference_variant = reference_label(this->spec_.op);
     return v;
   }
+  // On a host context out_dev_ is out_ itself, so what is written here is what verify() reads.
+  std::optional<DenseMutView> host_output() override { return out_.mut(); }
 
  protected:
   DenseOut(const Context& ctx, const HostCsr<I, V>& a, const WorkloadSpec& spec, const char* what)
@@ -348,6 +350,7 @@ class SpmmWork final : public DenseOut<I, V> {
   }
   std::optional<double> flops() const override { return 2.0 * this->nnz() * static_cast<double>(this->features()); }
   double gathered_bytes() const override { return sizeof(V) * static_cast<double>(this->features()) * this->nnz(); }
+  std::optional<DenseView> host_input() const override { return b_.view(); }
 
  private:
   std::vector<double> expected(bool absolute) override {
@@ -487,6 +490,7 @@ class GatherScatterWork final : public DenseOut<I, V> {
   }
   std::optional<double> flops() const override { return 2.0 * this->nnz() * static_cast<double>(this->features()); }
   double gathered_bytes() const override { return sizeof(V) * static_cast<double>(this->features()) * this->nnz(); }
+  std::optional<DenseView> host_input() const override { return x_.view(); }
 
  private:
   std::vector<double> expected(bool absolute) override {

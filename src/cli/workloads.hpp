@@ -30,6 +30,7 @@
 #include <optional>
 #include <string>
 
+#include "json.hpp"
 #include "sparseport/sparseport.hpp"
 
 namespace sparseport::cli {
@@ -66,6 +67,17 @@ class Workload {
   virtual double gathered_bytes() const = 0;
   // Rows or vertices selected, for the slicing ops; 0 otherwise.
   virtual int64_t selected() const { return 0; }
+
+  // For a driver that runs the op elsewhere and only verifies here (`run --dist`), on a host
+  // context: the dense operand the op reads through the sparse pattern (B of spmm, x of
+  // gather_scatter), and the output that verify() checks. nullopt where the op has no such driver.
+  virtual std::optional<DenseView> host_input() const { return std::nullopt; }
+  virtual std::optional<DenseMutView> host_output() { return std::nullopt; }
+  // What the report adds for this workload (the distributed one: ranks, halo, times), and the
+  // decision behind the last run when the op's last call does not hold it (last_decision()).
+  virtual void report(JsonObject&) const {}
+  virtual std::string report_line() const { return {}; }
+  virtual std::optional<Decision> decision() const { return std::nullopt; }
 };
 
 bool op_uses_features(sparseport_op op);

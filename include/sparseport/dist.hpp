@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: Apache-2.0
+// sparseport::dist: a row-partitioned distributed CSR over MPI and the ops that run on it
+// (DESIGN.md, src/dist). Built only where MPI is found (SPARSEPORT_ENABLE_MPI); link
+// SparsePort::dist, which brings MPI::MPI_CXX. The core library does not depend on MPI, and
+// sparseport.hpp does not include this header.
+//
+// The picture. A is m x k; rank r owns a contiguous range of A's rows (and of C's rows) and a
+// contiguous range of B's rows (A's columns; for a square A the same range: a vertex's owner
+// holds its features). Each rank's rows are split once into
+//   - a local block: the entries whose column this rank owns, columns renumbered from 0, and
+//   - a remote block: the other entries, whose columns ("ghosts") are compressed to the distinct
+//     ones, sorted by global id (so grouped by owner), and renumbered 0..ghosts-1,
+// plus a halo plan: which of its B rows each rank sends to whom, and where the rows it receives
+// go in the ghost buffer (counts and displacements per peer). A distributed op posts the halo
+// exchange (non-blocking point-to-point, persistent requests), computes the local block with the
+// public op on the caller's Context (scheduler and any host backend), waits, computes the remote
+// block on the received rows, and combines the two where the reduce needs it.
+//
+// Collective calls: every function that takes or holds a communicator is collective over it and
+// must be called by every rank in the same order. Arguments are checked on each rank before any
+// message is posted; a check that fails on one rank only (e.g. a wrongly sized local operand)
+// throws there and leaves the other ranks waiting, as a mismatched MPI call would.
+//
+// Memory: host memory only for now (the reference, openmp and host-Kokkos backends). A context
+// whose ops take device pointers is refused with Unsupported; the halo buffers and the transport
+// are the seam where device buffers and NCCL go later (src/dist/transport.hpp).
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sparseport/context.hpp"
+#include "sparseport/ops.hpp"
+#include "sparseport/plan.hpp"
+#include "sparseport/views.hpp"
+
+namespace sparseport::dist {
+
+// Contiguous ownership. Rank r owns rows [row_starts[r], row_starts[r+1]) of A and C and rows
+// [col_starts[r], col_starts[r+1]) of B. Both have ranks+1 non-decreasing entries from 0 to
+// A.rows (A.cols). A rank may own no rows.
+struct Partition {
+  std::vector<int64_t> row_starts{0};
+  std::vector<int64_t> col_starts{0};
+
+  int ranks() const { return static_cast<int>(row_starts.size()) - 1; }
+  int64_t rows() const { return row_starts.back(); }
+  int64_t cols() const { return col_starts.back(); }
+  int64_t rows_of(int r) const { return row_starts[static_cast<size_t>(r) + 1] - row_starts[static_cast<size_t>(r)]; }
+  int64_t cols_of(int r) const { return col_starts[static_cast<size_t>(r) + 1] - col_starts[static_cast<size_t>(r)]; }
+  int owner_of_row(int64_t row) const;  // the rank whose range holds row (the last such for empty ranges)
+  int owner_of_col(int64_t col) const;
+};
+
+// Contiguous rows balanced by entries: row i weighs deg(i) + 1 (the 1: an empty row still costs a
+// write of C), and boundary r is the row boundary nearest to r/ranks of the total weight. A
+// mega-row can leave a rank alone with it and others with nothing. Columns: for a square A the
+// same ranges; otherwise k split evenly. Host memory; throws InvalidArgument for ranks < 1 or an
+// invalid CSR. Cost O(rows).
+Partition partition_rows_by_entries(const CsrView& a, int ranks);
+
+// The given row ranges (ranks+1 boundaries from 0 to rows), with columns as above.
+// Throws InvalidArgument for boundaries that are not a partition of [0, rows).
+Partition partition_from_row_starts(std::vector<int64_t> row_starts, int64_t cols);
+
+// B rows moved per call, per (sender, receiver): rows[s * ranks + r] is the number of distinct
+// columns owned by s that occur in rows owned by r (s != r; the diagonal is 0).
+struct HaloVolume {
+  int ranks = 0;
+  std::vector<int64_t> rows;
+
+  int64_t between(int sender, int receiver) const {
+    return rows[static_cast<size_t>(sender) * static_cast<size_t>(ranks) + static_cast<size_t>(receiver)];
+  }
+  int64_t total_rows() const;
+  int64_t sent_rows(int rank) const;
+  int64_t received_rows(int rank) const;
+  // Bytes on the wire per call for F features of value_bytes each (4 for float, 8 for double).
+  int64_t bytes(int64_t features, int64_t value_bytes) const { return total_rows() * features * value_bytes; }
+};
+
+// The halo volume predicted from the matrix and the partition alone (host CSR, no MPI): what a
+// DistCsr built with that partition sends per call. Cost O(nnz log ranks) time, O(cols) memory.
+HaloVolume predict_halo(const CsrView& a, const Partition& p);
+
+// One rank's halo plan, built once with the DistCsr. Peers are listed in ascending rank order.
+struct HaloPlan {
+  std::vector<int> send_peers, recv_peers;
+  std::vector<int64_t> send_counts, send_displs;  // rows per send peer, and their offset in send_rows
+  std::vector<int64_t> send_rows;                 // local B rows to pack, peer after peer
+  std::vector<int64_t> recv_counts, recv_displs;  // rows per recv peer, and their first ghost index
+
+  int64_t send_total() const { return static_cast<int64_t>(send_rows.size()); }
+  int64_t recv_total() const;
+};
+
+// What one distributed call did on this rank. Times in milliseconds (steady_clock).
+struct CallStats {
+  int64_t bytes_sent = 0;      // halo bytes posted to the transport
+  int64_t bytes_received = 0;  // halo bytes the transport reported received (MPI_Get_count)
+  int messages_sent = 0, messages_received = 0;
+  double pack_ms = 0;     // copying B rows into the send buffer
+  double post_ms = 0;     // starting receives and sends
+  double wait_ms = 0;     // waiting for the exchange after the local block (the part not hidden)
+  double local_ms = 0;    // the local block's op (overlaps the exchange)
+  double remote_ms = 0;   // the remote block's op on the received rows
+  double combine_ms = 0;  // merging the two partial results (mean, max, min; gather_scatter)
+  double total_ms = 0;
+  // How the variant of the local block was chosen (of the remote block where this rank's rows have
+  // no local entries): last_decision() right after it ran. After the call, last_decision() holds
+  // the last block's or the combine step's.
+  Decision local_decision;
+
+  double comm_ms() const { return pack_ms + post_ms + wait_ms; }
+  double compute_ms() const { return local_ms + remote_ms + combine_ms; }
+};
+
+// A row-partitioned CSR over a communicator. Copies share one state (matrix, halo plan, buffers):
+// run one distributed call at a time per matrix. The communicator is duplicated, so the halo's
+// messages never meet the caller's; the duplicate is freed with the last copy (unless MPI is
+// finalized by then).
+template <class I, class V>
+class DistCsr {
+ public:
+  DistCsr() = default;
+
+  // From a global CSR held by root (others pass nullptr). partition: used when given on root,
+  // else partition_rows_by_entries(A, ranks). Root sends each rank its rows; then every rank
+  // builds its blocks and the halo plan (one all-to-all of counts and one of column ids).
+  // Collective. Throws InvalidArgument on every rank when root's matrix or partition is invalid.
+  static DistCsr scatter(MPI_Comm comm, const HostCsr<I, V>* global, int root = 0,
+                         const Partition* partition = nullptr);
+
+  // From each rank's own rows: local holds rows [row_starts[r], row_starts[r+1]) of A with global
+  // column ids (local.cols == A.cols on every rank). row_starts: the same ranks+1 boundaries on
+  // every rank (checked); col_starts: empty for the default (see partition_rows_by_entries).
+  // Collective. Throws InvalidArgument on every rank when the ranks disagree or a shape is wrong.
+  static DistCsr from_local_rows(MPI_Comm comm, HostCsr<I, V> local, std::vector<int64_t> row_starts,
+                                 std::vector<int64_t> col_starts = {});
+
+  bool empty() const { return state_ == nullptr; }
+  MPI_Comm comm() const;  // the duplicate
+  int rank() const;
+  int ranks() const;
+  const Partition& partition() const;
+  int64_t rows() const;  // global shape and entries
+  int64_t cols() const;
+  int64_t nnz() const;
+  bool is_pattern() const;
+  int64_t first_row() const;   // this rank's first global row of A and C
+  int64_t local_rows() const;  // ... and how many
+  int64_t first_col() const;   // this rank's first global row of B
+  int64_t local_cols() const;  // ... and how many
+
+  const HostCsr<I, V>& local_block() const;        // local_rows x local_cols
+  const HostCsr<I, V>& remote_block() const;       // local_rows x ghosts
+  const std::vector<int64_t>& ghost_cols() const;  // global column of each remote-block column
+  const HaloPlan& halo() const;
+  // Halo bytes this rank sends per call for F features (value_bytes: sizeof(V) unless the dense
+  // operands are of another type).
+  int64_t halo_bytes(int64_t features, int64_t value_bytes = sizeof(V)) const;
+
+  // Internal: the shared state, defined in src/dist.
+  struct State;
+  explicit DistCsr(std::shared_ptr<State> s) : state_(std::move(s)) {}
+  State& state() const;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+// C = alpha * reduce_j(A[i,j] * B[j,:]) + beta * C on this rank's rows, as sparseport::spmm.
+// b_local: this rank's rows of B (local_cols x F); c_local: its rows of C (local_rows x F).
+// sum: the local block into C (alpha, beta), then the remote block added (alpha, beta = 1).
+// mean, max, min: both blocks into a partial buffer (mean as sums), then one combining spmm on the
+// context: per row, the blocks that have entries (a row with entries only in one block never sees
+// a 0 from the other), mean divided by the row's full degree; rows with no entries give 0 as in
+// sparseport::spmm. A block that is empty on this rank is skipped (no combine). opt.variant runs
+// both blocks; the combine step lets the scheduler choose. Collective over a.comm(), with the same
+// F (b_local.cols) on every rank; b_local and c_local must not alias.
+// Cost: halo_bytes(F) sent by this rank, the two blocks' ops, and for mean/max/min a rows x 2F
+// partial buffer (kept with the matrix) and one spmm with at most 2 entries per row.
+// Throws as sparseport::spmm (shapes, types), Unsupported for a device-memory context,
+// BackendError for an MPI failure; stats (optional) receives this rank's volumes and times.
+template <class I, class V>
+void spmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& b_local, const DenseMutView& c_local,
+          const SpmmOptions& opt = {}, CallStats* stats = nullptr);
+
+// out[dst,:] (reduce)= w * x[src,:] over the edges of A (row = dst, column = src, value = w), as
+// sparseport::gather_scatter on each block's edges in COO form: x_local is this rank's rows of x
+// (local_cols x F), out_local its rows of out (local_rows x F, overwritten). The partial results
+// of the two blocks are combined as for spmm (sum too, since gather_scatter has no beta).
+template <class I, class V>
+void gather_scatter(const Context& ctx, const DistCsr<I, V>& edges, const DenseView& x_local,
+                    const DenseMutView& out_local, const ReduceOptions& opt = {}, CallStats* stats = nullptr);
+
+// Dense rows between root and the ranks: rank r gets (gives) global rows [starts[r], starts[r+1]).
+// scatter_rows: root passes the global matrix (others an empty view), every rank gets its rows in
+// a new HostDense (ld == cols). gather_rows: every rank passes its rows, root receives them into
+// global (others pass an empty view). Collective; messages over 1 GiB are split.
+template <class V>
+HostDense<V> scatter_rows(MPI_Comm comm, const DenseView& global, const std::vector<int64_t>& starts, int root = 0);
+template <class V>
+void gather_rows(MPI_Comm comm, const DenseView& local, const DenseMutView& global, const std::vector<int64_t>& starts,
+                 int root = 0);
+
+// The transport the distributed ops use: "mpi".
+const char* transport_name();
+
+}  // namespace sparseport::dist

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: Apache-2.0
+// `sparseport run --dist` with MPI: the session (MPI_Init/MPI_Finalize, agreement on failures) and
+// the distributed workload. Rank 0 keeps an ordinary workload (make_workload on the reference
+// backend) for the operands and the verification, so both come from the same code as `run`.
+#include "dist_run.hpp"
+
+#include <mpi.h>
+#ifdef __linux__
+#include <sched.h>
+#endif
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <limits>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "args.hpp"
+#include "sparseport/dist.hpp"
+
+namespace sparseport::cli {
+namespace {
+
+class MpiSession final : public DistSession {
+ public:
+  MpiSession() {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      int provided = 0;
+      // The ops run OpenMP threads, but only this thread calls MPI.
+      MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+      owns_mpi_ = true;
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks_);
+  }
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+  ~MpiSession() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (owns_mpi_ && !finalized) MPI_Finalize();
+  }
+
+  int rank() const override { return rank_; }
+  int ranks() const override { return ranks_; }
+
+  // The launcher may have bound this rank to some cores (Open MPI binds each rank to one core when
+  // there are at most 2 ranks): then those cores are its own. Unbound, the node's cores are shared
+  // among the ranks on it.
+  int default_threads() const override {
+    const char* env = std::getenv("OMP_NUM_THREADS");
+    if (env != nullptr && *env != '\0') return 0;
+    MPI_Comm node = MPI_COMM_NULL;
+    int here = 1;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+      MPI_Comm_size(node, &here);
+      MPI_Comm_free(&node);
+    }
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    int allowed = cores;
+#ifdef __linux__
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) allowed = std::max(1, CPU_COUNT(&set));
+#endif
+    if (allowed < cores) return allowed;
+    return std::max(1, cores / std::max(1, here));
+  }
+
+  int run(const std::function<int()>& body) override {
+    try {
+      return body();
+    } catch (const UsageError&) {
+      if (rank_ != 0) return 2;
+      throw;
+    } catch (const std::exception& e) {
+      if (ranks_ == 1 || agreed_) {
+        if (rank_ != 0) return 1;
+        throw;
+      }
+      std::fflush(stdout);
+      std::fprintf(stderr, "sparseport run --dist: rank %d of %d: error: %s\n", rank_, ranks_, e.what());
+      std::fflush(stderr);
+      MPI_Abort(MPI_COMM_WORLD, 1);
+      return 1;
+    }
+  }
+
+  void together(const std::function<void()>& step) override { collective(step); }
+
+  // Runs one step on every rank; when it fails anywhere, every rank throws: the failing rank its
+  // own exception, the others the same kind with the lowest failing rank's message.
+  template <class F>
+  void collective(F&& step) {
+    agreed_ = false;
+    std::exception_ptr err;
+    int kind = 0;  // 1 Unsupported (a variant that does not apply: `--variant all` skips it), 2 other
+    std::string what;
+    try {
+      step();
+    } catch (const Unsupported& e) {
+      err = std::current_exception();
+      kind = 1;
+      what = e.what();
+    } catch (const std::exception& e) {
+      err = std::current_exception();
+      kind = 2;
+      what = e.what();
+    }
+    const int mine = kind != 0 ? rank_ : ranks_;
+    int first = ranks_;
+    MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (first == ranks_) return;
+    agreed_ = true;
+    int head[2] = {kind, static_cast<int>(std::min<size_t>(what.size(), 1 << 20))};
+    MPI_Bcast(head, 2, MPI_INT, first, MPI_COMM_WORLD);
+    what.resize(static_cast<size_t>(head[1]));
+    MPI_Bcast(what.data(), head[1], MPI_CHAR, first, MPI_COMM_WORLD);
+    if (err) std::rethrow_exception(err);
+    const std::string msg = what + " (on rank " + std::to_string(first) + ")";
+    if (head[0] == 1) throw Unsupported(msg);
+    throw Error(msg);
+  }
+
+ private:
+  int rank_ = 0, ranks_ = 1;
+  bool owns_mpi_ = false;
+  bool agreed_ = false;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string megabytes(int64_t bytes) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3f MB", static_cast<double>(bytes) / 1e6);
+  return buf;
+}
+
+template <class I, class V>
+class DistWork final : public Workload {
+ public:
+  DistWork(MpiSession& session, const Context& ctx, const HostCsr<I, V>& graph, const WorkloadSpec& spec)
+      : session_(session), ctx_(ctx), spec_(spec) {
+    if (!dist_supports(spec.op))
+      throw InvalidArgument(std::string("sparseport run --dist: runs spmm and gather_scatter, not ") +
+                            op_name(spec.op));
+    const bool root = session.rank() == 0;
+    // Rank 0's ordinary workload makes the operands from the seed and verifies the gathered result;
+    // on the reference backend, whose memory is the host's.
+    session.collective([&] {
+      if (root) inner_ = make_workload<I, V>(Context::create("reference"), graph, spec);
+    });
+    // Each of these fails on every rank together (sparseport::dist agrees on bad arguments);
+    // collective() tells the session so.
+    session.collective([&] { a_ = dist::DistCsr<I, V>::scatter(MPI_COMM_WORLD, root ? &graph : nullptr); });
+    const DenseView none{0, 0, 0, nullptr, value_type_of<V>()};
+    session.collective([&] {
+      x_ = dist::scatter_rows<V>(MPI_COMM_WORLD, root ? *inner_->host_input() : none, a_.partition().col_starts);
+    });
+    out_ = HostDense<V>(a_.local_rows(), spec.features);
+    session.collective([&] {
+      if (root) predicted_ = dist::predict_halo(graph.view(), a_.partition()).bytes(spec.features, sizeof(V));
+    });
+  }
+
+  void reset() override {
+    std::fill(out_.data.begin(), out_.data.end(), std::numeric_limits<V>::quiet_NaN());
+    calls_.clear();
+  }
+
+  // Ends with every rank's agreement, so a timed call lasts until the slowest rank is done.
+  void run(const std::string& variant) override {
+    dist::CallStats st;
+    session_.collective([&] {
+      if (spec_.op == SPARSEPORT_OP_SPMM)
+        dist::spmm(ctx_, a_, x_.view(), out_.mut(), SpmmOptions{spec_.reduce, 1.0, 0.0, variant}, &st);
+      else
+        dist::gather_scatter(ctx_, a_, x_.view(), out_.mut(), ReduceOptions{spec_.reduce, variant}, &st);
+    });
+    calls_.push_back(std::move(st));
+  }
+
+  Verdict verify() override {
+    const bool root = session_.rank() == 0;
+    const DenseMutView none{0, 0, 0, nullptr, value_type_of<V>()};
+    session_.collective([&] {
+      dist::gather_rows<V>(MPI_COMM_WORLD, out_.view(), root ? *inner_->host_output() : none,
+                           a_.partition().row_starts);
+    });
+    Verdict v;
+    session_.collective([&] {
+      if (root) v = inner_->verify();
+    });
+    int ok = v.ok ? 1 : 0;
+    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    v.ok = ok != 0;
+    summarise();
+    return v;
+  }
+
+  std::optional<double> flops() const override { return inner_ ? inner_->flops() : std::nullopt; }
+  double gathered_bytes() const override { return inner_ ? inner_->gathered_bytes() : 0.0; }
+  std::optional<Decision> decision() const override {
+    if (calls_.empty()) return std::nullopt;
+    return calls_.back().local_decision;
+  }
+
+  void report(JsonObject& o) const override {
+    o.add("ranks", session_.ranks())
+        .add("halo_bytes", halo_bytes_)
+        .add("halo_bytes_predicted", predicted_)
+        .add("comm_ms", ms_[0])
+        .add("compute_ms", ms_[1])
+        .add("transport", dist::transport_name());
+  }
+  std::string report_line() const override {
+    char buf[384];
+    std::snprintf(buf, sizeof buf,
+                  "  distributed over %d ranks (%s): halo %s per call (predicted %s); comm %.4f ms (waiting %.4f), "
+                  "compute %.4f ms (local %.4f, remote %.4f, combine %.4f); medians per call, slowest rank",
+                  session_.ranks(), dist::transport_name(), megabytes(halo_bytes_).c_str(),
+                  megabytes(predicted_).c_str(), ms_[0], ms_[2], ms_[1], ms_[3], ms_[4], ms_[5]);
+    return buf;
+  }
+
+ private:
+  // The timed calls' medians on each rank (the warm-up left out), the slowest rank's on rank 0;
+  // the halo bytes of one call summed over the ranks.
+  void summarise() {
+    // comm, compute, then their parts: wait, local, remote, combine.
+    const auto fields = [](const dist::CallStats& c) {
+      return std::vector<double>{c.comm_ms(), c.compute_ms(), c.wait_ms, c.local_ms, c.remote_ms, c.combine_ms};
+    };
+    std::vector<std::vector<double>> per_field(kFields);
+    for (size_t k = calls_.size() > 1 ? 1 : 0; k < calls_.size(); ++k) {
+      const std::vector<double> f = fields(calls_[k]);
+      for (size_t i = 0; i < kFields; ++i) per_field[i].push_back(f[i]);
+    }
+    double mine[kFields];
+    for (size_t i = 0; i < kFields; ++i) mine[i] = median(per_field[i]);
+    MPI_Reduce(mine, ms_, static_cast<int>(kFields), MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    const int64_t sent = calls_.empty() ? 0 : calls_.back().bytes_sent;
+    halo_bytes_ = 0;
+    MPI_Reduce(&sent, &halo_bytes_, 1, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+  }
+
+  MpiSession& session_;
+  Context ctx_;
+  WorkloadSpec spec_;
+  std::unique_ptr<Workload> inner_;  // rank 0 only
+  dist::DistCsr<I, V> a_;
+  HostDense<V> x_, out_;
+  std::vector<dist::CallStats> calls_;
+  int64_t predicted_ = 0, halo_bytes_ = 0;
+  static constexpr size_t kFields = 6;
+  double ms_[kFields] = {};  // rank 0: comm, compute, wait, local, remote, combine (see summarise)
+};
+
+}  // namespace
+
+std::unique_ptr<DistSession> start_dist_session() { return std::make_unique<MpiSession>(); }
+
+template <class I, class V>
+std::unique_ptr<Workload> make_dist_workload(DistSession& session, const Context& ctx, const HostCsr<I, V>& graph,
+                                             const WorkloadSpec& spec) {
+  return std::make_unique<DistWork<I, V>>(static_cast<MpiSession&>(session), ctx, graph, spec);
+}
+
+template std::unique_ptr<Workload> make_dist_workload(DistSession&, const Context&, const HostCsr<int32_t, float>&,
+                                                      const WorkloadSpec&);
+template std::unique_ptr<Workload> make_dist_workload(DistSession&, const Context&, const HostCsr<int32_t, double>&,
+                                                      const WorkloadSpec&);
+template std::unique_ptr<Workload> make_dist_workload(DistSession&, const Context&, const HostCsr<int64_t, float>&,
+                                                      const WorkloadSpec&);
+template std::unique_ptr<Workload> make_dist_workload(DistSession&, const Context&, const HostCsr<int64_t, double>&,
+                                                      const WorkloadSpec&);
+
+}  // namespace sparseport::cli

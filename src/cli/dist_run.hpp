@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// `sparseport run --dist`: the op on a graph partitioned over the MPI ranks (sparseport::dist).
+// dist_run.cpp implements this with MPI; dist_stub.cpp, built without MPI, refuses it with the
+// reason. cmd_run.cpp drives both the same way: only rank 0 loads the graph, reports and verifies.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "sparseport/sparseport.hpp"
+#include "workloads.hpp"
+
+namespace sparseport::cli {
+
+class DistSession {
+ public:
+  virtual ~DistSession() = default;
+  virtual int rank() const = 0;
+  virtual int ranks() const = 0;
+  // Threads per rank when --threads is not given: 0 (the backend's default) when OMP_NUM_THREADS
+  // is set, else this node's cores shared among the ranks on it.
+  virtual int default_threads() const = 0;
+  // Runs the command on this rank. A failure that every rank agreed on (raised inside the
+  // workload's collective steps) or a usage error (every rank parses the same arguments) returns
+  // or throws on every rank together, and only rank 0 prints it; any other failure is printed by
+  // the rank that had it, which then aborts the job (MPI_Abort), since the others may be waiting.
+  virtual int run(const std::function<int()>& body) = 0;
+  // Runs step on every rank (it may do nothing on some); when it throws anywhere, it throws on
+  // every rank: where it failed, its own exception, elsewhere the same kind of error with that
+  // rank's message. Such a failure counts as agreed (see run).
+  virtual void together(const std::function<void()>& step) = 0;
+};
+
+// Initialises MPI for the run; it is finalised when the session goes. Throws NotCompiled when this
+// program was built without MPI.
+std::unique_ptr<DistSession> start_dist_session();
+
+// The distributed workload: rank 0 passes the graph (the others an empty one), which it scatters
+// over the ranks, balanced by entries; every rank then runs its part of the op. verify() gathers
+// the result on rank 0 and checks it as make_workload's workload does (reference backend, double).
+// Ops: spmm and gather_scatter (InvalidArgument for others). Collective.
+template <class I, class V>
+std::unique_ptr<Workload> make_dist_workload(DistSession& session, const Context& ctx, const HostCsr<I, V>& graph,
+                                             const WorkloadSpec& spec);
+
+// The ops --dist runs.
+inline bool dist_supports(sparseport_op op) { return op == SPARSEPORT_OP_SPMM || op == SPARSEPORT_OP_GATHER_SCATTER; }
+
+}  // namespace sparseport::cli

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: Apache-2.0
+// The distributed ops: post the halo exchange, run the local block through the public op while it
+// flies, wait, run the remote block on the received rows, combine. Every block and the combine
+// step are calls of the public API on the caller's context (scheduler, any host backend).
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "src/dist/internal.hpp"
+
+namespace sparseport::dist {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+enum class Block { local, remote };
+
+// One block's op: out = alpha * reduce(block, x) + beta * out (beta only where the op has one).
+using RunBlock =
+    std::function<void(Block, const DenseView& x, const DenseMutView& out, Reduce reduce, double alpha, double beta)>;
+
+template <class I, class V>
+void check_operands(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x, const DenseMutView& out,
+                    const char* x_name, const char* out_name, const std::string& w) {
+  if (ctx.device_memory())
+    throw Unsupported(w +
+                      ": this context's ops take device memory; sparseport::dist works on host memory for now "
+                      "(reference, openmp, kokkos on the host)");
+  const auto shape = [](int64_t r, int64_t c) { return std::to_string(r) + "x" + std::to_string(c); };
+  // x is read here (packing) before any op checks it, so its shape, type and pointer are checked first.
+  if (x.value_type != value_type_of<V>() || out.value_type != value_type_of<V>())
+    throw InvalidArgument(w + ": " + x_name + " and " + out_name + " must hold " + name(value_type_of<V>()) +
+                          " values, as A does");
+  if (x.rows != a.local_cols() || x.ld < x.cols || (x.data == nullptr && x.rows > 0 && x.cols > 0))
+    throw DimensionMismatch(w + ": " + x_name + " is " + shape(x.rows, x.cols) + " (ld " + std::to_string(x.ld) +
+                            ") but this rank owns " + std::to_string(a.local_cols()) +
+                            " of its rows (need rows == local_cols, ld >= cols, data not null)");
+  if (out.rows != a.local_rows() || out.cols != x.cols)
+    throw DimensionMismatch(w + ": " + out_name + " is " + shape(out.rows, out.cols) + " but must be " +
+                            shape(a.local_rows(), x.cols) + " (this rank's rows x " + x_name + ".cols)");
+}
+
+// rows x 2*rows: (i, 2i) when row i has local entries, (i, 2i+1) when it has remote ones; values
+// 1/degree(i) for mean, else a pattern.
+template <class I, class V>
+const HostCsr<I, V>& combine_matrix(typename DistCsr<I, V>::State& s, bool mean, const std::string& w) {
+  std::optional<HostCsr<I, V>>& slot = mean ? s.combine_mean : s.combine_pattern;
+  if (slot) return *slot;
+  const int64_t m = s.local.rows;
+  if (2 * m > static_cast<int64_t>(std::numeric_limits<I>::max()))
+    throw Unsupported(w + ": this rank's " + std::to_string(m) + " rows are too many for the combine step with " +
+                      name(index_type_of<I>()) + " indices; use int64 indices");
+  HostCsr<I, V> k;
+  k.rows = m;
+  k.cols = 2 * m;
+  k.rowptr.assign(static_cast<size_t>(m) + 1, I(0));
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t dl = s.local.rowptr[static_cast<size_t>(i) + 1] - s.local.rowptr[static_cast<size_t>(i)];
+    const int64_t dr = s.remote.rowptr[static_cast<size_t>(i) + 1] - s.remote.rowptr[static_cast<size_t>(i)];
+    const V inv = dl + dr > 0 ? V(1) / static_cast<V>(dl + dr) : V(0);
+    if (dl > 0) k.colind.push_back(static_cast<I>(2 * i));
+    if (dr > 0) k.colind.push_back(static_cast<I>(2 * i + 1));
+    if (mean) k.values.resize(k.colind.size(), inv);
+    k.rowptr[static_cast<size_t>(i) + 1] = static_cast<I>(k.colind.size());
+  }
+  slot = std::move(k);
+  return *slot;
+}
+
+// The common skeleton of every distributed op. has_beta: the op accumulates into its output
+// (spmm), so sum needs no partial buffer.
+template <class I, class V>
+void run_distributed(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x, const DenseMutView& out,
+                     Reduce reduce, double alpha, double beta, bool has_beta, const RunBlock& run_block,
+                     CallStats* stats, const std::string& w) {
+  typename DistCsr<I, V>::State& s = a.state();
+  const auto started = Clock::now();
+  CallStats st;
+  const int64_t f = x.cols;
+  if (f == 0) {  // nothing moves or is computed; every rank has the same F
+    if (stats != nullptr) *stats = st;
+    return;
+  }
+  const int64_t row_bytes = f * static_cast<int64_t>(sizeof(V));
+  detail::Transport& t = *s.transport;
+
+  // 1. Receives first, then pack and send.
+  auto t0 = Clock::now();
+  s.ghost_buf.resize(static_cast<size_t>(s.plan.recv_total() * f));
+  s.send_buf.resize(static_cast<size_t>(s.plan.send_total() * f));
+  t.post_receives(s.ghost_buf.data(), row_bytes);
+  st.post_ms += ms_since(t0);
+  try {
+    t0 = Clock::now();
+    const V* xb = static_cast<const V*>(x.data);
+    V* sb = s.send_buf.data();
+    for (size_t k = 0; k < s.plan.send_rows.size(); ++k)
+      std::memcpy(sb + static_cast<int64_t>(k) * f, xb + s.plan.send_rows[k] * x.ld, static_cast<size_t>(row_bytes));
+    st.pack_ms = ms_since(t0);
+    t0 = Clock::now();
+    t.post_sends(s.send_buf.data(), row_bytes);
+    st.post_ms += ms_since(t0);
+
+    // 2. The local block while the halo flies; 3. wait; 4. the remote block; 5. combine.
+    const DenseView ghosts = make_dense<V>(s.remote.cols, f, f, s.ghost_buf.data());
+    const bool has_local = s.local.nnz() > 0, has_remote = s.remote.nnz() > 0;
+    const auto wait = [&] {
+      const auto tw = Clock::now();
+      const detail::Transport::Done d = t.wait();
+      st.wait_ms = ms_since(tw);
+      st.bytes_sent = d.bytes_sent;
+      st.bytes_received = d.bytes_received;
+      st.messages_sent = d.messages_sent;
+      st.messages_received = d.messages_received;
+    };
+    const auto timed = [&](double& into, const std::function<void()>& fn) {
+      const auto tc = Clock::now();
+      fn();
+      ctx.synchronize();
+      into += ms_since(tc);
+    };
+    if (!has_remote) {
+      // Every row's entries are local here: one op with the caller's reduce (its degree is the full one).
+      timed(st.local_ms, [&] { run_block(Block::local, x, out, reduce, alpha, beta); });
+      wait();
+    } else if (!has_local) {
+      wait();
+      timed(st.remote_ms, [&] { run_block(Block::remote, ghosts, out, reduce, alpha, beta); });
+    } else if (reduce == Reduce::sum && has_beta) {
+      timed(st.local_ms, [&] { run_block(Block::local, x, out, Reduce::sum, alpha, beta); });
+      wait();
+      timed(st.remote_ms, [&] { run_block(Block::remote, ghosts, out, Reduce::sum, alpha, 1.0); });
+    } else {
+      // Partials side by side: row i of the local result in columns [0, F), of the remote in [F, 2F);
+      // seen as a (2 rows) x F matrix they are rows 2i and 2i+1, which the combine matrix reduces.
+      const int64_t m = s.local.rows;
+      s.partials.resize(static_cast<size_t>(2 * m * f));
+      V* p = s.partials.data();
+      const Reduce part = reduce == Reduce::mean ? Reduce::sum : reduce;
+      timed(st.local_ms, [&] { run_block(Block::local, x, make_dense<V>(m, f, 2 * f, p), part, 1.0, 0.0); });
+      wait();
+      timed(st.remote_ms, [&] { run_block(Block::remote, ghosts, make_dense<V>(m, f, 2 * f, p + f), part, 1.0, 0.0); });
+      timed(st.combine_ms, [&] {
+        const HostCsr<I, V>& k = combine_matrix<I, V>(s, reduce == Reduce::mean, w);
+        sparseport::spmm(ctx, k.view(), make_dense<V>(2 * m, f, f, static_cast<const V*>(p)), out,
+                         SpmmOptions{reduce == Reduce::mean ? Reduce::sum : reduce, alpha, beta, {}});
+      });
+    }
+  } catch (...) {
+    t.drain();  // what was posted completes, so the other ranks' call finishes too
+    throw;
+  }
+  st.total_ms = ms_since(started);
+  if (stats != nullptr) *stats = std::move(st);
+}
+
+}  // namespace
+
+template <class I, class V>
+void spmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& b_local, const DenseMutView& c_local,
+          const SpmmOptions& opt, CallStats* stats) {
+  const std::string w = detail::where(ctx, "spmm");
+  typename DistCsr<I, V>::State& s = a.state();
+  check_operands(ctx, a, b_local, c_local, "b_local", "c_local", w);
+  Decision local;
+  const RunBlock run = [&](Block blk, const DenseView& x, const DenseMutView& out, Reduce r, double alpha,
+                           double beta) {
+    const CsrView v = blk == Block::local ? s.local.view() : s.remote.view();
+    sparseport::spmm(ctx, v, x, out, SpmmOptions{r, alpha, beta, opt.variant});
+    if (stats != nullptr && (blk == Block::local || local.variant.empty())) local = last_decision();
+  };
+  run_distributed<I, V>(ctx, a, b_local, c_local, opt.reduce, opt.alpha, opt.beta, true, run, stats, w);
+  if (stats != nullptr) stats->local_decision = std::move(local);
+}
+
+template <class I, class V>
+void gather_scatter(const Context& ctx, const DistCsr<I, V>& edges, const DenseView& x_local,
+                    const DenseMutView& out_local, const ReduceOptions& opt, CallStats* stats) {
+  const std::string w = detail::where(ctx, "gather_scatter");
+  typename DistCsr<I, V>::State& s = edges.state();
+  check_operands(ctx, edges, x_local, out_local, "x_local", "out_local", w);
+  const auto dst_of = [](const HostCsr<I, V>& blk, std::vector<I>& dst) {
+    if (static_cast<int64_t>(dst.size()) == blk.nnz()) return;
+    dst.resize(static_cast<size_t>(blk.nnz()));
+    for (int64_t i = 0; i < blk.rows; ++i)
+      for (I e = blk.rowptr[static_cast<size_t>(i)]; e < blk.rowptr[static_cast<size_t>(i) + 1]; ++e)
+        dst[static_cast<size_t>(e)] = static_cast<I>(i);
+  };
+  dst_of(s.local, s.local_dst);
+  dst_of(s.remote, s.remote_dst);
+  Decision local;
+  const RunBlock run = [&](Block blk, const DenseView& x, const DenseMutView& out, Reduce r, double, double) {
+    const HostCsr<I, V>& b = blk == Block::local ? s.local : s.remote;
+    const std::vector<I>& dst = blk == Block::local ? s.local_dst : s.remote_dst;
+    const CooView coo = make_coo<I, V>(b.rows, b.cols, b.nnz(), dst.data(), b.colind.data(),
+                                       b.is_pattern() ? nullptr : b.values.data());
+    sparseport::gather_scatter(ctx, coo, x, out, ReduceOptions{r, opt.variant});
+    if (stats != nullptr && (blk == Block::local || local.variant.empty())) local = last_decision();
+  };
+  run_distributed<I, V>(ctx, edges, x_local, out_local, opt.reduce, 1.0, 0.0, false, run, stats, w);
+  if (stats != nullptr) stats->local_decision = std::move(local);
+}
+
+const char* transport_name() { return "mpi"; }
+
+#define SPARSEPORT_DIST_OPS(I, V)                                                                                 \
+  template void spmm<I, V>(const Context&, const DistCsr<I, V>&, const DenseView&, const DenseMutView&,           \
+                           const SpmmOptions&, CallStats*);                                                       \
+  template void gather_scatter<I, V>(const Context&, const DistCsr<I, V>&, const DenseView&, const DenseMutView&, \
+                                     const ReduceOptions&, CallStats*);
+SPARSEPORT_DIST_OPS(int32_t, float)
+SPARSEPORT_DIST_OPS(int32_t, double)
+SPARSEPORT_DIST_OPS(int64_t, float)
+SPARSEPORT_DIST_OPS(int64_t, double)
+#undef SPARSEPORT_DIST_OPS
+
+}  // namespace sparseport::dist

@@ -1,0 +1,533 @@
+// SPDX-License-Identifier: Apache-2.0
+// sparseport::dist against the single-process ops, under mpiexec with 1 to 4 ranks (CTest runs this
+// program once per rank count). Every rank builds the same seeded matrices, so each can check its
+// own rows against the reference backend's result on the whole matrix (in double), and its halo
+// traffic against predict_halo. Cases: empty rows, ranks that own no rows (3 rows on 4 ranks), rows
+// whose columns are all remote, a mega-row, a pattern, no entries at all, a rectangular A,
+// unsorted and repeated columns; int32/int64 indices, float/double, F = 1 and 33; spmm (also with
+// alpha and beta) and gather_scatter with sum, mean, max and min, on every host backend; the
+// matrix scattered from rank 0 and built from each rank's own rows.
+//
+// Every rank runs every test in the same order (the collectives must match): no ASSERT_ that
+// returns before a collective. Rank 0 prints GoogleTest's usual output; the others print only
+// their failures, prefixed with their rank. The exit code is non-zero when any rank failed.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "common/scoped.hpp"
+#include "sparseport/dist.hpp"
+#include "sparseport/sparseport.hpp"
+
+namespace sp = sparseport;
+namespace dist = sparseport::dist;
+
+namespace {
+
+int g_rank = 0, g_ranks = 1;
+uint64_t g_seed = 0;
+
+// ---- inputs ----------------------------------------------------------------------------------
+
+template <class I, class V>
+struct Case {
+  std::string name;
+  sp::HostCsr<I, V> a;
+};
+
+template <class I, class V>
+sp::HostCsr<I, V> from_rows(int64_t rows, int64_t cols, const std::vector<std::vector<int64_t>>& cols_of, bool pattern,
+                            std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> val(0.5, 1.5);
+  sp::HostCsr<I, V> a;
+  a.rows = rows;
+  a.cols = cols;
+  for (const auto& r : cols_of) {
+    for (const int64_t c : r) {
+      a.colind.push_back(static_cast<I>(c));
+      if (!pattern) a.values.push_back(static_cast<V>(val(rng)));
+    }
+    a.rowptr.push_back(static_cast<I>(a.colind.size()));
+  }
+  return a;
+}
+
+// rows x cols, degree 0..max_deg, a share of rows empty; unsorted: columns in random order with repeats.
+template <class I, class V>
+sp::HostCsr<I, V> random_csr(int64_t rows, int64_t cols, int max_deg, double empty, bool pattern, bool unsorted,
+                             std::mt19937_64& rng) {
+  std::vector<std::vector<int64_t>> c(static_cast<size_t>(rows));
+  std::uniform_int_distribution<int64_t> col(0, cols - 1);
+  std::uniform_int_distribution<int> deg(1, max_deg);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (auto& r : c) {
+    if (u(rng) < empty) continue;
+    const int d = deg(rng);
+    for (int k = 0; k < d; ++k) r.push_back(col(rng));
+    if (!unsorted) {
+      std::sort(r.begin(), r.end());
+      r.erase(std::unique(r.begin(), r.end()), r.end());
+    }
+  }
+  return from_rows<I, V>(rows, cols, c, pattern, rng);
+}
+
+template <class I, class V>
+std::vector<Case<I, V>> make_cases() {
+  std::mt19937_64 rng(g_seed);
+  std::vector<Case<I, V>> cs;
+  cs.push_back({"random 97x97 with empty rows", random_csr<I, V>(97, 97, 9, 0.2, false, false, rng)});
+  cs.push_back({"3 rows (ranks without rows)", from_rows<I, V>(3, 3, {{2}, {0, 1}, {1, 2}}, false, rng)});
+  {
+    // Row i holds columns in the opposite half: with 2 or more ranks, rows whose columns are all remote.
+    const int64_t n = 40;
+    std::vector<std::vector<int64_t>> c(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t k = 0; k < 3; ++k) c[static_cast<size_t>(i)].push_back((i + n / 2 + 5 * k) % n);
+    for (auto& r : c) std::sort(r.begin(), r.end());
+    cs.push_back({"all-remote rows", from_rows<I, V>(n, n, c, false, rng)});
+  }
+  {
+    // Row 7 holds every column (most of the entries); the others one or two.
+    const int64_t n = 64;
+    std::vector<std::vector<int64_t>> c(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) c[7].push_back(j);
+    for (int64_t i = 0; i < n; ++i)
+      if (i != 7)
+        c[static_cast<size_t>(i)] =
+            i % 3 == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{(i * 7) % n, (i * 13 + 1) % n};
+    for (auto& r : c) {
+      std::sort(r.begin(), r.end());
+      r.erase(std::unique(r.begin(), r.end()), r.end());
+    }
+    cs.push_back({"mega-row", from_rows<I, V>(n, n, c, false, rng)});
+  }
+  cs.push_back({"pattern", random_csr<I, V>(50, 50, 6, 0.1, true, false, rng)});
+  cs.push_back({"no entries", random_csr<I, V>(10, 10, 1, 1.0, false, false, rng)});
+  cs.push_back({"rectangular 40x70", random_csr<I, V>(40, 70, 8, 0.1, false, false, rng)});
+  cs.push_back({"unsorted with repeats", random_csr<I, V>(30, 30, 8, 0.1, false, true, rng)});
+  return cs;
+}
+
+// B values by sign, so that a fake 0 from the other block shows: max over negative products,
+// min over positive ones (A's values are in [0.5, 1.5), see from_rows; a pattern's are 1).
+enum class Sign { mixed, negative, positive };
+
+template <class V>
+sp::HostDense<V> make_dense(int64_t rows, int64_t cols, Sign s, uint64_t seed) {
+  sp::HostDense<V> d(rows, cols);
+  const double lo = s == Sign::positive ? 0.5 : -2.0, hi = s == Sign::negative ? -0.5 : 2.0;
+  if (rows * cols > 0) sp::fill_random(d, seed, lo, hi);
+  return d;
+}
+
+// ---- the single-process result -----------------------------------------------------------------
+
+const sp::Context& reference_ctx() {
+  static const sp::Context ctx = sp::Context::create("reference");
+  return ctx;
+}
+
+template <class I, class V>
+sp::HostCsr<I, double> to_f64(const sp::HostCsr<I, V>& a, bool absolute) {
+  sp::HostCsr<I, double> d;
+  d.rows = a.rows;
+  d.cols = a.cols;
+  d.rowptr = a.rowptr;
+  d.colind = a.colind;
+  for (const V v : a.values) d.values.push_back(absolute ? std::fabs(double(v)) : double(v));
+  return d;
+}
+template <class V>
+sp::HostDense<double> to_f64(const sp::HostDense<V>& m, bool absolute) {
+  sp::HostDense<double> d(m.rows, m.cols);
+  for (size_t i = 0; i < m.data.size(); ++i) d.data[i] = absolute ? std::fabs(double(m.data[i])) : double(m.data[i]);
+  return d;
+}
+
+// alpha * reduce(A B) + beta * C0 in double, and a bound on the rounding: the same on |A|, |B|, |C0|.
+template <class I, class V>
+void expected(const sp::HostCsr<I, V>& a, const sp::HostDense<V>& b, const sp::HostDense<V>& c0, sp::Reduce r,
+              double alpha, double beta, sp::HostDense<double>& want, sp::HostDense<double>& bound) {
+  for (const bool absolute : {false, true}) {
+    const sp::HostCsr<I, double> ad = to_f64(a, absolute);
+    const sp::HostDense<double> bd = to_f64(b, absolute);
+    sp::HostDense<double> out = to_f64(c0, absolute);
+    const sp::Reduce rr = absolute && (r == sp::Reduce::min) ? sp::Reduce::max : r;
+    sp::spmm(reference_ctx(), ad.view(), bd.view(), out.mut(),
+             sp::SpmmOptions{rr, absolute ? std::fabs(alpha) : alpha, absolute ? std::fabs(beta) : beta, {}});
+    (absolute ? bound : want) = std::move(out);
+  }
+}
+
+// ---- helpers for every rank ------------------------------------------------------------------
+
+bool all_ranks(bool ok) {
+  int mine = ok ? 1 : 0, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return all == 1;
+}
+
+int64_t sum_over_ranks(int64_t v) {
+  int64_t s = 0;
+  MPI_Allreduce(&v, &s, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  return s;
+}
+
+// Host backends compiled in and usable here.
+std::vector<std::string> host_backends() {
+  std::vector<std::string> out;
+  for (const sp::PluginInfo& p : sp::plugins()) {
+    if (p.status != sp::PluginStatus::available) continue;
+    if (sp::Context::create(p.name).device_memory()) continue;
+    out.push_back(p.name);
+  }
+  return out;
+}
+
+// Each rank's rows of a global CSR, for from_local_rows.
+template <class I, class V>
+sp::HostCsr<I, V> rows_of(const sp::HostCsr<I, V>& a, int64_t r0, int64_t r1) {
+  sp::HostCsr<I, V> m;
+  m.rows = r1 - r0;
+  m.cols = a.cols;
+  const I e0 = a.rowptr[static_cast<size_t>(r0)], e1 = a.rowptr[static_cast<size_t>(r1)];
+  m.rowptr.clear();
+  for (int64_t i = r0; i <= r1; ++i) m.rowptr.push_back(a.rowptr[static_cast<size_t>(i)] - e0);
+  m.colind.assign(a.colind.begin() + e0, a.colind.begin() + e1);
+  if (!a.is_pattern()) m.values.assign(a.values.begin() + e0, a.values.begin() + e1);
+  return m;
+}
+
+template <class V>
+constexpr double kRelTol = std::is_same_v<V, float> ? 2e-5 : 1e-12;
+
+// Compares this rank's rows of the result with the expected global rows; returns the failures.
+template <class V>
+int64_t compare_rows(const sp::HostDense<V>& got, int64_t first_row, const sp::HostDense<double>& want,
+                     const sp::HostDense<double>& bound, const std::string& what) {
+  int64_t bad = 0;
+  for (int64_t i = 0; i < got.rows; ++i)
+    for (int64_t j = 0; j < got.cols; ++j) {
+      const double g = double(got(i, j)), w = want(first_row + i, j);
+      const double tol = kRelTol<V> * bound(first_row + i, j) + 1e-30;
+      if (std::fabs(g - w) <= tol) continue;
+      if (bad++ == 0)
+        ADD_FAILURE() << what << ": C[" << first_row + i << "," << j << "] is " << g
+                      << " but the single-process result is " << w << " (tolerance " << tol << ")";
+    }
+  return bad;
+}
+
+// ---- the test --------------------------------------------------------------------------------
+
+template <class T>
+class DistOps : public ::testing::Test {};
+using Types = ::testing::Types<std::pair<int32_t, float>, std::pair<int64_t, double>, std::pair<int32_t, double>,
+                               std::pair<int64_t, float>>;
+class TypeNames {
+ public:
+  template <class T>
+  static std::string GetName(int) {
+    return std::string(sp::name(sp::index_type_of<typename T::first_type>())) + "_" +
+           sp::name(sp::value_type_of<typename T::second_type>());
+  }
+};
+TYPED_TEST_SUITE(DistOps, Types, TypeNames);
+
+TYPED_TEST(DistOps, EveryOpAndReduceMatchesOneProcess) {
+  using I = typename TypeParam::first_type;
+  using V = typename TypeParam::second_type;
+  const std::vector<std::string> backends = host_backends();
+  ASSERT_FALSE(backends.empty());  // the same on every rank
+  int64_t calls = 0;
+  for (const Case<I, V>& cs : make_cases<I, V>()) {
+    // The two ways in: scattered from rank 0 (balanced by entries), and each rank's own rows with
+    // an even split of the rows.
+    std::vector<int64_t> even(static_cast<size_t>(g_ranks) + 1);
+    for (int r = 0; r <= g_ranks; ++r) even[static_cast<size_t>(r)] = cs.a.rows * r / g_ranks;
+    const int me = g_rank;
+    std::vector<std::pair<std::string, dist::DistCsr<I, V>>> builds;
+    builds.emplace_back("scattered", dist::DistCsr<I, V>::scatter(MPI_COMM_WORLD, g_rank == 0 ? &cs.a : nullptr));
+    builds.emplace_back(
+        "from local rows",
+        dist::DistCsr<I, V>::from_local_rows(
+            MPI_COMM_WORLD, rows_of(cs.a, even[static_cast<size_t>(me)], even[static_cast<size_t>(me) + 1]), even));
+    for (const auto& [how, d] : builds) {
+      const std::string where = cs.name + " (" + how + ", " + std::to_string(g_ranks) + " ranks)";
+      SCOPED_TRACE(where);
+      EXPECT_EQ(d.rows(), cs.a.rows);
+      EXPECT_EQ(d.cols(), cs.a.cols);
+      EXPECT_EQ(d.nnz(), cs.a.nnz());
+      EXPECT_EQ(d.local_block().nnz() + d.remote_block().nnz(),
+                cs.a.rowptr[static_cast<size_t>(d.first_row() + d.local_rows())] -
+                    cs.a.rowptr[static_cast<size_t>(d.first_row())]);
+      if (cs.a.rows < g_ranks) {
+        EXPECT_FALSE(all_ranks(d.local_rows() > 0)) << "some rank must own no rows";
+      }
+      if (cs.name == "all-remote rows" && g_ranks > 1) {
+        // Rows with entries in the remote block only, on some rank.
+        int64_t remote_only = 0;
+        for (int64_t i = 0; i < d.local_rows(); ++i) {
+          const auto deg = [i](const sp::HostCsr<I, V>& m) {
+            return m.rowptr[static_cast<size_t>(i) + 1] - m.rowptr[static_cast<size_t>(i)];
+          };
+          remote_only += deg(d.local_block()) == 0 && deg(d.remote_block()) > 0;
+        }
+        EXPECT_GT(sum_over_ranks(remote_only), 0);
+      }
+      // The halo plan against the prediction from the partition alone.
+      const dist::HaloVolume pred = dist::predict_halo(cs.a.view(), d.partition());
+      const dist::HaloPlan& plan = d.halo();
+      for (size_t k = 0; k < plan.send_peers.size(); ++k)
+        EXPECT_EQ(plan.send_counts[k], pred.between(me, plan.send_peers[k]))
+            << "rows sent to rank " << plan.send_peers[k];
+      EXPECT_EQ(plan.send_total(), pred.sent_rows(me));
+      EXPECT_EQ(plan.recv_total(), pred.received_rows(me));
+      EXPECT_EQ(static_cast<int64_t>(d.ghost_cols().size()), pred.received_rows(me));
+
+      for (const std::string& backend : backends) {
+        const sp::Context ctx = sp::Context::create(backend);
+        for (const int64_t f : {int64_t{1}, int64_t{33}}) {
+          for (const auto& [reduce, sign] :
+               std::vector<std::pair<sp::Reduce, Sign>>{{sp::Reduce::sum, Sign::mixed},
+                                                        {sp::Reduce::mean, Sign::mixed},
+                                                        {sp::Reduce::max, Sign::mixed},
+                                                        {sp::Reduce::max, Sign::negative},
+                                                        {sp::Reduce::min, Sign::mixed},
+                                                        {sp::Reduce::min, Sign::positive}}) {
+            const sp::HostDense<V> b = make_dense<V>(cs.a.cols, f, sign, g_seed + 1);
+            const sp::HostDense<V> c0 = make_dense<V>(cs.a.rows, f, Sign::mixed, g_seed + 2);
+            const sp::HostDense<V> b_local = dist::scatter_rows<V>(
+                MPI_COMM_WORLD, g_rank == 0 ? b.view() : sp::DenseView{0, 0, 0, nullptr, sp::value_type_of<V>()},
+                d.partition().col_starts);
+            for (const bool gs : {false, true}) {
+              // spmm with (alpha, beta) = (1, 0), and with (2, 0.5) once per reduce at F = 33.
+              for (const auto& [alpha, beta] : std::vector<std::pair<double, double>>{{1.0, 0.0}, {2.0, 0.5}}) {
+                if (beta != 0.0 && (gs || f != 33)) continue;
+                const std::string what = where + ", " + backend + ", " + (gs ? "gather_scatter" : "spmm") + ", " +
+                                         sp::name(reduce) + ", F " + std::to_string(f) +
+                                         (beta != 0.0 ? ", alpha 2 beta 0.5" : "");
+                sp::HostDense<double> want, bound;
+                expected(cs.a, b, c0, reduce, alpha, beta, want, bound);
+                sp::HostDense<V> c(d.local_rows(), f);
+                for (int64_t i = 0; i < c.rows; ++i)
+                  for (int64_t j = 0; j < f; ++j) c(i, j) = c0(d.first_row() + i, j);
+                dist::CallStats st;
+                if (gs)
+                  dist::gather_scatter(ctx, d, b_local.view(), c.mut(), sp::ReduceOptions{reduce, {}}, &st);
+                else
+                  dist::spmm(ctx, d, b_local.view(), c.mut(), sp::SpmmOptions{reduce, alpha, beta, {}}, &st);
+                ++calls;
+                EXPECT_EQ(compare_rows(c, d.first_row(), want, bound, what), 0) << what;
+                // Bytes actually moved (sent as posted, received as MPI counted them) against the prediction.
+                const int64_t row_bytes = f * static_cast<int64_t>(sizeof(V));
+                EXPECT_EQ(st.bytes_sent, pred.sent_rows(me) * row_bytes) << what;
+                EXPECT_EQ(st.bytes_received, pred.received_rows(me) * row_bytes) << what;
+                EXPECT_EQ(sum_over_ranks(st.bytes_sent), pred.bytes(f, sizeof(V))) << what;
+                EXPECT_EQ(sum_over_ranks(st.bytes_received), pred.bytes(f, sizeof(V))) << what;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if (g_rank == 0) std::printf("[          ] %lld distributed calls checked\n", static_cast<long long>(calls));
+}
+
+// Every spmm variant of every host backend, named explicitly (both blocks run it).
+TYPED_TEST(DistOps, NamedVariants) {
+  using I = typename TypeParam::first_type;
+  using V = typename TypeParam::second_type;
+  const Case<I, V> cs = make_cases<I, V>().front();
+  const auto d = dist::DistCsr<I, V>::scatter(MPI_COMM_WORLD, g_rank == 0 ? &cs.a : nullptr);
+  const int64_t f = 8;
+  const sp::HostDense<V> b = make_dense<V>(cs.a.cols, f, Sign::mixed, g_seed + 3);
+  const sp::HostDense<V> c0 = make_dense<V>(cs.a.rows, f, Sign::mixed, g_seed + 4);
+  const sp::HostDense<V> b_local = dist::scatter_rows<V>(
+      MPI_COMM_WORLD, g_rank == 0 ? b.view() : sp::DenseView{0, 0, 0, nullptr, sp::value_type_of<V>()},
+      d.partition().col_starts);
+  for (const std::string& backend : host_backends()) {
+    const sp::Context ctx = sp::Context::create(backend);
+    for (const std::string& variant : ctx.plugin().variants_of(SPARSEPORT_OP_SPMM)) {
+      for (const sp::Reduce reduce : {sp::Reduce::sum, sp::Reduce::mean, sp::Reduce::max, sp::Reduce::min}) {
+        const std::string what = backend + " " + variant + " " + sp::name(reduce);
+        sp::HostDense<V> c(d.local_rows(), f);
+        // A variant may refuse an input (Unsupported); every rank must then skip it together.
+        bool refused = false;
+        try {
+          dist::spmm(ctx, d, b_local.view(), c.mut(), sp::SpmmOptions{reduce, 1.0, 0.0, variant});
+        } catch (const sp::Unsupported&) {
+          refused = true;
+        }
+        if (!all_ranks(!refused)) continue;
+        sp::HostDense<double> want, bound;
+        expected(cs.a, b, c0, reduce, 1.0, 0.0, want, bound);
+        EXPECT_EQ(compare_rows(c, d.first_row(), want, bound, what), 0) << what;
+      }
+    }
+  }
+}
+
+// The rest of the suite runs with SPARSEPORT_SCHEDULER=off (CTest); here the scheduler chooses each
+// block's variant on each rank, and a second call replays the decision.
+TEST(Dist, SchedulerChoosesEachBlocksVariant) {
+  const sparseport_test::ScopedEnv on("SPARSEPORT_SCHEDULER", "auto");
+  std::mt19937_64 rng(g_seed + 6);
+  const auto a = random_csr<int32_t, float>(3000, 3000, 16, 0.05, false, false, rng);
+  const auto d = dist::DistCsr<int32_t, float>::scatter(MPI_COMM_WORLD, g_rank == 0 ? &a : nullptr);
+  const int64_t f = 16;
+  const sp::HostDense<float> b = make_dense<float>(a.cols, f, Sign::mixed, g_seed + 7);
+  const sp::HostDense<float> c0(a.rows, f);
+  const sp::HostDense<float> b_local = dist::scatter_rows<float>(
+      MPI_COMM_WORLD, g_rank == 0 ? b.view() : sp::DenseView{0, 0, 0, nullptr, sp::ValueType::f32},
+      d.partition().col_starts);
+  for (const std::string& backend : host_backends()) {
+    const sp::Context ctx = sp::Context::create(backend);
+    for (const sp::Reduce reduce : {sp::Reduce::sum, sp::Reduce::max}) {
+      sp::HostDense<double> want, bound;
+      expected(a, b, c0, reduce, 1.0, 0.0, want, bound);
+      for (int call = 0; call < 2; ++call) {
+        const std::string what = backend + " " + sp::name(reduce) + " call " + std::to_string(call);
+        sp::HostDense<float> c(d.local_rows(), f);
+        dist::CallStats st;
+        dist::spmm(ctx, d, b_local.view(), c.mut(), sp::SpmmOptions{reduce, 1.0, 0.0, {}}, &st);
+        EXPECT_EQ(compare_rows(c, d.first_row(), want, bound, what), 0) << what;
+        if (d.local_rows() > 0) {
+          EXPECT_FALSE(st.local_decision.variant.empty()) << what;
+          EXPECT_NE(st.local_decision.source, "requested") << what;
+        }
+      }
+    }
+  }
+}
+
+TEST(Dist, GatherRowsIsTheInverseOfScatterRows) {
+  const int64_t rows = 11, f = 5;
+  sp::HostDense<double> g(rows, f, f + 3);  // a leading dimension larger than cols
+  sp::fill_random(g, g_seed + 5);
+  std::vector<int64_t> starts(static_cast<size_t>(g_ranks) + 1);
+  for (int r = 0; r <= g_ranks; ++r) starts[static_cast<size_t>(r)] = std::min<int64_t>(rows, 4 * r);
+  starts.back() = rows;
+  const sp::DenseView none{0, 0, 0, nullptr, sp::ValueType::f64};
+  const sp::HostDense<double> mine = dist::scatter_rows<double>(MPI_COMM_WORLD, g_rank == 0 ? g.view() : none, starts);
+  EXPECT_EQ(mine.rows, starts[static_cast<size_t>(g_rank) + 1] - starts[static_cast<size_t>(g_rank)]);
+  for (int64_t i = 0; i < mine.rows; ++i)
+    for (int64_t j = 0; j < f; ++j) EXPECT_EQ(mine(i, j), g(starts[static_cast<size_t>(g_rank)] + i, j));
+  sp::HostDense<double> back(rows, f);
+  dist::gather_rows<double>(MPI_COMM_WORLD, mine.view(), g_rank == 0 ? back.mut() : sp::DenseMutView{}, starts);
+  if (g_rank == 0) {
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < f; ++j) EXPECT_EQ(back(i, j), g(i, j));
+  }
+}
+
+TEST(Dist, PartitionBalancesEntries) {
+  // A mega-row takes a rank of its own; the light rows are spread over the others.
+  std::mt19937_64 rng(1);
+  std::vector<std::vector<int64_t>> c(100);
+  for (int64_t j = 0; j < 100; ++j) c[50].push_back(j);
+  for (int64_t i = 0; i < 100; ++i)
+    if (i != 50) c[static_cast<size_t>(i)] = {i};
+  const auto a = from_rows<int32_t, float>(100, 100, c, false, rng);
+  const dist::Partition p = dist::partition_rows_by_entries(a.view(), 4);
+  ASSERT_EQ(p.row_starts.size(), 5u);
+  EXPECT_EQ(p.row_starts.front(), 0);
+  EXPECT_EQ(p.row_starts.back(), 100);
+  EXPECT_EQ(p.col_starts, p.row_starts);  // square: B rows follow A rows
+  // Weight = entries + rows; each rank's is within one row's weight of the mean (the boundaries are
+  // the nearest to the ideal ones), so the mega-row's rank holds few other rows.
+  const auto weight = [&](int r) {
+    return a.rowptr[static_cast<size_t>(p.row_starts[static_cast<size_t>(r) + 1])] -
+           a.rowptr[static_cast<size_t>(p.row_starts[static_cast<size_t>(r)])] + p.rows_of(r);
+  };
+  const double mean = (100.0 + 199.0) / 4;
+  for (int r = 0; r < 4; ++r) EXPECT_LE(weight(r), mean + 101) << "rank " << r;
+  EXPECT_LE(p.rows_of(p.owner_of_row(50)), 30);
+  // 3 rows on 4 ranks: some rank owns none, and owner_of_row skips empty ranges.
+  const auto t = from_rows<int64_t, double>(3, 3, {{0}, {1}, {2}}, false, rng);
+  const dist::Partition q = dist::partition_rows_by_entries(t.view(), 4);
+  int empty = 0;
+  for (int r = 0; r < 4; ++r) empty += q.rows_of(r) == 0;
+  EXPECT_GE(empty, 1);
+  for (int64_t i = 0; i < 3; ++i) {
+    const int o = q.owner_of_row(i);
+    EXPECT_GE(i, q.row_starts[static_cast<size_t>(o)]);
+    EXPECT_LT(i, q.row_starts[static_cast<size_t>(o) + 1]);
+  }
+  // A rectangular A: B's rows are split evenly.
+  const auto r = random_csr<int32_t, float>(10, 30, 3, 0.0, false, false, rng);
+  EXPECT_EQ(dist::partition_rows_by_entries(r.view(), 3).col_starts, (std::vector<int64_t>{0, 10, 20, 30}));
+}
+
+TEST(Dist, BadArgumentsThrowOnEveryRank) {
+  // A wrong row count on one rank: every rank throws InvalidArgument (none is left waiting).
+  std::mt19937_64 rng(2);
+  const auto a = random_csr<int32_t, float>(8, 8, 3, 0.0, false, false, rng);
+  std::vector<int64_t> even(static_cast<size_t>(g_ranks) + 1);
+  for (int r = 0; r <= g_ranks; ++r) even[static_cast<size_t>(r)] = 8 * r / g_ranks;
+  auto mine = rows_of(a, even[static_cast<size_t>(g_rank)], even[static_cast<size_t>(g_rank) + 1]);
+  if (g_rank == g_ranks - 1) {  // one row short
+    mine = rows_of(a, even[static_cast<size_t>(g_rank)], even[static_cast<size_t>(g_rank) + 1] - 1);
+  }
+  using D = dist::DistCsr<int32_t, float>;
+  EXPECT_THROW(D::from_local_rows(MPI_COMM_WORLD, mine, even), sp::InvalidArgument);
+  // Root's invalid matrix: everyone throws.
+  sp::HostCsr<int32_t, float> bad = a;
+  bad.colind[0] = 99;
+  EXPECT_THROW(D::scatter(MPI_COMM_WORLD, g_rank == 0 ? &bad : nullptr), sp::InvalidArgument);
+  // An operand of the wrong shape is refused before anything is posted (here on every rank).
+  const auto d = D::scatter(MPI_COMM_WORLD, g_rank == 0 ? &a : nullptr);
+  const sp::Context ctx = sp::Context::create("reference");
+  sp::HostDense<float> b(d.local_cols() + 1, 4), c(d.local_rows(), 4);
+  EXPECT_THROW(dist::spmm(ctx, d, b.view(), c.mut()), sp::DimensionMismatch);
+}
+
+// Prints only failures, with the rank: ranks other than 0 use it instead of the default printer.
+class RankFailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  void OnTestPartResult(const ::testing::TestPartResult& r) override {
+    if (!r.failed()) return;
+    std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", g_rank, r.file_name() ? r.file_name() : "?", r.line_number(),
+                 r.summary());
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_ranks);
+  ::testing::InitGoogleTest(&argc, argv);
+  // One seed for every rank: SPARSEPORT_TEST_SEED when set, else a fresh one from rank 0.
+  if (g_rank == 0) {
+    const char* env = std::getenv("SPARSEPORT_TEST_SEED");
+    g_seed = env != nullptr && *env != '\0' ? std::strtoull(env, nullptr, 0) : std::random_device{}();
+    std::printf("[ seed     ] SPARSEPORT_TEST_SEED=%llu (set it to replay these inputs); %d ranks\n",
+                static_cast<unsigned long long>(g_seed), g_ranks);
+  }
+  MPI_Bcast(&g_seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  if (g_rank != 0) {
+    ::testing::TestEventListeners& l = ::testing::UnitTest::GetInstance()->listeners();
+    delete l.Release(l.default_result_printer());
+    l.Append(new RankFailurePrinter);
+  }
+  const int mine = RUN_ALL_TESTS();
+  int any = 0;
+  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (g_rank == 0 && any != 0 && mine == 0) std::printf("FAILED on another rank (see its [rank N] lines)\n");
+  MPI_Finalize();
+  return any;
+}
