@@ -16,6 +16,10 @@ void spmm_team_rows(const sparseport_spmm_args& args);
 // KokkosSparse::spmv on rank-2 strided views (the vendor baseline); sums only.
 void spmm_kokkoskernels(const sparseport_spmm_args& args);
 bool spmm_kokkoskernels_applies(const sparseport_spmm_args& args, std::string* why);
+// One (index, value) pair of it (int32_t/int64_t, float/double), explicitly instantiated in a file
+// of its own each (spmm_kokkoskernels_<index>_<value>.cpp).
+template <class I, class V>
+void spmm_kokkoskernels_typed(const sparseport_spmm_args& args);
 void sddmm(const sparseport_sddmm_args& args);
 // Sorted index: each output row finds its run by binary search and reduces it, no atomics.
 void segment_reduce_team_segments(const sparseport_segment_args& args);

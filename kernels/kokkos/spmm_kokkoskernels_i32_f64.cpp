@@ -1,0 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+// spmm.kokkoskernels, int32_t indices and double values (why a file each: spmm_kokkoskernels.hpp).
+#include "kernels/kokkos/spmm_kokkoskernels.hpp"
+
+template void sparseport::kokkos::spmm_kokkoskernels_typed<int32_t, double>(const sparseport_spmm_args& args);

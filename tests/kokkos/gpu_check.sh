@@ -1,0 +1,317 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The kokkos plugin on Kokkos's CUDA space, in one call on a GPU machine (issue 22): build Kokkos +
+# Kokkos Kernels 3.4 for CUDA from a source pack (scripts/kokkos.sh cuda), configure and build
+# build/kokkos-cuda with both the cuda and the kokkos plugins, run CTest's kokkos and conformance
+# tests, compute-sanitizer memcheck over the kokkos test programs and every kokkos variant of every
+# op, and a benchmark of spmm (sum) that puts, per input and F, the kokkos plugin's best variant
+# beside the cuda plugin's best and Kokkos Kernels' spmv (the kokkos plugin's vendor baseline).
+#
+#   tests/kokkos/gpu_check.sh OUT [PACK]
+#
+#   OUT   where the files go (at most 8): gpu_check.log (this script's output), kokkos.log,
+#         build.log, ctest.log, memcheck.log, bench.jsonl (one `sparseport run --json` line per
+#         backend, variant, input and F), bench.csv (one line per input and F) and bench.err.log
+#   PACK  the sources written by `scripts/kokkos.sh pack FILE` (default: $SPARSEPORT_KOKKOS_SOURCES,
+#         else the newest .device-data/sparseport-kokkos-*.tar.*); not needed once Kokkos is built
+#
+# Every step is time-stamped, prints its elapsed seconds and runs under a limit cut to what is left
+# of BUDGET; a failed step stops only the steps that need its result. Run from anywhere; it works in
+# the repository root. Kokkos is built into ${SPARSEPORT_KOKKOS_CACHE:-build/kokkos-cuda-deps} and
+# the library into build/kokkos-cuda: both are git-ignored build outputs that a warm machine keeps
+# between calls, so a second call rebuilds nothing (the cache is deliberately not under
+# .device-data/, which a call that carries .device-data replaces as a whole).
+# Environment:
+#   BUDGET               seconds for the whole script (default 570, for a 600 s limit)
+#   STEPS                the steps to run (default "kokkos configure build ctest memcheck bench")
+#   SPARSEPORT_DATA_DIR  real matrices (*.mtx, *.mtx.gz) for the benchmark (default .device-data)
+#   BENCH_GRAPHS         generated inputs (default "rmat:18:16 mesh2d:1024:1024:0 er:262144:6e-5")
+#   BENCH_F              feature widths (default "32 64 128 256")
+#   BENCH_REPS           timed calls per variant (default 20)
+#   BENCH_REAL           0: no real matrices (default 1)
+#   SPARSEPORT_KOKKOS_ARCH  as for scripts/kokkos.sh (default HOPPER90)
+set -u
+OUT=${1:?usage: tests/kokkos/gpu_check.sh OUT [PACK]}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+exec > >(tee "$OUT/gpu_check.log") 2>&1
+
+BUDGET=${BUDGET:-570}
+STEPS=${STEPS:-kokkos configure build ctest memcheck bench}
+B=build/kokkos-cuda
+JOBS=$(nproc)
+export PATH="$PATH:/usr/local/cuda/bin"
+export SPARSEPORT_KOKKOS_CACHE=${SPARSEPORT_KOKKOS_CACHE:-$PWD/build/kokkos-cuda-deps}
+PACK=${2:-${SPARSEPORT_KOKKOS_SOURCES:-}}
+if [ -z "$PACK" ]; then
+  PACK=$(ls -t .device-data/sparseport-kokkos-*.tar.* 2>/dev/null | head -n 1)
+fi
+DATA=${SPARSEPORT_DATA_DIR:-.device-data}
+BENCH_GRAPHS=${BENCH_GRAPHS:-rmat:18:16 mesh2d:1024:1024:0 er:262144:6e-5}
+BENCH_F=${BENCH_F:-32 64 128 256}
+BENCH_REPS=${BENCH_REPS:-20}
+BENCH_REAL=${BENCH_REAL:-1}
+CLI=$B/src/cli/sparseport
+# For the steps that run as shell functions in a child bash (run_step).
+export OUT B CLI JOBS PACK DATA BENCH_GRAPHS BENCH_F BENCH_REPS BENCH_REAL
+
+# The budget as a wall-clock deadline, so that the steps run in child shells (timeout starts a new
+# bash for the shell functions below) see the same one.
+export DEADLINE=$(($(date +%s) + BUDGET))
+stamp() { printf '[%s +%4ds]' "$(date -u +%H:%M:%S)" "$SECONDS"; }
+say() { echo "$(stamp) $*"; }
+wanted() { case " $STEPS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+left() { echo $((DEADLINE - $(date +%s))); }
+declare -A RESULT=()
+ORDER=()
+
+# run_step NAME CAP LOG COMMAND...: COMMAND (a program or one of the exported functions below)
+# under min(CAP, what is left less RESERVE) seconds, output appended to LOG (empty: this output);
+# records and prints rc and elapsed seconds. Returns COMMAND's rc.
+RESERVE=0
+run_step() {
+  local name=$1 cap=$2 log=$3 rc t0 limit
+  shift 3
+  limit=$(($(left) - RESERVE))
+  ((cap < limit)) && limit=$cap
+  ORDER+=("$name")
+  if ((limit < 10)); then
+    RESULT[$name]="skipped: ${limit}s left of the budget"
+    say "== $name: skipped, ${limit}s left of the budget"
+    return 125
+  fi
+  say "== $name: start (limit ${limit}s)${log:+, log $log}"
+  t0=$SECONDS
+  if declare -F "$1" >/dev/null; then
+    set -- bash -c '"$@"' "$1" "$@"
+  fi
+  if [ -n "$log" ]; then
+    timeout -k 10 "$limit" "$@" >>"$log" 2>&1
+  else
+    timeout -k 10 "$limit" "$@"
+  fi
+  rc=$?
+  local why=""
+  ((rc == 124 || rc == 137)) && why=" (timed out after ${limit}s)"
+  RESULT[$name]="rc $rc$why, $((SECONDS - t0))s"
+  say "== $name: rc $rc$why, $((SECONDS - t0))s"
+  return $rc
+}
+skip() {  # skip NAME WHY
+  ORDER+=("$1")
+  RESULT[$1]="not run: $2"
+  say "== $1: not run: $2"
+}
+
+say "gpu_check (kokkos on CUDA): budget ${BUDGET}s, steps: $STEPS, $JOBS cores, out $OUT"
+nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv,noheader 2>&1 |
+  head -n 2
+echo "nvcc $(nvcc --version 2>/dev/null | grep -o 'V[0-9][0-9.]*' | head -n 1); $(cmake --version | head -n 1);" \
+  "$(g++ --version | head -n 1); ninja $(ninja --version 2>/dev/null || echo missing)"
+changes=$(git status --porcelain 2>/dev/null | grep -q . && echo ' + local changes')
+echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$changes"
+
+# --- Kokkos + Kokkos Kernels for CUDA -------------------------------------------------------------
+prefix=""
+if wanted kokkos; then
+  # The prefix is kokkos.sh's last stdout line; its progress (stderr) goes to the log.
+  kokkos_build() {
+    if [ -n "$PACK" ]; then
+      SPARSEPORT_KOKKOS_SOURCES="$PACK" SPARSEPORT_KOKKOS_JOBS=$JOBS scripts/kokkos.sh cuda
+    else
+      SPARSEPORT_KOKKOS_JOBS=$JOBS scripts/kokkos.sh cuda
+    fi 2>>"$OUT/kokkos.log" >"$OUT/kokkos.prefix"
+  }
+  export -f kokkos_build
+  echo "pack: ${PACK:-none (the Kokkos install in $SPARSEPORT_KOKKOS_CACHE, or the orig tarball there)}"
+  : >"$OUT/kokkos.log"
+  RESERVE=200 run_step kokkos 360 "" kokkos_build
+  rc=$?
+  prefix=$(tail -n 1 "$OUT/kokkos.prefix" 2>/dev/null)
+  rm -f "$OUT/kokkos.prefix"
+  tail -n 4 "$OUT/kokkos.log"
+  if ((rc != 0)); then
+    prefix=""
+    # The logs of the step that failed, from the cache, for the report.
+    for f in "$SPARSEPORT_KOKKOS_CACHE"/build/*-cuda/*.log; do
+      [ -f "$f" ] && { echo "==== $f (last 60 lines)"; tail -n 60 "$f"; } >>"$OUT/kokkos.log"
+    done
+  fi
+else
+  prefix=$(ls -d "$SPARSEPORT_KOKKOS_CACHE"/*-cuda 2>/dev/null | head -n 1)
+  [ -n "$prefix" ] && say "Kokkos prefix (step kokkos not run): $prefix"
+fi
+
+# --- the library with both plugins ----------------------------------------------------------------
+# Kokkos_DIR and KokkosKernels_DIR too: CMake keeps the folders it found in an existing build tree's
+# cache, and Kokkos_ROOT alone would not move them to another prefix.
+configured=0
+if wanted configure; then
+  if [ -n "$prefix" ]; then
+    RESERVE=150 run_step configure 90 "$OUT/build.log" cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DSPARSEPORT_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DSPARSEPORT_WERROR=ON -DKokkos_ROOT="$prefix" \
+      -DKokkos_DIR="$prefix/lib/cmake/Kokkos" -DKokkosKernels_DIR="$prefix/lib/cmake/KokkosKernels" &&
+      configured=1
+    grep -E "backend (cuda|kokkos)|  kokkos:|CMake Error" "$OUT/build.log" | head -n 8
+  else
+    skip configure "no Kokkos prefix (step kokkos failed or did not run)"
+  fi
+elif [ -f "$B/build.ninja" ]; then
+  configured=1
+fi
+
+if wanted build; then
+  if ((configured)); then
+    # -k 0: a target that fails does not stop the others, so the tests that did build still run.
+    RESERVE=150 run_step build 450 "$OUT/build.log" cmake --build "$B" --parallel "$JOBS" -- -k 0
+    grep -E "FAILED:|error:|error #" "$OUT/build.log" | head -n 20
+  else
+    skip build "not configured"
+  fi
+fi
+
+# --- tests ---------------------------------------------------------------------------------------
+if wanted ctest; then
+  if [ -x "$B/tests/test_conformance" ] || [ -x "$B/tests/kokkos/test_kokkos" ]; then
+    RESERVE=120 run_step ctest 200 "$OUT/ctest.log" ctest --test-dir "$B" -R 'Kokkos|Conformance' -j 8 \
+      --timeout 120 --output-on-failure
+    grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|\(SEGFAULT\)|Not Run" "$OUT/ctest.log" | head -n 20
+  else
+    skip ctest "$B/tests/test_conformance and tests/kokkos/test_kokkos are not built"
+  fi
+fi
+
+# compute-sanitizer memcheck: the kokkos test programs (initialisation, memory space, finalisation
+# at exit), then every kokkos variant of every op through the CLI on a small power-law graph (the
+# CLI stages the operands in device memory and checks each result against the reference), which
+# puts each of the plugin's kernels and Kokkos Kernels' spmv under the tool. A finding exits 9.
+memcheck_all() {
+  local san rc=0 r op
+  san=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  [ -x "$san" ] || { echo "==== compute-sanitizer not found (PATH, /usr/local/cuda/bin)"; return 127; }
+  local -a tool=("$san" --tool memcheck --error-exitcode 9 --print-limit 50)
+  echo "==== each program below runs under: ${tool[*]} (a finding exits 9)"
+  for t in tests/kokkos/test_kokkos tests/kokkos/test_kokkos_own_init; do
+    echo "==== memcheck: $B/$t"
+    "${tool[@]}" "$B/$t"
+    r=$?
+    echo "==== rc $r"
+    ((r != 0 && rc == 0)) && rc=$r
+  done
+  for op in spmm:sum spmm:max sddmm: segment_reduce:sum scatter_reduce:sum gather_scatter:sum csr_attention: \
+    csr_slice_rows: csr_slice_rows_dense: csr_induced_subgraph: csr_transpose:; do
+    local -a extra=()
+    [ -n "${op#*:}" ] && extra=(--reduce "${op#*:}")
+    echo "==== memcheck: $CLI run --op ${op%%:*} ${extra[*]} --backend kokkos --variant all --F 40 --reps 1 rmat:12:8"
+    "${tool[@]}" "$CLI" run --op "${op%%:*}" "${extra[@]}" --backend kokkos --variant all --F 40 --reps 1 -q rmat:12:8
+    r=$?
+    echo "==== rc $r"
+    ((r != 0 && rc == 0)) && rc=$r
+  done
+  return $rc
+}
+export -f memcheck_all
+if wanted memcheck; then
+  if [ -x "$B/tests/kokkos/test_kokkos" ] && [ -x "$CLI" ]; then
+    RESERVE=90 run_step memcheck 150 "$OUT/memcheck.log" memcheck_all
+    grep -E "^==== |ERROR SUMMARY|^========= (Invalid|Program hit|Error)|Device not supported" "$OUT/memcheck.log" |
+      head -n 60
+  else
+    skip memcheck "$B/tests/kokkos/test_kokkos or $CLI is not built"
+  fi
+fi
+
+# --- benchmark: spmm sum, kokkos vs cuda vs Kokkos Kernels ---------------------------------------
+# `sparseport run --variant all --json` times every variant of one backend on one input (a warm-up,
+# then BENCH_REPS calls, each timed with steady_clock up to the backend's synchronize; the median
+# is `ms`) and checks each result against the reference. Per input and F the two backends run one
+# after the other on the same operands (generators and operands are seeded: --seed 1); the cuda
+# plugin's variants include cuSPARSE (spmm.cusparse), the kokkos plugin's Kokkos Kernels' spmv
+# (spmm.kokkoskernels). No row starts after the budget's last 15 s.
+bench_all() {
+  local g f b
+  local -a graphs
+  read -r -a graphs <<<"$BENCH_GRAPHS"
+  if [ "$BENCH_REAL" = 1 ] && [ -d "$DATA" ]; then
+    # Real matrices, smallest file first, so that a short budget still covers many.
+    while IFS= read -r g; do graphs+=("$g"); done < <(ls -Sr "$DATA"/*.mtx "$DATA"/*.mtx.gz 2>/dev/null)
+  fi
+  echo "inputs: ${graphs[*]}" >&2
+  for g in "${graphs[@]}"; do
+    for f in $BENCH_F; do
+      for b in cuda kokkos; do
+        if (($(left) < 15)); then
+          echo "budget spent: stopped before $b $g F=$f" >&2
+          return 0
+        fi
+        echo "== $b $g F=$f" >&2
+        timeout -k 5 $(($(left) - 5)) "$CLI" run --op spmm --reduce sum --backend "$b" --variant all \
+          --F "$f" --reps "$BENCH_REPS" --json -q "$g" >>"$OUT/bench.jsonl" ||
+          echo "rc $? for $b $g F=$f" >&2
+      done
+    done
+  done
+}
+bench_table() {
+  python3 - "$OUT/bench.jsonl" "$OUT/bench.csv" <<'EOF'
+import csv, json, sys
+rows = {}
+for line in open(sys.argv[1]):
+    line = line.strip()
+    if not line.startswith("{"):
+        continue
+    r = json.loads(line)
+    rows.setdefault((r["graph"], r["F"]), {"n": r["n"], "nnz": r["nnz"], "runs": []})["runs"].append(r)
+VENDOR = {"cuda": "spmm.cusparse", "kokkos": "spmm.kokkoskernels"}
+def best(runs, backend, native):
+    c = [r for r in runs if r["backend"] == backend and r["verified"] and r["ms"] is not None
+         and (r["variant"] != VENDOR[backend]) == native]
+    return min(c, key=lambda r: r["ms"]) if c else None
+cols = ["graph", "n", "nnz", "F", "kokkos_best_variant", "kokkos_best_ms", "kokkoskernels_ms",
+        "cuda_best_variant", "cuda_best_ms", "cusparse_ms", "kokkos_best_over_cuda_best",
+        "kokkos_best_over_kokkoskernels", "kokkoskernels_over_cusparse", "all_verified"]
+out = []
+for (g, f), d in rows.items():
+    k, kk = best(d["runs"], "kokkos", True), best(d["runs"], "kokkos", False)
+    c_nat, cs = best(d["runs"], "cuda", True), best(d["runs"], "cuda", False)
+    c = min([x for x in (c_nat, cs) if x], key=lambda r: r["ms"], default=None)
+    ms = lambda r: r["ms"] if r else None
+    ratio = lambda a, b: round(a["ms"] / b["ms"], 3) if a and b else None
+    out.append({"graph": g, "n": d["n"], "nnz": d["nnz"], "F": f,
+                "kokkos_best_variant": k["variant"] if k else None, "kokkos_best_ms": ms(k),
+                "kokkoskernels_ms": ms(kk), "cuda_best_variant": c["variant"] if c else None,
+                "cuda_best_ms": ms(c), "cusparse_ms": ms(cs),
+                "kokkos_best_over_cuda_best": ratio(k, c), "kokkos_best_over_kokkoskernels": ratio(k, kk),
+                "kokkoskernels_over_cusparse": ratio(kk, cs),
+                "all_verified": all(r["verified"] for r in d["runs"])})
+with open(sys.argv[2], "w", newline="") as fh:
+    w = csv.DictWriter(fh, fieldnames=cols)
+    w.writeheader()
+    w.writerows(out)
+fmt = lambda v: "-" if v is None else (f"{v:.4f}" if isinstance(v, float) else str(v))
+print(f"{'graph':<28} {'F':>4} {'kokkos best':>22} {'ms':>8} {'kk spmv':>8} {'cuda best':>22} {'ms':>8}"
+      f" {'cusparse':>8} {'k/cuda':>7} {'k/kk':>6} ok")
+for r in out:
+    print(f"{r['graph'].split('/')[-1][-28:]:<28} {r['F']:>4} {fmt(r['kokkos_best_variant']):>22} {fmt(r['kokkos_best_ms']):>8}"
+          f" {fmt(r['kokkoskernels_ms']):>8} {fmt(r['cuda_best_variant']):>22} {fmt(r['cuda_best_ms']):>8}"
+          f" {fmt(r['cusparse_ms']):>8} {fmt(r['kokkos_best_over_cuda_best']):>7}"
+          f" {fmt(r['kokkos_best_over_kokkoskernels']):>6} {'yes' if r['all_verified'] else 'NO'}")
+print(f"{len(out)} (input, F) pairs; ms = median per call; ratios > 1: kokkos slower")
+EOF
+}
+export -f bench_all left
+if wanted bench; then
+  if [ -x "$CLI" ]; then
+    : >"$OUT/bench.jsonl"
+    RESERVE=10 run_step bench 100000 "$OUT/bench.err.log" bench_all
+    tail -n 3 "$OUT/bench.err.log"
+    [ -s "$OUT/bench.jsonl" ] && bench_table
+  else
+    skip bench "$CLI is not built"
+  fi
+fi
+
+say "== summary"
+for s in "${ORDER[@]}"; do printf '  %-10s %s\n' "$s" "${RESULT[$s]}"; done
+ls -l "$OUT" | tail -n +2
