@@ -217,8 +217,11 @@ const CostModel* model_for(const std::string& cls, std::string* how) {
     if (how != nullptr) *how = "SPARSEPORT_MODEL=off";
     return nullptr;
   }
-  const char* dir = std::getenv("SPARSEPORT_MODEL_DIR");
-  const Catalogue& c = catalogue(dir != nullptr ? dir : "");
+  const char* env_dir = std::getenv("SPARSEPORT_MODEL_DIR");
+  // A named string, not a temporary: g++ 13 warns (-Wdangling-reference) about a reference
+  // returned from a call that took a temporary, although catalogue() returns a static's.
+  const std::string dir = env_dir != nullptr ? env_dir : "";
+  const Catalogue& c = catalogue(dir);
   if (auto it = c.models.find(cls); it != c.models.end()) {
     if (how != nullptr) *how = "own (" + cls + ")";
     return it->second.get();
