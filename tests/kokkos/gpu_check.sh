@@ -265,7 +265,8 @@ for line in open(sys.argv[1]):
     rows.setdefault((r["graph"], r["F"]), {"n": r["n"], "nnz": r["nnz"], "runs": []})["runs"].append(r)
 VENDOR = {"cuda": "spmm.cusparse", "kokkos": "spmm.kokkoskernels"}
 def best(runs, backend, native):
-    c = [r for r in runs if r["backend"] == backend and r["verified"] and r["ms"] is not None
+    # The JSON names the device ("cuda:0"); the backend token is what comes before the colon.
+    c = [r for r in runs if r["backend"].split(":")[0] == backend and r["verified"] and r["ms"] is not None
          and (r["variant"] != VENDOR[backend]) == native]
     return min(c, key=lambda r: r["ms"]) if c else None
 cols = ["graph", "n", "nnz", "F", "kokkos_best_variant", "kokkos_best_ms", "kokkoskernels_ms",
