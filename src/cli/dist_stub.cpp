@@ -7,9 +7,8 @@ namespace sparseport::cli {
 namespace {
 [[noreturn]] void refuse() {
   throw NotCompiled(
-      "sparseport run --dist: this sparseport was built without MPI (SPARSEPORT_ENABLE_MPI=OFF; Debian: apt-get "
-      "install "
-      "libopenmpi-dev openmpi-bin, then configure again)");
+      "sparseport run --dist: this sparseport was built without MPI (SPARSEPORT_ENABLE_MPI=OFF; Debian: "
+      "apt-get install libopenmpi-dev openmpi-bin, then configure again)");
 }
 }  // namespace
 
