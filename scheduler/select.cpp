@@ -407,7 +407,7 @@ void check(PlanState& p, const void* args, const std::string& where) {
 }  // namespace
 
 std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op,
-                                   const void* args, const SchedulerOptions& given) {
+                                   const void* args, const SchedulerOptions& given, bool check_indices) {
   const Clock::time_point t0 = Clock::now();
   auto p = std::make_shared<PlanState>();
   p->plugin = &plugin;
@@ -427,9 +427,19 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   try {
     // CSR ops: the signature is hashed where the operand lives (no copy of rowptr); index ops read
     // a sample of their index array.
-    if (const sparseport_csr* csr = csr_of(op, args))
-      p->graph = graph_signature(summarize(plugin, exec, *csr, SPARSEPORT_SUMMARY_SIGNATURE));
-    else
+    if (const sparseport_csr* csr = csr_of(op, args)) {
+      const sparseport_csr_summary s =
+          summarize(plugin, exec, *csr, SPARSEPORT_SUMMARY_SIGNATURE | (check_indices ? SPARSEPORT_SUMMARY_CHECK : 0u));
+      if (check_indices && s.index_checked != 0) p->index_problem = s.index_problem;
+      if (p->index_problem > 0) {
+        // Nothing may read A by its indices now (no features, no probe): the caller reports it.
+        p->decided = true;
+        p->decision.source = "unscheduled";
+        p->decision.reason = "the index check found invalid contents in A";
+        return p;
+      }
+      p->graph = graph_signature(s);
+    } else
       p->structure = read_structure(plugin, exec, op, args);
   } catch (const Error& e) {
     // Unreadable sparse operand (e.g. host pointers given to a GPU backend): do not decide; the

@@ -47,6 +47,9 @@ struct PlanState {
   bool transfer = false;  // the model is another device class's: record full-size residuals
   bool decided = false;
   bool verify_pending = false;
+  // prepare() with check_indices: what the summary's index check found (sparseport_index_problem;
+  // -1: no check was made, e.g. no summary or a plugin that cannot check, so the caller checks).
+  int32_t index_problem = -1;
   std::mutex mu;
 };
 
@@ -66,8 +69,10 @@ std::string select(const PluginInfo& plugin, sparseport_op op, const void* args,
 // The guardrail's reference variant among `applicable`.
 std::string vendor_of(const PluginInfo& plugin, sparseport_op op, const std::vector<std::string>& applicable);
 
+// check_indices: a CSR operand's index contents are checked in the same pass as its signature
+// (SPARSEPORT_SUMMARY_CHECK); a violation ends the preparation before anything else reads A.
 std::shared_ptr<detail::PlanState> prepare(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op,
-                                           const void* args, const SchedulerOptions& opt);
+                                           const void* args, const SchedulerOptions& opt, bool check_indices = false);
 void execute(const std::shared_ptr<detail::PlanState>& plan, const void* args, const std::string& where);
 
 // The one-shot path used by every op of ops.hpp.

@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define SPARSEPORT_ABI_VERSION_MAJOR 1
-#define SPARSEPORT_ABI_VERSION_MINOR 3
+#define SPARSEPORT_ABI_VERSION_MINOR 4
 #define SPARSEPORT_ABI_VERSION ((SPARSEPORT_ABI_VERSION_MAJOR << 16) | SPARSEPORT_ABI_VERSION_MINOR)
 
 typedef enum sparseport_value_type { SPARSEPORT_F32 = 1, SPARSEPORT_F64 = 2 } sparseport_value_type;
@@ -242,9 +242,18 @@ typedef struct sparseport_index_report {
  * sample is the entries at positions (j * nnz) / S for j < S = min(nnz, SPARSEPORT_SUMMARY_SAMPLE).
  * Blocks: the 32-row blocks b = (j * nblocks) / B for j < B = min(nblocks, SPARSEPORT_SUMMARY_BLOCKS),
  * nblocks = ceil(rows / 32); a block's first SPARSEPORT_SUMMARY_BLOCK_CAP entries (in storage order)
- * are counted. */
+ * are counted.
+ *   want CHECK (ABI 1.4): also checks the index contents in the same pass, as check_indices does
+ *                   for a CSR, and sets index_checked = 1 and index_problem (0: valid). A plan's
+ *                   construction reads rowptr for the signature anyway; the check then costs its
+ *                   extra bytes only, not a launch and a synchronisation of its own. The details of
+ *                   a violation come from check_indices. A plugin that cannot check leaves
+ *                   index_checked = 0 and the caller checks separately. With an invalid rowptr the
+ *                   SIGNATURE numbers are still defined; FEATURES must not be asked before a
+ *                   check passed. */
 #define SPARSEPORT_SUMMARY_SIGNATURE 1u
 #define SPARSEPORT_SUMMARY_FEATURES 2u
+#define SPARSEPORT_SUMMARY_CHECK 4u
 #define SPARSEPORT_SUMMARY_BUCKETS 40
 #define SPARSEPORT_SUMMARY_SAMPLE 16384
 #define SPARSEPORT_SUMMARY_BLOCKS 2048
@@ -263,6 +272,8 @@ typedef struct sparseport_csr_summary {
   /* over the sampled blocks: entries counted, distinct columns among them, and distinct 32-column
    * segments (col / 32: 128 bytes of a 4-byte B at F = 1) among them */
   int64_t block_entries, block_distinct, block_segments, blocks;
+  /* ABI 1.4, with want CHECK: whether the plugin checked, and the sparseport_index_problem found */
+  int32_t index_checked, index_problem;
 } sparseport_csr_summary;
 
 typedef struct sparseport_variant {

@@ -192,7 +192,7 @@ void check_dense(const std::string& w, const char* arg, const DenseView& d, int6
   if (d.data == nullptr && d.rows > 0 && d.cols > 0) throw InvalidArgument(w + ": " + arg + ".data is null");
 }
 
-void check_csr(const Context& ctx, const std::string& w, const char* arg, const CsrView& a, bool plan) {
+void check_csr_shape(const std::string& w, const char* arg, const CsrView& a) {
   if (!valid_tag(a.index_type) || !valid_tag(a.value_type))
     throw InvalidArgument(w + ": " + arg + " has an unknown index or value type tag");
   if (a.rows < 0 || a.cols < 0 || a.nnz < 0)
@@ -203,9 +203,25 @@ void check_csr(const Context& ctx, const std::string& w, const char* arg, const 
                           ") does not fit int32 indices; use int64");
   if (a.rowptr == nullptr) throw InvalidArgument(w + ": " + arg + ".rowptr is null");
   if (a.nnz > 0 && a.colind == nullptr) throw InvalidArgument(w + ": " + arg + ".colind is null");
-  const auto isz = static_cast<int32_t>(size_of(a.index_type));
-  const detail::ValidatedKey key{ctx.exec().state, SPARSEPORT_CHECK_CSR, isz, a.rowptr, a.colind, a.rows, a.cols, a.nnz};
-  if (!must_check(ctx, plan, key)) return;
+}
+
+namespace {
+detail::ValidatedKey csr_key(const Context& ctx, const CsrView& a) {
+  return {ctx.exec().state, SPARSEPORT_CHECK_CSR, static_cast<int32_t>(size_of(a.index_type)), a.rowptr, a.colind,
+          a.rows, a.cols, a.nnz};
+}
+}  // namespace
+
+bool csr_check_can_ride(const Context& ctx) { return ctx.device_memory() && ctx.validate() != ValidateMode::off; }
+
+void csr_checked(const Context& ctx, const CsrView& a) {
+  const auto isz = static_cast<size_t>(size_of(a.index_type));
+  detail::remember_validated(csr_key(ctx, a), static_cast<size_t>(a.rows + 1) * isz, static_cast<size_t>(a.nnz) * isz);
+}
+
+void check_csr(const Context& ctx, const std::string& w, const char* arg, const CsrView& a, bool plan) {
+  check_csr_shape(w, arg, a);
+  if (!must_check(ctx, plan, csr_key(ctx, a))) return;
   sparseport_index_report r{};
   if (!ctx.device_memory()) {
     r = a.index_type == IndexType::i32 ? host_csr_report<int32_t>(a) : host_csr_report<int64_t>(a);
@@ -213,8 +229,7 @@ void check_csr(const Context& ctx, const std::string& w, const char* arg, const 
     r = device_report(ctx, w, {SPARSEPORT_CHECK_CSR, to_abi(a), {}, 0, op_of(w), arg});
   }
   if (r.problem != SPARSEPORT_INDEX_OK) throw_csr_report(w, arg, a, r);
-  if (ctx.device_memory())
-    detail::remember_validated(key, static_cast<size_t>((a.rows + 1) * isz), static_cast<size_t>(a.nnz * isz));
+  if (ctx.device_memory()) csr_checked(ctx, a);
 }
 
 void check_index(const Context& ctx, const std::string& w, const char* arg, const IndexView& idx, int64_t bound,

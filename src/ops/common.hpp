@@ -31,6 +31,13 @@ void check_dense(const std::string& w, const char* arg, const DenseView& d, int6
 // monotone, rowptr[rows] == nnz, columns in [0, cols). Host memory is read here; device memory by
 // the plugin's check_indices, once per operand, or on every call with `plan` (a plan is built).
 void check_csr(const Context& ctx, const std::string& w, const char* arg, const CsrView& a, bool plan = false);
+// check_csr's first part: sizes, pointers and type tags, nothing read from the arrays.
+void check_csr_shape(const std::string& w, const char* arg, const CsrView& a);
+// Whether a plan may have the contents checked by the scheduler's summary of A (device memory,
+// checks on): SPARSEPORT_SUMMARY_CHECK, the check riding on a pass the plan makes anyway.
+bool csr_check_can_ride(const Context& ctx);
+// Records A's contents as checked on the device (the once-per-operand memo).
+void csr_checked(const Context& ctx, const CsrView& a);
 // Every entry in [0, bound); sorted ascending when `sorted`; contents as for check_csr.
 void check_index(const Context& ctx, const std::string& w, const char* arg, const IndexView& idx, int64_t bound,
                  bool sorted, bool plan = false);

@@ -38,10 +38,38 @@ std::shared_ptr<detail::PlanState> requested_state(const std::string& variant) {
 template <class Args>
 std::shared_ptr<detail::PlanState> plan_state(const Context& ctx, sparseport_op op, const std::string& w,
                                               int64_t features, const std::string& variant, const Args& shape,
-                                              const SchedulerOptions& sched) {
+                                              const SchedulerOptions& sched, bool check_indices = false) {
   if (features < 0) throw InvalidArgument(w + ": features " + std::to_string(features) + " is negative");
   if (!variant.empty()) return requested_state(variant);
-  return scheduler::prepare(ctx.plugin(), ctx.exec(), op, &shape, sched);
+  return scheduler::prepare(ctx.plugin(), ctx.exec(), op, &shape, sched, check_indices);
+}
+
+// The same for a plan over a CSR A, with A's checks: its sizes and pointers first. Its index
+// contents in device memory ride on the scheduler's signature pass over A when the plan makes one
+// (SPARSEPORT_SUMMARY_CHECK): the extra bytes only, where a check of its own costs a launch, a
+// copy back and a synchronisation (about 20 us on an H200, as long as a 1M-entry spmm). Otherwise
+// (host memory, a named variant, a single variant, a plugin that cannot) check_csr checks them.
+// prepare() reads A only for its signature (hashes, defined for any contents) and stops at a
+// violation, so nothing reads A by its indices before they are known good.
+template <class Args>
+std::shared_ptr<detail::PlanState> csr_plan_state(const Context& ctx, sparseport_op op, const std::string& w,
+                                                  const CsrView& a, int64_t features, const std::string& variant,
+                                                  const Args& shape, const SchedulerOptions& sched) {
+  ops::check_csr_shape(w, "A", a);
+  if (!variant.empty() || !ops::csr_check_can_ride(ctx)) {
+    ops::check_csr(ctx, w, "A", a, /*plan=*/true);
+    return plan_state(ctx, op, w, features, variant, shape, sched);
+  }
+  std::shared_ptr<detail::PlanState> state = plan_state(ctx, op, w, features, variant, shape, sched, true);
+  if (state->index_problem == SPARSEPORT_INDEX_OK) {
+    ops::csr_checked(ctx, a);
+    return state;
+  }
+  ops::check_csr(ctx, w, "A", a, /*plan=*/true);  // throws on a violation, naming its row and values
+  if (state->index_problem > 0)
+    throw Error(w + ": the index check of A's summary found problem " + std::to_string(state->index_problem) +
+                       " but the full check found none");
+  return state;
 }
 
 // run(): the dense operand that carries F must have the plan's F.
@@ -67,12 +95,11 @@ SpmmPlan::SpmmPlan(const Context& ctx, const CsrView& a, int64_t features, const
                    const SchedulerOptions& sched)
     : ctx_(ctx), a_(a), features_(features), opt_(opt) {
   const std::string w = ops::where(ctx, SPARSEPORT_OP_SPMM) + " (SpmmPlan)";
-  ops::check_csr(ctx, w, "A", a, /*plan=*/true);
   const int32_t vt = static_cast<int32_t>(a.value_type);
   const sparseport_spmm_args probe_shape{ops::to_abi(a), {a.cols, features, features, nullptr, vt},
                                          {a.rows, features, features, nullptr, vt}, static_cast<int32_t>(opt.reduce),
                                          opt.alpha, opt.beta};
-  state_ = plan_state(ctx, SPARSEPORT_OP_SPMM, w, features, opt.variant, probe_shape, sched);
+  state_ = csr_plan_state(ctx, SPARSEPORT_OP_SPMM, w, a, features, opt.variant, probe_shape, sched);
 }
 
 void SpmmPlan::run(const DenseView& b, const DenseMutView& c) {
@@ -88,11 +115,10 @@ SddmmPlan::SddmmPlan(const Context& ctx, const CsrView& a, int64_t features, con
                      const SchedulerOptions& sched)
     : ctx_(ctx), a_(a), features_(features), opt_(opt) {
   const std::string w = ops::where(ctx, SPARSEPORT_OP_SDDMM) + " (SddmmPlan)";
-  ops::check_csr(ctx, w, "A", a, /*plan=*/true);
   const int32_t vt = static_cast<int32_t>(a.value_type);
   const sparseport_sddmm_args probe_shape{ops::to_abi(a), {a.rows, features, features, nullptr, vt},
                                           {a.cols, features, features, nullptr, vt}, {a.nnz, 1, 1, nullptr, vt}};
-  state_ = plan_state(ctx, SPARSEPORT_OP_SDDMM, w, features, opt.variant, probe_shape, sched);
+  state_ = csr_plan_state(ctx, SPARSEPORT_OP_SDDMM, w, a, features, opt.variant, probe_shape, sched);
 }
 
 void SddmmPlan::run(const DenseView& x, const DenseView& y, const DenseMutView& out) {
@@ -108,7 +134,6 @@ AttentionPlan::AttentionPlan(const Context& ctx, const CsrView& a, int64_t featu
                              const SchedulerOptions& sched)
     : ctx_(ctx), a_(a), features_(features), opt_(opt) {
   const std::string w = ops::where(ctx, SPARSEPORT_OP_CSR_ATTENTION) + " (AttentionPlan)";
-  ops::check_csr(ctx, w, "A", a, /*plan=*/true);
   const int32_t vt = static_cast<int32_t>(a.value_type);
   const sparseport_attention_args probe_shape{ops::to_abi(a),
                                               {a.rows, features, features, nullptr, vt},
@@ -116,7 +141,7 @@ AttentionPlan::AttentionPlan(const Context& ctx, const CsrView& a, int64_t featu
                                               {a.cols, features, features, nullptr, vt},
                                               {a.rows, features, features, nullptr, vt},
                                               1.0};
-  state_ = plan_state(ctx, SPARSEPORT_OP_CSR_ATTENTION, w, features, opt.variant, probe_shape, sched);
+  state_ = csr_plan_state(ctx, SPARSEPORT_OP_CSR_ATTENTION, w, a, features, opt.variant, probe_shape, sched);
 }
 
 void AttentionPlan::run(const DenseView& q, const DenseView& k, const DenseView& v, const DenseMutView& out) {

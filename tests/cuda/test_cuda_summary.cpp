@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -30,6 +31,7 @@ namespace sm = sparseport::cuda::summary;
 
 constexpr uint32_t kSig = SPARSEPORT_SUMMARY_SIGNATURE;
 constexpr uint32_t kFeat = SPARSEPORT_SUMMARY_FEATURES;
+constexpr uint32_t kCheck = SPARSEPORT_SUMMARY_CHECK;
 constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 
 uint64_t seed_of(const std::string& name) { return sparseport::testing::case_seed("cuda_summary/" + name); }
@@ -190,6 +192,19 @@ std::vector<Case<I>> cases() {
 
 // ---- comparison ----------------------------------------------------------------------------------
 
+// The index check's verdict, in check_indices' order: rowptr[0], rowptr[rows], a decreasing row,
+// a column outside [0, cols).
+template <class I>
+int32_t first_problem(const HostCsr<I, float>& a) {
+  if (a.rowptr[0] != 0) return SPARSEPORT_INDEX_ROWPTR_START;
+  if (static_cast<int64_t>(a.rowptr[static_cast<size_t>(a.rows)]) != a.nnz()) return SPARSEPORT_INDEX_ROWPTR_END;
+  for (int64_t i = 0; i < a.rows; ++i)
+    if (a.rowptr[static_cast<size_t>(i) + 1] < a.rowptr[static_cast<size_t>(i)]) return SPARSEPORT_INDEX_ROWPTR_DECREASES;
+  for (const I c : a.colind)
+    if (c < 0 || static_cast<int64_t>(c) >= a.cols) return SPARSEPORT_INDEX_OUT_OF_RANGE;
+  return SPARSEPORT_INDEX_OK;
+}
+
 void expect_equal(const sparseport_csr_summary& got, const sparseport_csr_summary& want) {
   EXPECT_EQ(got.rows, want.rows);
   EXPECT_EQ(got.cols, want.cols);
@@ -270,6 +285,14 @@ class CudaSummary : public ::testing::Test {
         expect_equal(got, expected);
         if ((want & kFeat) == 0) expect_no_features(got);
       }
+      // With CHECK: the same signature, and the index check's verdict (ABI 1.4).
+      const sparseport_csr_summary checked = call_slot(ctx_, dev, kSig | kCheck);
+      const sparseport_csr_summary sig = sch::summarize_host(host, kSig);
+      EXPECT_EQ(checked.rowptr_hash, sig.rowptr_hash);
+      EXPECT_EQ(checked.colind_hash, sig.colind_hash);
+      expect_no_features(checked);
+      EXPECT_EQ(checked.index_checked, 1);
+      EXPECT_EQ(checked.index_problem, first_problem(a));
       // The scheduler's entry point takes the slot too.
       expect_equal(sch::summarize(ctx_.plugin(), ctx_.exec(), dev, kSig | kFeat), sch::summarize_host(host, kSig | kFeat));
     }
@@ -300,5 +323,51 @@ TEST_F(CudaSummary, RefusesMissingAndHostPointers) {
   // The context still works, and the result is the host's.
   expect_equal(call_slot(ctx_, dev, kSig | kFeat), sch::summarize_host(on_host, kSig | kFeat));
 }
+
+// CHECK on broken matrices: each kind of violation alone, at the start, in the middle and at the
+// end of a matrix large enough that the kernel's loops wrap, and several at once (the first kind
+// in check_indices' order wins). The signature hashes stay the host's whatever the contents.
+template <class I>
+void check_broken(const Context& ctx) {
+  GenOptions pattern;
+  pattern.pattern = true;
+  const HostCsr<I, float> good = generate<I, float>("er:400000:0.00001", pattern);  // about 1.6M entries
+  const int64_t n = good.nnz(), m = good.rows;
+  ASSERT_GT(n, 1000000);
+  std::vector<std::pair<std::string, std::function<void(HostCsr<I, float>&)>>> edits = {
+      {"valid", [](HostCsr<I, float>&) {}},
+      {"rowptr[0] = 1", [](HostCsr<I, float>& a) { a.rowptr[0] = 1; }},
+      {"rowptr[rows] = nnz - 1", [&](HostCsr<I, float>& a) { a.rowptr[static_cast<size_t>(m)] -= 1; }},
+      {"rowptr decreases at row 1", [](HostCsr<I, float>& a) { a.rowptr[1] = a.rowptr[2] + 1; }},
+      {"rowptr decreases in the middle", [&](HostCsr<I, float>& a) { a.rowptr[static_cast<size_t>(m / 2)] = 0; }},
+      {"rowptr decreases at the last row",
+       [&](HostCsr<I, float>& a) { a.rowptr[static_cast<size_t>(m - 1)] = static_cast<I>(n + 1); }},
+      {"column -1 first", [](HostCsr<I, float>& a) { a.colind[0] = -1; }},
+      {"column == cols in the middle", [&](HostCsr<I, float>& a) { a.colind[static_cast<size_t>(n / 2)] = static_cast<I>(a.cols); }},
+      {"column far out at the end", [&](HostCsr<I, float>& a) { a.colind.back() = std::numeric_limits<I>::max(); }},
+      {"a bad column and a decreasing row", [&](HostCsr<I, float>& a) {
+         a.colind[7] = -5;
+         a.rowptr[static_cast<size_t>(m / 3)] = 0;
+       }},
+  };
+  for (const auto& [what, edit] : edits) {
+    SCOPED_TRACE(what + (sizeof(I) == 8 ? " (int64)" : " (int32)"));
+    HostCsr<I, float> a = good;
+    edit(a);
+    const Buffer rowptr = upload(ctx, a.rowptr), colind = upload(ctx, a.colind);
+    const sparseport_csr dev = abi_of(a, rowptr.data(), colind.data());
+    const sparseport_csr_summary want = sch::summarize_host(abi_of(a, a.rowptr.data(), a.colind.data()), kSig);
+    for (int rep = 0; rep < 2; ++rep) {  // the accumulators are left clean for the next call
+      const sparseport_csr_summary got = call_slot(ctx, dev, kSig | kCheck);
+      EXPECT_EQ(got.index_checked, 1);
+      EXPECT_EQ(got.index_problem, first_problem(a));
+      EXPECT_EQ(got.rowptr_hash, want.rowptr_hash);
+      EXPECT_EQ(got.colind_hash, want.colind_hash);
+    }
+  }
+}
+
+TEST_F(CudaSummary, CheckFindsEachViolationInt32) { check_broken<int32_t>(ctx_); }
+TEST_F(CudaSummary, CheckFindsEachViolationInt64) { check_broken<int64_t>(ctx_); }
 
 }  // namespace

@@ -5,7 +5,10 @@
 // (off), each call waited for; the difference is the check: its kernel, its 32-byte copy back and
 // the synchronisation it adds. The spmm's own GPU time comes from CUDA events over queued calls.
 // A second table times the plugin's summarize_csr slot (the scheduler's view of A) per call, with
-// want = SIGNATURE (the cache-hit path) and SIGNATURE | FEATURES.
+// want = SIGNATURE (the cache-hit path), SIGNATURE | CHECK (what a plan's construction asks since
+// the check rides on that pass) and SIGNATURE | FEATURES. A third times SpmmPlan's construction
+// (a decision-cache hit after the first) with the check (once) and without (off): the difference
+// is what validation once per plan costs, to set against one spmm.
 //   validation_cost [F] [SPEC...]   (default F = 32, rmat:16:16 er:100000:0.0001 band:1000000:1)
 #include <cuda_runtime_api.h>
 
@@ -61,7 +64,7 @@ int main(int argc, char** argv) {
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
-  std::vector<std::string> summary_rows;
+  std::vector<std::string> summary_rows, plan_rows;
   std::printf("| graph | rows | nnz | F | variant | spmm GPU us | spmm call us (off) | call us (always) | check us | check / spmm GPU | check / spmm call |\n");
   std::printf("|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|\n");
   for (const std::string& spec : specs) {
@@ -122,14 +125,45 @@ int main(int argc, char** argv) {
         one();
         return median_wall(kReps, one) * 1e6;
       };
-      char line[256];
-      std::snprintf(line, sizeof line, "| %s | %lld | %lld | %.1f | %.1f |", spec.c_str(), static_cast<long long>(h.rows),
-                    static_cast<long long>(h.nnz()), summary_us(SPARSEPORT_SUMMARY_SIGNATURE),
+      // Interleaved, as above; medians of the five rounds' medians.
+      std::vector<double> sig, chk;
+      for (int r = 0; r < 5; ++r) {
+        sig.push_back(summary_us(SPARSEPORT_SUMMARY_SIGNATURE));
+        chk.push_back(summary_us(SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_CHECK));
+      }
+      std::sort(sig.begin(), sig.end());
+      std::sort(chk.begin(), chk.end());
+      char line[320];
+      std::snprintf(line, sizeof line, "| %s | %lld | %lld | %.1f | %.1f | %.1f | %.1f %% | %.1f |", spec.c_str(),
+                    static_cast<long long>(h.rows), static_cast<long long>(h.nnz()), sig[2], chk[2], chk[2] - sig[2],
+                    100 * (chk[2] - sig[2]) * 1e-6 / gpu,
                     summary_us(SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_FEATURES));
       summary_rows.push_back(line);
     }
+
+    // SpmmPlan's construction, validate once (the check rides on the signature pass) vs off.
+    std::vector<double> plan_off, plan_once;
+    auto build = [&] { SpmmPlan p(ctx, a, F); };
+    for (int r = 0; r < 5; ++r) {
+      ctx.set_validate(ValidateMode::off);
+      plan_off.push_back(median_wall(kReps / 5, build));
+      ctx.set_validate(ValidateMode::once);
+      plan_once.push_back(median_wall(kReps / 5, build));
+    }
+    std::sort(plan_off.begin(), plan_off.end());
+    std::sort(plan_once.begin(), plan_once.end());
+    const double extra = plan_once[2] - plan_off[2];
+    char pl[320];
+    std::snprintf(pl, sizeof pl, "| %s | %lld | %.1f | %.1f | %.1f | %.1f %% | %.1f %% |", spec.c_str(),
+                  static_cast<long long>(h.nnz()), plan_off[2] * 1e6, plan_once[2] * 1e6, extra * 1e6,
+                  100 * extra / gpu, 100 * extra / t_off);
+    plan_rows.push_back(pl);
   }
-  std::printf("\n| graph | rows | nnz | summarize_csr SIGNATURE us | SIGNATURE + FEATURES us |\n|---|---:|---:|---:|---:|\n");
+  std::printf("\n| graph | rows | nnz | summarize_csr SIGNATURE us | SIGNATURE + CHECK us | check us | check / spmm GPU | "
+              "SIGNATURE + FEATURES us |\n|---|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const std::string& r : summary_rows) std::printf("%s\n", r.c_str());
+  std::printf("\n| graph | nnz | SpmmPlan us (validate off) | SpmmPlan us (once) | check us | check / spmm GPU | "
+              "check / spmm call |\n|---|---:|---:|---:|---:|---:|---:|\n");
+  for (const std::string& r : plan_rows) std::printf("%s\n", r.c_str());
   return 0;
 }
