@@ -7,8 +7,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <iostream>
 #include <limits>
 #include <random>
 #include <string>
@@ -99,14 +102,77 @@ HostDense<V> to_host(const Context& ctx, const DevDense<V>& d) {
   return h;
 }
 
+// ---- test scale ---------------------------------------------------------------------------------
+
+// SPARSEPORT_TEST_SCALE, a number in (0, 1], default 1: the factor by which the tests with large
+// inputs shrink them (tests/cuda/gpu_check.sh sets 0.1 under compute-sanitizer, where a test's
+// time follows the work its kernels do). Each such test keeps what it is about: its sizes have
+// floors that keep a mega-row over several CTAs and chunks, a hub above the hub threshold, and so
+// on (a comment per test gives the numbers at 0.1); a test whose input size is the point keeps it
+// and thins its loops instead (fewer variants, reductions or knob settings, keeping the edge
+// cases). Scale 1 (CTest) runs the full tests.
+// Unset or empty means 1; anything else but a number in (0, 1] is refused.
+inline double parse_test_scale(const char* text) {
+  if (text == nullptr || *text == '\0') return 1.0;
+  char* end = nullptr;
+  errno = 0;
+  const double s = std::strtod(text, &end);
+  if (end == text || *end != '\0' || errno != 0 || !(s > 0.0 && s <= 1.0))
+    throw InvalidArgument(std::string("SPARSEPORT_TEST_SCALE='") + text +
+                          "' is not a number in (0, 1] (the factor by which the CUDA tests shrink their large "
+                          "inputs; unset means 1, the full tests)");
+  return s;
+}
+
+// Read once (an invalid value throws on every call).
+inline double test_scale() {
+  static const double scale = parse_test_scale(std::getenv("SPARSEPORT_TEST_SCALE"));
+  return scale;
+}
+
+inline bool full_scale() { return test_scale() == 1.0; }
+
+// n at full scale; below it n times the scale, at least `at_least` (and at most n).
+inline int64_t scaled(int64_t n, int64_t at_least) {
+  if (full_scale()) return n;
+  const auto s = static_cast<int64_t>(std::llround(static_cast<double>(n) * test_scale()));
+  return std::min(n, std::max(at_least, s));
+}
+
+// The whole loop at full scale; below it only `kept`, the cases the caller picks from `full`.
+template <class T>
+std::vector<T> thinned(std::vector<T> full, std::vector<T> kept) {
+  return full_scale() ? full : kept;
+}
+
+// Reads the scale before the first test and prints it once per process, so that a log shows it;
+// an invalid value is a fatal failure of the global set-up (GoogleTest then skips every test and
+// the program fails). Registered by one source file of each test program
+// (::testing::AddGlobalTestEnvironment).
+class ScaleEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override {
+    double s = 1.0;
+    try {
+      s = test_scale();
+    } catch (const std::exception& e) {
+      GTEST_FAIL() << e.what() << "; so every test is skipped";
+    }
+    std::cout << "[ scale    ] SPARSEPORT_TEST_SCALE=" << s
+              << (s == 1.0 ? " (full-size inputs)" : " (large inputs shrunk: tests/cuda/cuda_test.hpp)") << std::endl;
+  }
+};
+
 // ---- inputs -------------------------------------------------------------------------------------
 
 // rows x cols with one mega-row of about `mega` of the entries, a few hubs (50 to 210 entries,
 // some above the hub threshold 256 when hub_deg is set), a fifth of the rows empty, the rest of
-// degree 1..8; columns random, unsorted, repeats allowed.
+// degree 1..8; columns random, unsorted, repeats allowed. While fewer than `min_hubs` rows of
+// hub_deg entries have been drawn, a row drawn with entries gets hub_deg instead; the random draws
+// stay the same, so min_hubs = 0 gives the inputs of before.
 template <class I, class V>
 HostCsr<I, V> skewed_csr(int64_t rows, int64_t cols, int64_t nnz_target, double mega, uint64_t seed,
-                         bool with_values = true, int64_t hub_deg = 600) {
+                         bool with_values = true, int64_t hub_deg = 600, int64_t min_hubs = 0) {
   std::mt19937_64 rng(seed);
   std::vector<int64_t> deg(static_cast<size_t>(rows), 0);
   const int64_t mega_row = rows / 3;
@@ -114,10 +180,17 @@ HostCsr<I, V> skewed_csr(int64_t rows, int64_t cols, int64_t nnz_target, double 
   deg[static_cast<size_t>(mega_row)] = placed;
   std::uniform_int_distribution<int64_t> small(1, 8);
   std::uniform_real_distribution<double> u(0.0, 1.0);
+  int64_t hubs = 0;
   for (int64_t i = 0; i < rows && placed < nnz_target; ++i) {
     if (i == mega_row) continue;
     const double x = u(rng);
-    int64_t d = x < 0.2 ? 0 : (x < 0.22 ? 50 + small(rng) * 20 : (x < 0.225 ? hub_deg : small(rng)));
+    bool hub = x >= 0.22 && x < 0.225;
+    int64_t d = x < 0.2 ? 0 : (x < 0.22 ? 50 + small(rng) * 20 : (hub ? hub_deg : small(rng)));
+    if (d > 0 && !hub && hubs < min_hubs) {
+      d = hub_deg;
+      hub = true;
+    }
+    hubs += hub ? 1 : 0;
     d = std::min(d, nnz_target - placed);
     deg[static_cast<size_t>(i)] = d;
     placed += d;
@@ -136,6 +209,23 @@ HostCsr<I, V> skewed_csr(int64_t rows, int64_t cols, int64_t nnz_target, double 
     a.rowptr[static_cast<size_t>(i) + 1] = static_cast<I>(a.colind.size());
   }
   return a;
+}
+
+// A size at full scale, or its floor.
+struct Size {
+  int64_t rows, cols, nnz;
+};
+
+// The hubs (rows of 600 entries) a skewed_csr must have: none asked for at full scale (the inputs
+// of before), two below it (in an input of a few thousand entries a hub would otherwise be luck).
+inline int64_t scaled_hubs() { return full_scale() ? 0 : 2; }
+
+// skewed_csr of size `full` at full scale; below it each of rows, cols and nnz times the scale, at
+// least its floor, with scaled_hubs() hubs.
+template <class I, class V>
+HostCsr<I, V> scaled_skewed_csr(Size full, Size at_least, double mega, uint64_t seed, bool with_values = true) {
+  return skewed_csr<I, V>(scaled(full.rows, at_least.rows), scaled(full.cols, at_least.cols),
+                          scaled(full.nnz, at_least.nnz), mega, seed, with_values, 600, scaled_hubs());
 }
 
 using sparseport_test::Expected;

@@ -15,9 +15,14 @@
 #   filter SAN_FILTER narrows it by hand), SAN_SHARDS (default 8) processes per tool, each one
 #   GoogleTest shard of the program, the tools side by side
 #   (SAN_PARALLEL=0: one after another), each under SAN_TIMEOUT seconds (default 300, cut to the
-#   budget left); SAN_PRINT_LIMIT (default 100) caps the reports printed per tool. $OUT/<tool>.log
-#   holds each tool's log; one summary line per tool gives its error (racecheck: hazard) count, the
-#   tests' result and the wall seconds.
+#   budget left); SAN_PRINT_LIMIT (default 100) caps the reports printed per tool. The programs run
+#   with SPARSEPORT_TEST_SCALE=$SAN_TEST_SCALE (default 0.1): the tests with large inputs shrink
+#   them by that factor, down to floors that keep each input past the kernels' thresholds (a
+#   mega-row over several CTAs and chunks, hubs above the hub threshold; tests/cuda/cuda_test.hpp),
+#   and the few whose size is the point keep it and thin their loops, since under the tools a
+#   test's time follows the work its kernels do; SAN_TEST_SCALE=1 runs the full tests, as CTest. $OUT/<tool>.log holds each tool's log; one summary line per tool gives
+#   its error (racecheck: hazard) count, the tests' result, the scale the programs read and the
+#   wall seconds.
 set -u
 BUDGET=${1:-460}
 shift || true
@@ -56,6 +61,7 @@ SAN_PARALLEL=${SAN_PARALLEL:-1}
 SAN_PRINT_LIMIT=${SAN_PRINT_LIMIT:-100}
 SAN_FILTER=${SAN_FILTER:-}
 SAN_SHARDS=${SAN_SHARDS:-8}
+SAN_TEST_SCALE=${SAN_TEST_SCALE:-0.1}
 # Also left out, by name (a negative filter: every other test runs, new ones included): the two
 # tests whose cudaMalloc of twice the device / 512 GiB fails on purpose. compute-sanitizer reports
 # every failing CUDA API call as an error ("Program hit cudaErrorMemoryAllocation ... on CUDA API
@@ -101,8 +107,9 @@ san_one() {
     for ((shard = 0; shard < SAN_SHARDS; ++shard)); do
       # SPARSEPORT_TEST_RUNS=2: the determinism tests repeat each launch twice, not five times
       # (test_cuda_determinism.cpp); the repeats reach no new code under the tools.
+      # SPARSEPORT_TEST_SCALE: large inputs shrunk (see the header).
       GTEST_TOTAL_SHARDS=$SAN_SHARDS GTEST_SHARD_INDEX=$shard OMP_WAIT_POLICY=passive SPARSEPORT_TEST_RUNS=2 \
-        SPARSEPORT_CACHE_DIR="$B/sanitize-cache/$tool-$shard" \
+        SPARSEPORT_TEST_SCALE="$SAN_TEST_SCALE" SPARSEPORT_CACHE_DIR="$B/sanitize-cache/$tool-$shard" \
         timeout -k 15 "$left" stdbuf -oL -eL "$SAN" "${opts[@]}" "$B/$bin" ${filter[@]+"${filter[@]}"} \
         >"$log.shard$shard" 2>&1 &
     done
@@ -120,9 +127,9 @@ san_one() {
   echo "$rc $(($(date +%s) - t0))" >"$san_tmp/$tool"
 }
 
-# One line per tool: findings, the tests' result, rc and wall seconds; then its first reports.
+# One line per tool: findings, the tests' result, the scale, rc and wall seconds; then its first reports.
 san_summary() {
-  local tool=$1 log="$OUT/$1.log" rc secs found tests
+  local tool=$1 log="$OUT/$1.log" rc secs found tests scale
   read -r rc secs <"$san_tmp/$tool" || { rc='?'; secs='?'; }
   if [ "$tool" = racecheck ]; then
     # "RACECHECK SUMMARY: 3 hazards displayed (1 error, 2 warnings)", once per program
@@ -135,6 +142,8 @@ san_summary() {
   [ -z "$found" ] && found="no summary (did not finish)"
   tests=$(grep -Eo '^\[  (PASSED|FAILED|SKIPPED) +\] [0-9]+ tests?' "$log" |
     awk '{n[$2] += $4} END {for (k in n) printf "%s%d %s", (s++ ? ", " : ""), n[k], tolower(k)}')
+  # As each process printed it ("[ scale    ] SPARSEPORT_TEST_SCALE=0.1 (...)", cuda_test.hpp).
+  scale=$(grep -Eo '^\[ scale +\] SPARSEPORT_TEST_SCALE=[^ ]+' "$log" | sed 's/.*=//' | sort -u | paste -sd, -)
   local why=""
   [ "$rc" = 124 ] || [ "$rc" = 137 ] && why=" (timed out)"
   [ "$rc" = "$SAN_EXITCODE" ] && why=" (findings)"
@@ -148,8 +157,9 @@ san_summary() {
       close_report(); head = $0; where = $0; next }
     head != "" && where == head { where = where " " $0; close_report() }
     END { close_report(); printf "%d %d", o, v }' "$log")
-  printf '== %s: %s; reports in our kernels: %s, in cuSPARSE: %s; tests: %s; rc %s%s; %s s wall; log %s\n' "$tool" \
-    "$found" "${counts% *}" "${counts#* }" "${tests:-none ran}" "$rc" "$why" "$secs" "$log"
+  printf '== %s: %s; reports in our kernels: %s, in cuSPARSE: %s; tests: %s; test scale %s; rc %s%s; %s s wall; log %s\n' \
+    "$tool" "$found" "${counts% *}" "${counts#* }" "${tests:-none ran}" "${scale:-not printed (asked: $SAN_TEST_SCALE)}" \
+    "$rc" "$why" "$secs" "$log"
   [ -f "$san_tmp/$tool.ours" ] && head -n 8 "$san_tmp/$tool.ours"
 }
 
@@ -166,7 +176,7 @@ sanitize() {
     [ -x "$B/$bin" ] || { echo "== sanitize: $B/$bin is not built (run the build step)"; return 0; }
   done
   san_tmp=$(mktemp -d)
-  echo "== sanitize:$SAN_TOOLS on $SAN_TESTS, ${SAN_FILTER:+the tests $SAN_FILTER}${SAN_FILTER:-every test}; limit ${limit}s per tool, $([ "$SAN_PARALLEL" = 1 ] && echo "side by side" || echo "one after another"), started at ${SECONDS}s"
+  echo "== sanitize:$SAN_TOOLS on $SAN_TESTS, ${SAN_FILTER:+the tests $SAN_FILTER}${SAN_FILTER:-every test}; SPARSEPORT_TEST_SCALE=$SAN_TEST_SCALE; limit ${limit}s per tool, $([ "$SAN_PARALLEL" = 1 ] && echo "side by side" || echo "one after another"), started at ${SECONDS}s"
   echo "   $SAN_FAULT_NOTE"
   [ -n "$SAN_EXCLUDE" ] && echo "   also left out: $SAN_EXCLUDE (cudaMalloc fails on purpose: a CUDA API error to the sanitizer)"
   for tool in $SAN_TOOLS; do

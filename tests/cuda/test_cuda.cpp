@@ -3,8 +3,9 @@
 // adversarial inputs (a mega-row split across CTAs and chunks, hubs, empty rows, repeated and
 // unsorted columns, patterns, int64 indices, F not a multiple of 4, misaligned rows), host
 // pointers refused with the op and the argument named, and plans built once and dropped when
-// their matrix changes. Without a GPU (CI) every test but the first skips and says why; the first
-// then checks that the plugin reports the missing device clearly.
+// their matrix changes. Without a GPU (CI) every test but the first two skips and says why; those
+// check the parsing of SPARSEPORT_TEST_SCALE (cuda_test.hpp) and that the plugin reports the
+// missing device clearly.
 #include <cstring>
 #include <numeric>
 
@@ -33,7 +34,28 @@ sparseport_cuda_diagnostics diagnostics(const Context& ctx) {
 
 bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
+// SPARSEPORT_TEST_SCALE, read and printed before the first test of the program (cuda_test.hpp).
+[[maybe_unused]] const ::testing::Environment* const kScale =
+    ::testing::AddGlobalTestEnvironment(new ScaleEnvironment);
+
 // ---- without a GPU ---------------------------------------------------------------------------
+
+TEST(CudaTestScale, OnlyNumbersInZeroToOneAreAccepted) {
+  EXPECT_EQ(parse_test_scale(nullptr), 1.0);
+  EXPECT_EQ(parse_test_scale(""), 1.0);
+  EXPECT_EQ(parse_test_scale("1"), 1.0);
+  EXPECT_EQ(parse_test_scale("0.1"), 0.1);
+  EXPECT_EQ(parse_test_scale("2.5e-1"), 0.25);
+  for (const char* bad : {"abc", "0", "-0.1", "1.5", "0.1x", "0.1 ", "nan", "inf", "1e-400"}) {
+    try {
+      (void)parse_test_scale(bad);
+      ADD_FAILURE() << "SPARSEPORT_TEST_SCALE='" << bad << "' was accepted";
+    } catch (const InvalidArgument& e) {
+      const std::string want = std::string("SPARSEPORT_TEST_SCALE='") + bad + "' is not a number in (0, 1]";
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  }
+}
 
 TEST(CudaNoGpu, PluginSaysWhyItCannotRun) {
   const std::string why = no_gpu_reason();
@@ -161,8 +183,10 @@ struct Width {
   int64_t F, ldb, ldc, c_offset;
 };
 
+// Every variant of spmm, or those of `only` when it is not empty.
 template <class I, class V>
-void check_spmm(const Context& ctx, const HostCsr<I, V>& a, const std::vector<Width>& widths, uint64_t seed) {
+void check_spmm(const Context& ctx, const HostCsr<I, V>& a, const std::vector<Width>& widths, uint64_t seed,
+                const std::vector<std::string>& only = {}) {
   const auto rows = entries_by_row(a);
   const auto da = to_device(ctx, a);
   for (const Width& w : widths) {
@@ -186,7 +210,7 @@ void check_spmm(const Context& ctx, const HostCsr<I, V>& a, const std::vector<Wi
         HostDense<V> start = c0;
         // beta == 0 must ignore C's old contents, NaN included.
         if (s.beta == 0.0) std::fill(start.data.begin(), start.data.end(), std::numeric_limits<V>::quiet_NaN());
-        for (const std::string& v : variants(SPARSEPORT_OP_SPMM)) {
+        for (const std::string& v : only.empty() ? variants(SPARSEPORT_OP_SPMM) : only) {
           SCOPED_TRACE(v + ", F " + std::to_string(F) + ", ldb " + std::to_string(w.ldb) + ", ldc " +
                        std::to_string(w.ldc) + ", C offset " + std::to_string(w.c_offset) + ", " + name(r) +
                        ", alpha " + std::to_string(s.alpha) + ", beta " + std::to_string(s.beta) + ", seed " +
@@ -204,29 +228,38 @@ void check_spmm(const Context& ctx, const HostCsr<I, V>& a, const std::vector<Wi
   }
 }
 
+// At full scale 3000 x 2500 with 20000 entries: a mega-row of 8000 (16 CTA items of
+// spmm.hub_split, about 63 chunks of spmm.nnz_balanced), hubs of 600. At 0.1 the floor, 600 x 500
+// with 4000: a mega-row of 1600, still 4 items of 512 (hub_split below 4 M entries: items of 512,
+// threshold 64, x 4 or x 2 with teams of slices) and about 13 chunks of 128 (nnz_balanced's
+// minimum), 3 hubs of 600 (2 items each), and every width still picks its own lane shape.
 TEST(CudaSpmm, EveryVariantFloatInt32) {
   CUDA_TEST_REQUIRE_GPU();
   Context ctx = Context::create("cuda");
-  const auto a = skewed_csr<int32_t, float>(3000, 2500, 20000, 0.4, kSeed + 10);
+  const auto a = scaled_skewed_csr<int32_t, float>({3000, 2500, 20000}, {600, 500, 4000}, 0.4, kSeed + 10);
   check_spmm(ctx, a,
              {{1, 1, 1, 0}, {13, 13, 13, 0}, {16, 16, 16, 0}, {32, 32, 32, 0}, {64, 64, 64, 0}, {256, 256, 256, 0},
               {32, 36, 33, 1}},
              kSeed + 10);
 }
 
+// Sizes as EveryVariantFloatInt32's (at 0.1: a mega-row of 1600 in 4000 entries, 2 hubs of 600).
 TEST(CudaSpmm, EveryVariantDoubleInt64Pattern) {
   CUDA_TEST_REQUIRE_GPU();
   Context ctx = Context::create("cuda");
-  const auto a = skewed_csr<int64_t, double>(3000, 2500, 20000, 0.4, kSeed + 20, false);
+  const auto a = scaled_skewed_csr<int64_t, double>({3000, 2500, 20000}, {600, 500, 4000}, 0.4, kSeed + 20, false);
   check_spmm(ctx, a, {{1, 1, 1, 0}, {16, 16, 16, 0}, {64, 64, 64, 0}}, kSeed + 20);
 }
 
+// 12000 entries, a mega-row of 3600. At 0.1 the floor, 500 x 450 with 4000: a mega-row of 1200,
+// still 3 hub_split items of 512 and about 10 nnz_balanced chunks, 2 or 3 hubs of 600.
 TEST(CudaSpmm, EveryVariantMixedTypes) {
   CUDA_TEST_REQUIRE_GPU();
   Context ctx = Context::create("cuda");
-  check_spmm(ctx, skewed_csr<int64_t, float>(2000, 1800, 12000, 0.3, kSeed + 30), {{32, 32, 32, 0}}, kSeed + 30);
-  check_spmm(ctx, skewed_csr<int32_t, double>(2000, 1800, 12000, 0.3, kSeed + 40), {{13, 13, 13, 0}, {64, 68, 64, 0}},
-             kSeed + 40);
+  const Size full{2000, 1800, 12000}, at_least{500, 450, 4000};
+  check_spmm(ctx, scaled_skewed_csr<int64_t, float>(full, at_least, 0.3, kSeed + 30), {{32, 32, 32, 0}}, kSeed + 30);
+  check_spmm(ctx, scaled_skewed_csr<int32_t, double>(full, at_least, 0.3, kSeed + 40),
+             {{13, 13, 13, 0}, {64, 68, 64, 0}}, kSeed + 40);
 }
 
 // spmm.hub_split gives each regular row a team of slices when m x G lanes cannot fill the GPU,
@@ -235,25 +268,43 @@ TEST(CudaSpmm, EveryVariantMixedTypes) {
 // ~10 take S = 2 at F = 32 (on 132 SMs); F >= 96 runs whole-warp groups. Most rows have fewer
 // entries than slices, so empty slices are exercised too, and the threshold grows with S (rows of
 // 50-210 entries stay in the teams). Three tests, so that sharded runs can put them side by side.
+// At 0.1 the 1500 x 1200 matrix (30565 entries, a mega-row of 16000) is the floor, 250 x 200 with
+// 6000 entries: still tiny (S = 4 / 2 / whole warps as above), a mega-row of 2400 (5 items of 512
+// above the team's threshold), 4 hubs of 600 and 4 rows of 50-210 entries.
+const Size kSmallFull{1500, 1200, 40000}, kSmallFloor{250, 200, 6000};
+
 TEST(CudaSpmm, SmallMatricesTeamsOfSlices) {
   CUDA_TEST_REQUIRE_GPU();
   Context ctx = Context::create("cuda");
-  check_spmm(ctx, skewed_csr<int32_t, float>(1500, 1200, 40000, 0.4, kSeed + 45),
+  check_spmm(ctx, scaled_skewed_csr<int32_t, float>(kSmallFull, kSmallFloor, 0.4, kSeed + 45),
              {{32, 32, 32, 0}, {36, 36, 36, 0}, {64, 64, 64, 0}}, kSeed + 45);
 }
 
 TEST(CudaSpmm, SmallMatricesWholeWarpGroups) {
   CUDA_TEST_REQUIRE_GPU();
   Context ctx = Context::create("cuda");
-  check_spmm(ctx, skewed_csr<int32_t, float>(1500, 1200, 40000, 0.4, kSeed + 45),
+  check_spmm(ctx, scaled_skewed_csr<int32_t, float>(kSmallFull, kSmallFloor, 0.4, kSeed + 45),
              {{96, 96, 96, 0}, {128, 128, 128, 0}, {256, 256, 256, 0}}, kSeed + 45);
 }
 
+// The size is what picks the teams here: more than 32 x SMs rows (not tiny), mean degree 8 to 15.
+// Below full scale spmm.hub_split keeps such a size at F = 32 and 64 (at 0.1 the floor, 5000 rows
+// with 45000 entries: mean 9, not tiny on up to 156 SMs, so S = 2 still), and F = 128 and 256
+// (whole-warp groups at any size) run every variant on a scaled input (at 0.1 600 x 500 with 6000
+// entries: a mega-row of 2400, 5 items of 512 at threshold 64, hubs of 600).
 TEST(CudaSpmm, SmallMatricesTeamsOfSlicesDoubleInt64Pattern) {
   CUDA_TEST_REQUIRE_GPU();
   Context ctx = Context::create("cuda");
-  check_spmm(ctx, skewed_csr<int64_t, double>(6000, 5000, 60000, 0.4, kSeed + 46, false),
-             {{32, 32, 32, 0}, {64, 64, 64, 0}, {128, 128, 128, 0}, {256, 256, 256, 0}}, kSeed + 46);
+  const Size full{6000, 5000, 60000};
+  if (full_scale()) {
+    check_spmm(ctx, skewed_csr<int64_t, double>(6000, 5000, 60000, 0.4, kSeed + 46, false),
+               {{32, 32, 32, 0}, {64, 64, 64, 0}, {128, 128, 128, 0}, {256, 256, 256, 0}}, kSeed + 46);
+    return;
+  }
+  check_spmm(ctx, scaled_skewed_csr<int64_t, double>(full, {5000, 4200, 45000}, 0.4, kSeed + 46, false),
+             {{32, 32, 32, 0}, {64, 64, 64, 0}}, kSeed + 46, {"spmm.hub_split"});
+  check_spmm(ctx, scaled_skewed_csr<int64_t, double>(full, {600, 500, 6000}, 0.4, kSeed + 46, false),
+             {{128, 128, 128, 0}, {256, 256, 256, 0}}, kSeed + 46);
 }
 
 TEST(CudaSpmm, MatrixWithoutEntriesScalesC) {
@@ -309,16 +360,20 @@ void check_sddmm(const Context& ctx, const HostCsr<I, V>& a, uint64_t seed) {
   }
 }
 
+// 15000 entries, a mega-row of 6000 (one warp's row in sddmm.row_warp and vec4; nnz_balanced has
+// no size threshold). At 0.1 the floor, 400 x 300 with 3000: a mega-row of 1200, 2 hubs of 600.
+const Size kSddmmFull{2000, 1500, 15000}, kSddmmFloor{400, 300, 3000};
+
 TEST(CudaSddmm, EveryVariantFloatInt32) {
   CUDA_TEST_REQUIRE_GPU();
   Context ctx = Context::create("cuda");
-  check_sddmm(ctx, skewed_csr<int32_t, float>(2000, 1500, 15000, 0.4, kSeed + 60), kSeed + 60);
+  check_sddmm(ctx, scaled_skewed_csr<int32_t, float>(kSddmmFull, kSddmmFloor, 0.4, kSeed + 60), kSeed + 60);
 }
 
 TEST(CudaSddmm, EveryVariantDoubleInt64Pattern) {
   CUDA_TEST_REQUIRE_GPU();
   Context ctx = Context::create("cuda");
-  check_sddmm(ctx, skewed_csr<int64_t, double>(2000, 1500, 15000, 0.4, kSeed + 70, false), kSeed + 70);
+  check_sddmm(ctx, scaled_skewed_csr<int64_t, double>(kSddmmFull, kSddmmFloor, 0.4, kSeed + 70, false), kSeed + 70);
 }
 
 // ---- segment reductions ---------------------------------------------------------------------
@@ -326,8 +381,12 @@ TEST(CudaSddmm, EveryVariantDoubleInt64Pattern) {
 template <class I, class V>
 void check_segments(const Context& ctx, uint64_t seed, bool weighted) {
   // Destinations of a skewed CSR's entries in row order: sorted, with a mega-segment spanning many
-  // chunks, hub segments and empty ones.
-  const auto a = skewed_csr<I, V>(1500, 1200, 20000, 0.4, seed, weighted);
+  // chunks, hub segments and empty ones. 20000 messages, a mega-segment of 8000: about 63 chunks
+  // of 128 (the minimum of nnz_balanced and of the deterministic variants at this size), 157
+  // chunks and two fix-up passes in the deterministic ones. At 0.1 the floor, 450 x 360 with 6000
+  // (5526 and 6000 placed): a mega-segment of 2400, about 19 chunks; 44-47 chunks, still two
+  // fix-up passes.
+  const auto a = scaled_skewed_csr<I, V>({1500, 1200, 20000}, {450, 360, 6000}, 0.4, seed, weighted);
   const auto rows = entries_by_row(a);
   std::vector<I> idx;
   for (int64_t i = 0; i < a.rows; ++i)
@@ -460,13 +519,18 @@ TEST(CudaAttention, EveryVariantDoubleInt64) {
 
 // A small matrix with a mean degree of about 20: csr_attention.fused gives a row several slices
 // (each its own online softmax, merged by shuffles) at F = 32 and 64, one or two register tiles of
-// q, K and V per lane at 128 and 256, and several passes when Fv is wider than a tile.
+// q, K and V per lane at 128 and 256, and several passes when Fv is wider than a tile. Rows above
+// 64 entries (the threshold below 4 M entries once a row exceeds 256) go to CTA items of 256: the
+// mega-row of 16000 to 63. At 0.1 the floor, 250 x 200 with 6000 entries (mean degree 21-24, full
+// slices still): a mega-row of 2400, 10 items, and above kLongRow (1024), so the unfused softmax
+// still gives it a whole CTA; 3-4 hubs of 600.
 TEST(CudaAttention, SmallMatrixSlicesAndTiles) {
   CUDA_TEST_REQUIRE_GPU();
   Context ctx = Context::create("cuda");
-  check_attention(ctx, skewed_csr<int32_t, float>(1500, 1200, 40000, 0.4, kSeed + 120), {32, 64, 128, 256}, {32, 256},
-                  kSeed + 120);
-  check_attention(ctx, skewed_csr<int64_t, double>(1500, 1200, 40000, 0.4, kSeed + 130), {32, 64}, {64}, kSeed + 130);
+  check_attention(ctx, scaled_skewed_csr<int32_t, float>(kSmallFull, kSmallFloor, 0.4, kSeed + 120),
+                  {32, 64, 128, 256}, {32, 256}, kSeed + 120);
+  check_attention(ctx, scaled_skewed_csr<int64_t, double>(kSmallFull, kSmallFloor, 0.4, kSeed + 130), {32, 64}, {64},
+                  kSeed + 130);
 }
 
 // ---- structure ---------------------------------------------------------------------------------

@@ -128,12 +128,21 @@ template <class V>
   return ::testing::AssertionSuccess();
 }
 
-// A skewed CSR with mixed-magnitude values: a mega-row of `mega` of the entries, hubs, empty rows.
+// A skewed CSR with mixed-magnitude values: a mega-row of `mega` of the entries, hubs, empty rows
+// (at least min_hubs hubs of 600 entries: cuda_test.hpp's skewed_csr).
 template <class I, class V>
-HostCsr<I, V> racing_csr(int64_t rows, int64_t cols, int64_t nnz, double mega, uint64_t seed, bool values = true) {
-  HostCsr<I, V> a = skewed_csr<I, V>(rows, cols, nnz, mega, seed, values);
+HostCsr<I, V> racing_csr(int64_t rows, int64_t cols, int64_t nnz, double mega, uint64_t seed, bool values = true,
+                         int64_t min_hubs = 0) {
+  HostCsr<I, V> a = skewed_csr<I, V>(rows, cols, nnz, mega, seed, values, 600, min_hubs);
   if (values) mix_magnitudes(a.values, seed + 7, 3);
   return a;
+}
+
+// racing_csr at the test scale (as cuda_test.hpp's scaled_skewed_csr: floors, two hubs below full).
+template <class I, class V>
+HostCsr<I, V> scaled_racing_csr(Size full, Size at_least, double mega, uint64_t seed, bool values = true) {
+  return racing_csr<I, V>(scaled(full.rows, at_least.rows), scaled(full.cols, at_least.cols),
+                          scaled(full.nnz, at_least.nnz), mega, seed, values, scaled_hubs());
 }
 
 // ---- spmm ----------------------------------------------------------------------------------------
@@ -148,11 +157,13 @@ struct Scaling {
   double alpha, beta;
 };
 
-// Every deterministic choice, every reduction: kRuns runs (fresh C each time) give the same bits
-// and match the oracle; the scheduler's choice is flagged.
+// Every deterministic choice (or those of `choices` when it is not empty), every reduction: kRuns
+// runs (fresh C each time) give the same bits and match the oracle; the scheduler's choice is
+// flagged.
 template <class I, class V>
 void check_spmm(const Context& ctx, const HostCsr<I, V>& a, const std::vector<int64_t>& widths, uint64_t seed,
-                const std::vector<Reduce>& reduces = {std::begin(kReduces), std::end(kReduces)}) {
+                const std::vector<Reduce>& reduces = {std::begin(kReduces), std::end(kReduces)},
+                const std::vector<std::string>& choices = {}) {
   const auto rows = entries_by_row(a);
   const auto da = to_device(ctx, a);
   for (int64_t F : widths) {
@@ -173,7 +184,7 @@ void check_spmm(const Context& ctx, const HostCsr<I, V>& a, const std::vector<in
             want.value[k] = s.alpha * want.value[k] + s.beta * old;
             want.scale[k] = std::abs(s.alpha) * want.scale[k] + std::abs(s.beta * old);
           }
-        for (const std::string& v : deterministic_choices(SPARSEPORT_OP_SPMM)) {
+        for (const std::string& v : choices.empty() ? deterministic_choices(SPARSEPORT_OP_SPMM) : choices) {
           if (!spmm_applies(v, F, F, F)) continue;
           SCOPED_TRACE(shown(v) + ", F " + std::to_string(F) + ", " + name(r) + ", alpha " + std::to_string(s.alpha) +
                        ", beta " + std::to_string(s.beta) + ", seed " + std::to_string(seed));
@@ -199,35 +210,53 @@ void check_spmm(const Context& ctx, const HostCsr<I, V>& a, const std::vector<in
 }
 
 // A mega-row of 60% of 400k entries (split over several hundred CTAs by spmm.hub_split), hubs of
-// 600 entries, rows of 50-210 entries, a fifth of the rows empty.
+// 600 entries, rows of 50-210 entries, a fifth of the rows empty. Below 4 M entries the
+// deterministic hub_split cuts rows above 64 entries into items of 512 (at most 1024 a row) and
+// folds a split row's items in 8 ranges: the mega-row of 240000 takes 469 items. At 0.1 2000 x
+// 1500 with 40000 entries: a mega-row of 24000, still 47 items (every range of the fold holds
+// several), 9 hubs of 600 (2 items each, so ranges left empty too).
+const Size kRacingFull{20000, 15000, 400000}, kRacingFloor{1000, 750, 20000};
+
 TEST(CudaDeterminism, SpmmEveryDeterministicVariantAndReductionFloatInt32) {
   CUDA_TEST_REQUIRE_GPU();
   Isolated iso;
   const Context ctx = deterministic_context();
-  check_spmm(ctx, racing_csr<int32_t, float>(20000, 15000, 400000, 0.6, kSeed), {8, 32, 33}, kSeed);
+  check_spmm(ctx, scaled_racing_csr<int32_t, float>(kRacingFull, kRacingFloor, 0.6, kSeed), {8, 32, 33}, kSeed);
 }
 
+// 146733 entries, a mega-row of 75000 (147 items). At 0.1 the floor, 800 x 600 with 15000: a
+// mega-row of 7500, 15 items; 6 hubs of 600.
 TEST(CudaDeterminism, SpmmDoubleInt64Pattern) {
   CUDA_TEST_REQUIRE_GPU();
   Isolated iso;
   const Context ctx = deterministic_context();
-  check_spmm(ctx, racing_csr<int64_t, double>(8000, 6000, 150000, 0.5, kSeed + 1, false), {16, 64}, kSeed + 1);
+  check_spmm(ctx, scaled_racing_csr<int64_t, double>({8000, 6000, 150000}, {800, 600, 15000}, 0.5, kSeed + 1, false),
+             {16, 64}, kSeed + 1);
 }
 
 // Above 4 M entries hub_split's items and threshold are the large-input ones (2048 and 256). One
 // test per reduction, so that sharded runs (tests/cuda/gpu_check.sh) can put them side by side.
+// The size is the point (4.5 M entries; the mega-row of 2.25 M takes the 1024 items of the cap, of
+// 2198 entries), so it is kept at every scale; below full scale only spmm.hub_split runs, the one
+// variant whose kernels change above 4 M entries (the other variants, and the scheduler's choice,
+// run on the scaled input of SpmmEveryDeterministicVariantAndReductionFloatInt32): 2 x kRuns calls
+// instead of 12 x kRuns.
+std::vector<std::string> large_input_choices() { return thinned<std::string>({}, {"spmm.hub_split"}); }
+
 TEST(CudaDeterminism, SpmmLargeInputMegaRowSum) {
   CUDA_TEST_REQUIRE_GPU();
   Isolated iso;
   const Context ctx = deterministic_context();
-  check_spmm(ctx, racing_csr<int32_t, float>(300000, 200000, 4500000, 0.5, kSeed + 2), {8}, kSeed + 2, {Reduce::sum});
+  check_spmm(ctx, racing_csr<int32_t, float>(300000, 200000, 4500000, 0.5, kSeed + 2), {8}, kSeed + 2, {Reduce::sum},
+             large_input_choices());
 }
 
 TEST(CudaDeterminism, SpmmLargeInputMegaRowMax) {
   CUDA_TEST_REQUIRE_GPU();
   Isolated iso;
   const Context ctx = deterministic_context();
-  check_spmm(ctx, racing_csr<int32_t, float>(300000, 200000, 4500000, 0.5, kSeed + 2), {8}, kSeed + 2, {Reduce::max});
+  check_spmm(ctx, racing_csr<int32_t, float>(300000, 200000, 4500000, 0.5, kSeed + 2), {8}, kSeed + 2, {Reduce::max},
+             large_input_choices());
 }
 
 // The knobs that cut hub_split's work, and the operands' alignment (vec4 lanes or scalar lanes),
@@ -244,8 +273,10 @@ void check_hub_split_invariance(const Context& ctx, const HostCsr<I, V>& a, int6
     DevDense<V> dc = to_device(ctx, c0);
     spmm(ctx, da.view, db.view(), dc.mut(), opt);
     const HostDense<V> base = to_host(ctx, dc);
-    for (const char* t : {"1", "16", "64", "300", "5000", "1000000000"})
-      for (const char* chunk : {static_cast<const char*>(nullptr), "8", "64", "100000"}) {
+    // Below full scale the extremes only: every row a hub or none, the shortest items or whole
+    // rows.
+    for (const char* t : thinned<const char*>({"1", "16", "64", "300", "5000", "1000000000"}, {"1", "1000000000"}))
+      for (const char* chunk : thinned<const char*>({nullptr, "8", "64", "100000"}, {nullptr, "8", "100000"})) {
         ScopedEnv e1("SPARSEPORT_HUB_T", t), e2("SPARSEPORT_HUB_CHUNK", chunk);
         SCOPED_TRACE(std::string("SPARSEPORT_HUB_T=") + t + " SPARSEPORT_HUB_CHUNK=" + (chunk ? chunk : "(unset)"));
         dc = to_device(ctx, c0);
@@ -259,20 +290,26 @@ void check_hub_split_invariance(const Context& ctx, const HostCsr<I, V>& a, int6
   }
 }
 
+// Inputs of 400000 (a mega-row of 240000: 469 items) and 94944 entries (48000: 94 items). At 0.1
+// 40000 (24000: 47 items) and the floor, 500 x 400 with 10099 (4800: 10 items), 10 and 4 hubs of
+// 600; the knobs' loops thinned to their extremes (6 settings instead of 24).
 TEST(CudaDeterminism, HubSplitIgnoresItsKnobsAndTheAlignment) {
   CUDA_TEST_REQUIRE_GPU();
   Isolated iso;
   const Context ctx = deterministic_context();
-  check_hub_split_invariance(ctx, racing_csr<int32_t, float>(20000, 15000, 400000, 0.6, kSeed + 3), 32, kSeed + 3);
-  check_hub_split_invariance(ctx, racing_csr<int64_t, double>(5000, 4000, 120000, 0.4, kSeed + 4), 12, kSeed + 4);
+  check_hub_split_invariance(ctx, scaled_racing_csr<int32_t, float>(kRacingFull, kRacingFloor, 0.6, kSeed + 3), 32,
+                             kSeed + 3);
+  check_hub_split_invariance(
+      ctx, scaled_racing_csr<int64_t, double>({5000, 4000, 120000}, {500, 400, 12000}, 0.4, kSeed + 4), 12, kSeed + 4);
 }
 
 // Two contexts (as two runs of a program), one made deterministic by SPARSEPORT_DETERMINISTIC=1
-// when it was created: the same variant, the same bits; a plan too.
+// when it was created: the same variant, the same bits; a plan too. Sizes as
+// SpmmEveryDeterministicVariantAndReductionFloatInt32's (at 0.1 40000 entries, 47 items).
 TEST(CudaDeterminism, EnvironmentContextAndPlansGiveTheSameBits) {
   CUDA_TEST_REQUIRE_GPU();
   Isolated iso;
-  const auto a = racing_csr<int32_t, float>(20000, 15000, 400000, 0.6, kSeed + 5);
+  const auto a = scaled_racing_csr<int32_t, float>(kRacingFull, kRacingFloor, 0.6, kSeed + 5);
   const int64_t F = 32;
   const HostDense<float> b = mixed_dense<float>(a.cols, F, F, kSeed + 6);
   std::vector<HostDense<float>> results;
@@ -339,12 +376,13 @@ TEST(CudaDeterminism, NamedVariantsThatAreNotDeterministicAreRefused) {
 
 // ---- segment reductions ----------------------------------------------------------------------------
 
-// Runs `call(choice, out)` kRuns times per deterministic choice of op: the same bits every time,
-// at ld F and at ld F + 1 (other lane shapes), and the oracle's values.
+// Runs `call(choice, out)` kRuns times per deterministic choice of op (the scheduler's alone when
+// scheduler_only): the same bits every time, at ld F and at ld F + 1 (other lane shapes), and the
+// oracle's values.
 template <class V, class Call>
 void check_reduction(const Context& ctx, sparseport_op op, int64_t n_out, int64_t F, const Expected& want,
-                     const Call& call, const std::string& what) {
-  for (const std::string& v : deterministic_choices(op)) {
+                     const Call& call, const std::string& what, bool scheduler_only = false) {
+  for (const std::string& v : scheduler_only ? std::vector<std::string>{""} : deterministic_choices(op)) {
     SCOPED_TRACE(what + ", " + shown(v) + ", F " + std::to_string(F));
     std::optional<HostDense<V>> first;
     for (int64_t ld : {F, F + 1}) {
@@ -368,9 +406,12 @@ void check_reduction(const Context& ctx, sparseport_op op, int64_t n_out, int64_
 
 // Sorted destinations: the rows of a skewed CSR (a mega-segment over thousands of chunks, segments
 // of 50-600 messages crossing chunk boundaries, empty ones). gather_scatter on the same edges.
+// Every reduction, or those of `reduces`; every deterministic choice, or the scheduler's alone.
 template <class I, class V>
-void check_segments(const Context& ctx, int64_t E, int64_t F, uint64_t seed, bool weighted) {
-  const auto a = racing_csr<I, V>(E / 20, E / 25, E, 0.55, seed, weighted);
+void check_segments(const Context& ctx, int64_t E, int64_t F, uint64_t seed, bool weighted,
+                    const std::vector<Reduce>& reduces = {std::begin(kReduces), std::end(kReduces)},
+                    bool scheduler_only = false) {
+  const auto a = racing_csr<I, V>(E / 20, E / 25, E, 0.55, seed, weighted, scaled_hubs());
   const auto rows = entries_by_row(a);
   std::vector<I> idx;
   for (int64_t i = 0; i < a.rows; ++i)
@@ -388,7 +429,7 @@ void check_segments(const Context& ctx, int64_t E, int64_t F, uint64_t seed, boo
   const CooView edges =
       make_coo<I, V>(a.rows, a.cols, n, static_cast<const I*>(d_idx.data()), static_cast<const I*>(d_col.data()),
                      weighted ? static_cast<const V*>(d_w.data()) : nullptr);
-  for (Reduce r : kReduces) {
+  for (Reduce r : reduces) {
     const Expected seg =
         reduce_rows(a.rows, F, r, rows, [&](int64_t e, int64_t f) { return static_cast<double>(src(e, f)); });
     check_reduction<V>(
@@ -396,7 +437,7 @@ void check_segments(const Context& ctx, int64_t E, int64_t F, uint64_t seed, boo
         [&](const std::string& v, int64_t ld, const DevDense<V>& out) {
           segment_reduce(ctx, index, (ld == F ? d_src : d_src_odd).view(), out.mut(), {r, v});
         },
-        std::string("segment_reduce ") + name(r));
+        std::string("segment_reduce ") + name(r), scheduler_only);
     const Expected gas = reduce_rows(a.rows, F, r, rows, [&](int64_t e, int64_t f) {
       return value_of(a, e) * static_cast<double>(x(a.colind[static_cast<size_t>(e)], f));
     });
@@ -405,30 +446,43 @@ void check_segments(const Context& ctx, int64_t E, int64_t F, uint64_t seed, boo
         [&](const std::string& v, int64_t ld, const DevDense<V>& out) {
           gather_scatter(ctx, edges, (ld == F ? d_x : d_x_odd).view(), out.mut(), {r, v});
         },
-        std::string("gather_scatter ") + name(r));
+        std::string("gather_scatter ") + name(r), scheduler_only);
   }
 }
 
+// E = 400000 (a mega-segment of 220000): the deterministic chunks have their minimum length, 128
+// (E below 32768 x 128), so 3125 of them and three fix-up passes; the mega-segment spans about
+// 1719. At 0.1 E = 40000: 313 chunks, two fix-up passes (the third level stays covered by
+// SegmentLargeInputThreeFixupLevels), a mega-segment of 22000 over about 172 chunks, 10 hubs of
+// 600.
 TEST(CudaDeterminism, SegmentAndGatherScatterFloatInt32) {
   CUDA_TEST_REQUIRE_GPU();
   Isolated iso;
   const Context ctx = deterministic_context();
-  for (int64_t F : {1, 5, 32}) check_segments<int32_t, float>(ctx, 400000, F, kSeed + 20 + F, true);
+  for (int64_t F : {1, 5, 32}) check_segments<int32_t, float>(ctx, scaled(400000, 20000), F, kSeed + 20 + F, true);
 }
 
+// E = 150000: 1172 chunks, three passes. At 0.1 the floor, 15000: 118 chunks, two passes, a
+// mega-segment of 8250 over about 65 chunks, 5 hubs of 600.
 TEST(CudaDeterminism, SegmentAndGatherScatterDoubleInt64) {
   CUDA_TEST_REQUIRE_GPU();
   Isolated iso;
   const Context ctx = deterministic_context();
-  check_segments<int64_t, double>(ctx, 150000, 16, kSeed + 30, false);
+  check_segments<int64_t, double>(ctx, scaled(150000, 15000), 16, kSeed + 30, false);
 }
 
-// E = 5 M: chunks of 153 messages, 32 k of them, three fix-up levels.
+// E = 5 M: chunks of 153 messages, 32 k of them, three fix-up levels. The size is the point (a
+// chunk longer than the minimum needs E above 4.19 M at this F), so it is kept at every scale;
+// below full scale the loops are thinned instead: mean (the sum kernels plus the run lengths) and
+// max (the compare kernels; min is its mirror), the scheduler's choice only (the one deterministic
+// variant of each op, so the same kernels): 16 calls instead of 64 (at kRuns = 2).
 TEST(CudaDeterminism, SegmentLargeInputThreeFixupLevels) {
   CUDA_TEST_REQUIRE_GPU();
   Isolated iso;
   const Context ctx = deterministic_context();
-  check_segments<int32_t, float>(ctx, 5000000, 4, kSeed + 35, true);
+  const std::vector<Reduce> all(std::begin(kReduces), std::end(kReduces));
+  check_segments<int32_t, float>(ctx, 5000000, 4, kSeed + 35, true, thinned<Reduce>(all, {Reduce::mean, Reduce::max}),
+                                 !full_scale());
 }
 
 // An unsorted index with heavy collisions: half the messages to one row, the rest over 3000 rows,
@@ -459,13 +513,16 @@ void check_scatter(const Context& ctx, int64_t E, int64_t F, uint64_t seed) {
   }
 }
 
+// E = 300000 (150000 messages to one row: 1172 deterministic chunks of 128, 50 to each other
+// row) and 100000. At 0.1 the floors, 30000 and 10000: 15000 and 5000 messages to one row (118
+// and 40 chunks, two fix-up passes), 5 and 1.7 to each other row on average.
 TEST(CudaDeterminism, ScatterReduceHeavyCollisions) {
   CUDA_TEST_REQUIRE_GPU();
   Isolated iso;
   const Context ctx = deterministic_context();
-  check_scatter<int32_t, float>(ctx, 300000, 8, kSeed + 40);
-  check_scatter<int32_t, float>(ctx, 300000, 32, kSeed + 41);
-  check_scatter<int64_t, double>(ctx, 100000, 3, kSeed + 42);
+  check_scatter<int32_t, float>(ctx, scaled(300000, 30000), 8, kSeed + 40);
+  check_scatter<int32_t, float>(ctx, scaled(300000, 30000), 32, kSeed + 41);
+  check_scatter<int64_t, double>(ctx, scaled(100000, 10000), 3, kSeed + 42);
 }
 
 // ---- attention -------------------------------------------------------------------------------------
@@ -499,8 +556,9 @@ void check_attention(const Context& ctx, const HostCsr<I, V>& a, int64_t F, int6
     SCOPED_TRACE(shown(v) + ", F " + std::to_string(F) + ", Fv " + std::to_string(Fv) + ", seed " +
                  std::to_string(seed));
     std::optional<HostDense<V>> first;
-    // The knob of the long-row split changes nothing in deterministic mode.
-    for (const char* t : {static_cast<const char*>(nullptr), "16", "1000", "100000000"}) {
+    // The knob of the long-row split changes nothing in deterministic mode (below full scale: unset
+    // and its extremes).
+    for (const char* t : thinned<const char*>({nullptr, "16", "1000", "100000000"}, {nullptr, "16", "100000000"})) {
       ScopedEnv hub_t("SPARSEPORT_HUB_T", t);
       for (int run = 0; run < kRuns; ++run) {
         const DevDense<V> out = to_device(ctx, HostDense<V>(a.rows, Fv, Fv, std::numeric_limits<V>::quiet_NaN()));
@@ -524,14 +582,19 @@ void check_attention(const Context& ctx, const HostCsr<I, V>& a, int64_t F, int6
 }
 
 // A mega-row of 6 000 entries (split into items by the fused kernel, a whole CTA in the unfused
-// softmax), hubs, empty rows.
+// softmax), hubs, empty rows. Deterministic mode cuts rows above 64 entries (below 4 M entries)
+// into items of 256: the mega-row takes 24. At 0.1 the floors, 1200 x 1000 with 8000 and 800 x 600
+// with 6000: mega-rows of 2400 and 1800, still 10 and 8 items and above kLongRow (1024 entries),
+// so still a whole CTA in the unfused softmax; 3-6 hubs of 600.
 TEST(CudaDeterminism, AttentionFusedAndUnfused) {
   CUDA_TEST_REQUIRE_GPU();
   Isolated iso;
   const Context ctx = deterministic_context();
-  check_attention(ctx, skewed_csr<int32_t, float>(3000, 2500, 20000, 0.3, kSeed + 50), 32, 64, kSeed + 50);
-  check_attention(ctx, skewed_csr<int32_t, float>(3000, 2500, 20000, 0.3, kSeed + 51), 33, 20, kSeed + 51);
-  check_attention(ctx, skewed_csr<int64_t, double>(2000, 1500, 15000, 0.3, kSeed + 52), 16, 16, kSeed + 52);
+  const Size full{3000, 2500, 20000}, at_least{1200, 1000, 8000};
+  check_attention(ctx, scaled_skewed_csr<int32_t, float>(full, at_least, 0.3, kSeed + 50), 32, 64, kSeed + 50);
+  check_attention(ctx, scaled_skewed_csr<int32_t, float>(full, at_least, 0.3, kSeed + 51), 33, 20, kSeed + 51);
+  check_attention(ctx, scaled_skewed_csr<int64_t, double>({2000, 1500, 15000}, {800, 600, 6000}, 0.3, kSeed + 52), 16,
+                  16, kSeed + 52);
 }
 
 // ---- csr_slice_rows_dense (repeated columns add up) --------------------------------------------
@@ -581,11 +644,12 @@ TEST(CudaDeterminism, SliceRowsDenseRepeatedColumns) {
 // spmm.cusparse is not flagged deterministic (it times CSR ALG2 against ALG3 once per plan and keeps
 // the faster, so which algorithm runs is itself a timing). This prints whether each algorithm it
 // chose repeated its bits over kRuns runs, on the racing input, in default mode; no assertion.
+// Sizes as SpmmEveryDeterministicVariantAndReductionFloatInt32's (at 0.1 40000 entries).
 TEST(CudaDeterminism, ReportsWhetherCusparseRepeatsItsBits) {
   CUDA_TEST_REQUIRE_GPU();
   Isolated iso;
   const Context ctx = Context::create("cuda");
-  const auto a = racing_csr<int32_t, float>(20000, 15000, 400000, 0.6, kSeed + 70);
+  const auto a = scaled_racing_csr<int32_t, float>(kRacingFull, kRacingFloor, 0.6, kSeed + 70);
   // The same rows with columns sorted and repeats dropped: ALG3 is tried only on canonical CSR.
   HostCsr<int32_t, float> canonical;
   canonical.rows = a.rows;
