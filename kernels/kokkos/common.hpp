@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "backends/kokkos/space.hpp"
 #include "sparseport/errors.hpp"
@@ -43,17 +44,20 @@ inline Policy row_blocks(int64_t rows, int64_t f) {
 // row or segment gives 0, mean is the sum over the count.
 enum class Op { sum, max, min };
 
+// Max and min as one select: keep acc when it is NaN (x != x, without std::isnan, which is not a
+// device function everywhere) or when t is not better; a NaN t is never <= or >= acc, so it
+// wins. Bitwise | rather than || and early returns: g++ vectorises no loop with control flow in
+// it, and the host loops of spmm ran max/min 3-4x slower than sum that way (same results).
 template <Op op, class V>
 KOKKOS_INLINE_FUNCTION V fold(V acc, V t) {
   if constexpr (op == Op::sum) {
     return acc + t;
+  } else if constexpr (op == Op::max) {
+    const bool keep = (acc != acc) | (t <= acc);
+    return keep ? acc : t;
   } else {
-    if (acc != acc) return acc;  // NaN, without std::isnan (not a device function everywhere)
-    if (t != t) return t;
-    if constexpr (op == Op::max)
-      return t > acc ? t : acc;
-    else
-      return t < acc ? t : acc;
+    const bool keep = (acc != acc) | (t >= acc);
+    return keep ? acc : t;
   }
 }
 
@@ -128,6 +132,44 @@ void reduce_sorted(const Messages<I, V>& msg) {
   Kokkos::fence();
 }
 
+// x combined atomically into *o, an element that started from the reduce's identity `start`
+// (spmm.hub_split's chunk folds into a hub's scratch row; the atomic message reductions).
+// Sums: Kokkos::atomic_add. Max and min: a compare-and-swap loop whose combine is the reference's
+// (a NaN stays, a NaN arriving wins), not Kokkos::atomic_fetch_max/min: Kokkos 3.4's replaces a
+// stored NaN by the next value (`NaN > x` is false, so it stores x), and 4.x's (desul, which
+// exits early when `!(old < x)`) keeps a stored NaN but drops an arriving one: neither propagates
+// NaN as the reference does. Both are compare-and-swap loops on floating point too (there is no
+// hardware float max), so this costs the same. The swap compares bit patterns (not values, where
+// 0.0 == -0.0 and NaN != NaN); the first guess is the identity the element starts from (`start`),
+// so no plain read races with the atomics.
+template <Op op, class V>
+KOKKOS_INLINE_FUNCTION void atomic_combine(V* o, V x, V start) {
+  if constexpr (op == Op::sum) {
+    (void)start;
+    Kokkos::atomic_add(o, x);
+  } else {
+    using Bits = std::conditional_t<sizeof(V) == sizeof(unsigned int), unsigned int, unsigned long long>;
+    static_assert(sizeof(Bits) == sizeof(V), "float and double have a same-size unsigned integer");
+    // Kokkos's own atomics pun through a union as well; memcpy is not a device function everywhere.
+    union Pun {
+      V v;
+      Bits b;
+    };
+    Pun cur, want;
+    cur.v = start;
+    want.v = x;
+    while (true) {
+      if (cur.v != cur.v) return;  // a NaN is stored: it stays
+      const bool better = x != x || (op == Op::max ? x > cur.v : x < cur.v);
+      if (!better) return;
+      Pun seen;
+      seen.b = Kokkos::atomic_compare_exchange(reinterpret_cast<Bits*>(o), cur.b, want.b);
+      if (seen.b == cur.b) return;
+      cur = seen;
+    }
+  }
+}
+
 // Any dst order: every element an atomic update (the baseline compilers generate), then a pass
 // that turns untouched rows into 0 and divides means by the count. Summation order varies between
 // runs on parallel spaces.
@@ -156,15 +198,7 @@ void reduce_atomic_op(const Messages<I, V>& msg, int64_t* count) {
           Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, m.f), [&](const int64_t j) {
             const V x = we * m.rows[src * m.ld + j];
             V* o = m.out + r * m.out_ld + j;
-            if constexpr (op == Op::sum) {
-              Kokkos::atomic_fetch_add(o, x);
-            } else if (x != x) {
-              Kokkos::atomic_exchange(o, x);  // NaN wins, as in the reference
-            } else if constexpr (op == Op::max) {
-              Kokkos::atomic_fetch_max(o, x);
-            } else {
-              Kokkos::atomic_fetch_min(o, x);
-            }
+            atomic_combine<op>(o, x, start);  // a NaN stays and a NaN arriving wins, as in the reference
           });
           Kokkos::single(Kokkos::PerThread(t), [&]() { Kokkos::atomic_fetch_add(count + r, int64_t(1)); });
         });

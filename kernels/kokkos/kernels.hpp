@@ -13,6 +13,9 @@ namespace sparseport::kokkos {
 
 // TeamPolicy over blocks of rows, vector lanes across F.
 void spmm_team_rows(const sparseport_spmm_args& args);
+// Rows cut into chunks of at most T entries; the chunks of a split row combined with atomics.
+// Throws InvalidArgument for a malformed SPARSEPORT_HUB_T.
+void spmm_hub_split(const sparseport_spmm_args& args);
 // KokkosSparse::spmv on rank-2 strided views (the vendor baseline); sums only.
 void spmm_kokkoskernels(const sparseport_spmm_args& args);
 bool spmm_kokkoskernels_applies(const sparseport_spmm_args& args, std::string* why);

@@ -1,12 +1,33 @@
 // SPDX-License-Identifier: Apache-2.0
+// spmm on Kokkos, two native variants.
+//
 // spmm.team_rows: a TeamPolicy over blocks of rows, a team thread per row.
-// On a device space, vector lanes across F: each lane walks the row for its columns of C, so the
-// lanes of a row read one row of B together (coalesced).
+// On a device space, vector lanes across F: lane l of VL holds the columns l + k * VL for
+// k < kLaneCols in registers and the row is walked once per block of kLaneCols * VL columns, so for
+// each k the lanes of a row read one row of B together (coalesced). It first gave each lane one
+// column and walked the row again for every VL columns: at F = 256 the row's indices and values
+// were read 8 times (benchmarks/results/2026-11-25-h200-kokkos-cuda.md).
 // On a host space (one vector lane) that order would read the row's indices and values once per
 // column of C and stride through B by ldb: on Kokkos-OpenMP it ran at 0.06-0.35x the openmp
 // plugin. There the row's entries are the outer loop and a block of up to kHostCols columns the
 // inner, vectorisable one: each entry is read once per block and B along its rows. The order of
 // the additions within a row (entry by entry) is the same in both, so are the results.
+//
+// spmm.hub_split: rows cut into chunks of at most T entries (chunk_length says how T is chosen).
+// A row of one chunk is reduced and written as team_rows does; a row of several (a hub) reduces
+// each chunk in registers and combines the chunks with atomics into a scratch row of F values
+// initialised to the reduce's identity, and a last pass finishes the hubs into C. One giant row
+// is spread over as many workers as it has chunks instead of one. Per call, on the execution
+// space: a scan compacts the hub rows, a scan over the hubs numbers their extra chunks (binary
+// search maps a chunk back to its hub). The summation order of a hub depends on which chunk
+// lands first: not deterministic.
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <mutex>
+#include <string>
+#include <type_traits>
+
 #include "kernels/kokkos/common.hpp"
 #include "kernels/kokkos/kernels.hpp"
 #include "src/core/plugin_support.hpp"
@@ -17,6 +38,90 @@ namespace {
 // Columns of C per block on a host space: 64 accumulators (256 or 512 bytes) stay in registers or
 // L1 while the row's entries stream by.
 constexpr int64_t kHostCols = 64;
+// Columns of C per vector lane per walk of a row on a device space: 8 register accumulators (16
+// registers in double), so F <= 8 * VL = 256 is one walk with VL = 32 lanes, wider F one walk
+// per 256 columns. More would spill on CUDA at the 64-128 registers a thread has at full
+// occupancy; fewer walks the row more often at the common F = 128-256.
+constexpr int kLaneCols = 8;
+
+// The operands of one call, unpacked once (captured by value by the kernels).
+template <class I, class V>
+struct Spmm {
+  const I* rp = nullptr;
+  const I* ci = nullptr;
+  const V* av = nullptr;  // null: a pattern, every value 1
+  const V* b = nullptr;
+  V* c = nullptr;
+  int64_t m = 0, f = 0, ldb = 0, ldc = 0;
+  V alpha = V(1), beta = V(0);
+  // beta == 0 must not read C: 0 * NaN would leak a NaN (or garbage) C into the result.
+  bool read_c = false, mean = false;
+};
+
+template <class I, class V>
+Spmm<I, V> unpack(const sparseport_spmm_args& args) {
+  Spmm<I, V> p;
+  p.rp = detail::as<I>(args.a.rowptr);
+  p.ci = detail::as<I>(args.a.colind);
+  p.av = detail::as<V>(args.a.values);
+  p.b = detail::as<V>(args.b.data);
+  p.c = detail::as_mut<V>(args.c.data);
+  p.m = args.a.rows, p.f = args.c.cols, p.ldb = args.b.ld, p.ldc = args.c.ld;
+  p.alpha = static_cast<V>(args.alpha), p.beta = static_cast<V>(args.beta);
+  p.read_c = args.beta != 0.0;
+  p.mean = args.reduce == SPARSEPORT_REDUCE_MEAN;
+  return p;
+}
+
+// C = alpha * r + beta * C for the fold acc of `count` entries: r = 0 for an empty row (whatever
+// the reduce, as the reference), acc / count for mean.
+template <class I, class V>
+KOKKOS_INLINE_FUNCTION void store(const Spmm<I, V>& p, V* cij, V acc, int64_t count) {
+  const V r = count == 0 ? V(0) : p.mean ? acc / static_cast<V>(count) : acc;
+  *cij = p.read_c ? p.alpha * r + p.beta * *cij : p.alpha * r;
+}
+
+// Device spaces: how many of the columns j, j + vl, ... (at most kLaneCols) are below f.
+KOKKOS_INLINE_FUNCTION int lane_cols(int64_t f, int64_t j, int64_t vl) {
+  if (j >= f) return 0;
+  const int64_t n = (f - j + vl - 1) / vl;
+  return n < kLaneCols ? static_cast<int>(n) : kLaneCols;
+}
+
+// Device spaces: acc[k] (k < nk) = the fold, entry by entry, of A[e] * B[col(e), j + k * vl] over
+// the entries [eb, ee) (eb < ee). The k loop has a constant trip count, so acc stays in registers.
+template <Op op, class I, class V>
+KOKKOS_INLINE_FUNCTION void lane_fold(const Spmm<I, V>& p, int64_t eb, int64_t ee, int64_t j, int64_t vl, int nk,
+                                      V (&acc)[kLaneCols]) {
+  {
+    const V a = p.av != nullptr ? p.av[eb] : V(1);
+    const V* brow = p.b + static_cast<int64_t>(p.ci[eb]) * p.ldb + j;
+    for (int k = 0; k < kLaneCols; ++k)
+      if (k < nk) acc[k] = a * brow[k * vl];
+  }
+  for (int64_t e = eb + 1; e < ee; ++e) {
+    const V a = p.av != nullptr ? p.av[e] : V(1);
+    const V* brow = p.b + static_cast<int64_t>(p.ci[e]) * p.ldb + j;
+    for (int k = 0; k < kLaneCols; ++k)
+      if (k < nk) acc[k] = fold<op>(acc[k], a * brow[k * vl]);
+  }
+}
+
+// The fold's identity, what a hub's scratch row starts from: -0.0 for sums (-0.0 + x is x for
+// every x, +0.0 would turn a sum of -0.0 terms into +0.0), -inf for max, +inf for min. Computed on
+// the host and captured: std::numeric_limits is not a device function without relaxed constexpr.
+template <Op op, class V>
+V identity() {
+  if constexpr (op == Op::max)
+    return -std::numeric_limits<V>::infinity();
+  else if constexpr (op == Op::min)
+    return std::numeric_limits<V>::infinity();
+  else
+    return -V(0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// team_rows
 
 template <Op op, class I, class V>
 void team_rows_op(const sparseport_spmm_args& args) {
@@ -60,23 +165,28 @@ void team_rows_op(const sparseport_spmm_args& args) {
         });
     return;
   }
+  Spmm<I, V> p;
+  p.rp = rp, p.ci = ci, p.av = av, p.b = b, p.c = c;
+  p.m = m, p.f = f, p.ldb = ldb, p.ldc = ldc;
+  p.alpha = alpha, p.beta = beta, p.read_c = read_c, p.mean = mean;
+  const int64_t vl = vector_length(f);
   Kokkos::parallel_for(
-      "sparseport::kokkos::spmm.team_rows", row_blocks(m, f), KOKKOS_LAMBDA(const Member& t) {
+      "sparseport::kokkos::spmm.team_rows", row_blocks(p.m, p.f), KOKKOS_LAMBDA(const Member& t) {
         const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
-        const int64_t r1 = r0 + kRowsPerTeam < m ? r0 + kRowsPerTeam : m;
+        const int64_t r1 = r0 + kRowsPerTeam < p.m ? r0 + kRowsPerTeam : p.m;
         Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t i) {
-          const int64_t begin = static_cast<int64_t>(rp[i]), end = static_cast<int64_t>(rp[i + 1]);
-          Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, f), [&](const int64_t j) {
-            V acc = V(0);
-            for (int64_t e = begin; e < end; ++e) {
-              const V x = (av != nullptr ? av[e] : V(1)) * b[static_cast<int64_t>(ci[e]) * ldb + j];
-              acc = e == begin ? x : fold<op>(acc, x);
-            }
-            if (end == begin) acc = V(0);
-            else if (mean) acc = acc / static_cast<V>(end - begin);
-            V* cij = c + i * ldc + j;
-            *cij = read_c ? alpha * acc + beta * *cij : alpha * acc;
-          });
+          const int64_t begin = static_cast<int64_t>(p.rp[i]), end = static_cast<int64_t>(p.rp[i + 1]);
+          for (int64_t j0 = 0; j0 < p.f; j0 += kLaneCols * vl) {
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, vl), [&](const int64_t lane) {
+              const int64_t j = j0 + lane;
+              const int nk = lane_cols(p.f, j, vl);
+              V acc[kLaneCols];
+              for (int k = 0; k < kLaneCols; ++k) acc[k] = V(0);
+              if (end > begin) lane_fold<op>(p, begin, end, j, vl, nk, acc);
+              for (int k = 0; k < kLaneCols; ++k)
+                if (k < nk) store(p, p.c + i * p.ldc + j + k * vl, acc[k], end - begin);
+            });
+          }
         });
       });
 }
@@ -94,10 +204,297 @@ void team_rows(const sparseport_spmm_args& args) {
   Kokkos::fence();
 }
 
+// ---------------------------------------------------------------------------------------------
+// hub_split
+
+// T, the most entries a chunk holds. A worker is what runs one chunk at a time: a thread on a
+// host space, a group of VL vector lanes on a device (concurrency() / VL of them: 8448 on an H200
+// at F >= 32). T is the smallest length that still cuts the entries into kWaves chunks per
+// worker: then no chunk holds more than 1/kWaves of a worker's fair share, so the worker that
+// draws the longest one (a hub's) finishes within about 1/kWaves of a balanced schedule, while
+// rows up to T entries (all of them, unless the matrix has hubs) stay whole and pay no atomics.
+// Never below kMinChunk: a split row costs F atomic updates per chunk on top of its T x F
+// gathered loads, which T >= 32 keeps under 1/32 of the gathered traffic; the chunk's fixed costs
+// (a binary search, its row's offsets) stay as small. SPARSEPORT_HUB_T overrides T (tuning and
+// tests), as it sets the cuda plugin's hub threshold.
+// Examples: H200, rmat:18:16 (3.9 M entries) at F = 64: T = 117; Kokkos-OpenMP on 2 threads,
+// rmat:16:16 (0.96 M): T = 119,402, so only rows of more than an eighth of the entries split.
+constexpr int64_t kWaves = 4;
+constexpr int64_t kMinChunk = 32;
+
+int64_t chunk_length(int64_t nnz, int64_t f) {
+  if (const char* v = std::getenv("SPARSEPORT_HUB_T"); v != nullptr && *v != '\0') {
+    char* end = nullptr;
+    const long long t = std::strtoll(v, &end, 10);
+    if (end == v || *end != '\0' || t < 1)
+      throw InvalidArgument(std::string("sparseport::spmm[kokkos]: SPARSEPORT_HUB_T='") + v +
+                            "' is not a positive whole number of entries");
+    return t;
+  }
+  const int64_t threads = std::max<int64_t>(1, ExecSpace().concurrency());
+  const int64_t workers = kDeviceMemory ? std::max<int64_t>(1, threads / vector_length(f)) : threads;
+  const int64_t per_chunk = (nnz + kWaves * workers - 1) / (kWaves * workers);
+  return std::max(kMinChunk, per_chunk);
+}
+
+// Buffers that hub_split reuses from call to call (a cudaMalloc per call would cost more than the
+// kernels on small inputs, and synchronise): the hub list, the hubs' chunk offsets and the
+// scratch rows, grown by half again when too small, never shrunk. One mutex serialises the calls
+// that use them (Kokkos runs one kernel at a time on the default instance anyway). Freed by a
+// Kokkos finalize hook: a View must not outlive Kokkos. The object itself is never destroyed, so
+// the hook cannot find it gone at exit (a static would be destroyed before the atexit handler that
+// finalises Kokkos runs, when the first context registered that handler before this static existed).
+struct Workspace {
+  std::mutex lock;
+  bool hooked = false;
+  Kokkos::View<int64_t*, MemSpace> hub_rows, hub_off;
+  Kokkos::View<double*, MemSpace> scratch;  // double: aligned for float and double alike
+};
+
+Workspace& workspace() {
+  static Workspace* w = new Workspace;
+  return *w;
+}
+
+template <class T>
+T* grown(Kokkos::View<T*, MemSpace>& v, size_t n, const char* label) {
+  if (v.extent(0) < n) {
+    const size_t want = std::max(n, v.extent(0) + v.extent(0) / 2);
+    v = Kokkos::View<T*, MemSpace>();  // free the old buffer first: never both at once
+    v = Kokkos::View<T*, MemSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), want);
+  }
+  return v.data();
+}
+
+void hook(Workspace& w) {
+  if (w.hooked) return;
+  Kokkos::push_finalize_hook([] {
+    Workspace& ws = workspace();
+    std::lock_guard<std::mutex> guard(ws.lock);
+    ws.hub_rows = {};
+    ws.hub_off = {};
+    ws.scratch = {};
+    ws.hooked = false;
+  });
+  w.hooked = true;
+}
+
+// The hubs: rows of more than T entries, in row order (rows), and their extra chunks numbered
+// from 0 (off: hub h's chunks 1.. are the extra chunks [off[h], off[h + 1]); chunk 0 goes with its
+// row). Device memory; the two counts come back to the host with the scans' totals.
+struct Hubs {
+  int64_t count = 0, extra = 0;
+  const int64_t* rows = nullptr;
+  const int64_t* off = nullptr;
+};
+
+template <class I>
+Hubs find_hubs(const I* rp, int64_t m, int64_t nnz, int64_t t, Workspace& w) {
+  // At most nnz / (T + 1) rows hold more than T entries.
+  const int64_t cap = std::min(m, nnz / (t + 1));
+  if (cap == 0) return {};
+  int64_t* rows = grown(w.hub_rows, static_cast<size_t>(cap), "sparseport::kokkos::hub_rows");
+  int64_t count = 0;
+  Kokkos::parallel_scan(
+      "sparseport::kokkos::spmm.hub_split.hubs", Range(0, m),
+      KOKKOS_LAMBDA(const int64_t i, int64_t& n, const bool final) {
+        if (static_cast<int64_t>(rp[i + 1]) - static_cast<int64_t>(rp[i]) > t) {
+          if (final) rows[n] = i;
+          n += 1;
+        }
+      },
+      count);
+  if (count == 0) return {};
+  int64_t* off = grown(w.hub_off, static_cast<size_t>(count + 1), "sparseport::kokkos::hub_off");
+  int64_t extra = 0;
+  Kokkos::parallel_scan(
+      "sparseport::kokkos::spmm.hub_split.chunks", Range(0, count),
+      KOKKOS_LAMBDA(const int64_t h, int64_t& n, const bool final) {
+        const int64_t i = rows[h];
+        const int64_t deg = static_cast<int64_t>(rp[i + 1]) - static_cast<int64_t>(rp[i]);
+        const int64_t more = (deg + t - 1) / t - 1;
+        if (final) {
+          off[h] = n;
+          if (h + 1 == count) off[count] = n + more;
+        }
+        n += more;
+      },
+      extra);
+  return {count, extra, rows, off};
+}
+
+// Where a chunk goes: its row, its entries [eb, ee), and the hub whose scratch row it joins (-1: a
+// whole row, written to C directly).
+struct Chunk {
+  int64_t row, eb, ee, hub;
+};
+
+// Work item x < hubs.extra: an extra chunk of a hub. Else row x - hubs.extra with its first chunk.
+// Hub chunks come first so that the longest work starts first.
+template <class I>
+KOKKOS_INLINE_FUNCTION Chunk chunk_of(const I* rp, const Hubs& h, int64_t t, int64_t x) {
+  Chunk c;
+  if (x < h.extra) {
+    c.hub = lower_bound(h.off, h.count + 1, x + 1) - 1;  // the last hub whose first extra chunk is <= x
+    c.row = h.rows[c.hub];
+    const int64_t k = x - h.off[c.hub] + 1;
+    const int64_t begin = static_cast<int64_t>(rp[c.row]), end = static_cast<int64_t>(rp[c.row + 1]);
+    c.eb = begin + k * t;
+    c.ee = c.eb + t < end ? c.eb + t : end;
+  } else {
+    c.row = x - h.extra;
+    const int64_t begin = static_cast<int64_t>(rp[c.row]), end = static_cast<int64_t>(rp[c.row + 1]);
+    c.eb = begin;
+    c.ee = begin + t < end ? begin + t : end;
+    c.hub = end - begin > t ? lower_bound(h.rows, h.count, c.row) : -1;
+  }
+  return c;
+}
+
+// Host spaces: one chunk by one thread, the entries outside and kHostCols columns of C inside, as
+// team_rows's host loop (acc a local array, so the compiler keeps it apart from B and C and
+// vectorises the column loop). scratch is null when the matrix has no hubs.
+template <Op op, class I, class V>
+KOKKOS_INLINE_FUNCTION void host_chunk(const Spmm<I, V>& p, const Chunk& c, V* scratch, V start) {
+  const I* ci = p.ci;
+  const V* av = p.av;
+  const V* b = p.b;
+  const int64_t f = p.f, ldb = p.ldb;
+  const int64_t count = static_cast<int64_t>(p.rp[c.row + 1]) - static_cast<int64_t>(p.rp[c.row]);
+  for (int64_t j0 = 0; j0 < f; j0 += kHostCols) {
+    const int64_t w = f - j0 < kHostCols ? f - j0 : kHostCols;
+    V acc[kHostCols];
+    for (int64_t jj = 0; jj < w; ++jj) acc[jj] = V(0);
+    for (int64_t e = c.eb; e < c.ee; ++e) {
+      const V a = av != nullptr ? av[e] : V(1);
+      const V* brow = b + static_cast<int64_t>(ci[e]) * ldb + j0;
+      if (e == c.eb) {
+        for (int64_t jj = 0; jj < w; ++jj) acc[jj] = a * brow[jj];
+      } else {
+        for (int64_t jj = 0; jj < w; ++jj) acc[jj] = fold<op>(acc[jj], a * brow[jj]);
+      }
+    }
+    if (c.hub < 0) {
+      V* crow = p.c + c.row * p.ldc + j0;
+      for (int64_t jj = 0; jj < w; ++jj) store(p, crow + jj, acc[jj], count);
+    } else {
+      V* srow = scratch + c.hub * f + j0;
+      for (int64_t jj = 0; jj < w; ++jj) atomic_combine<op>(srow + jj, acc[jj], start);
+    }
+  }
+}
+
+// Host spaces: work items of one extra hub chunk or kRowsPerTeam rows, handed out one at a time
+// (dynamic schedule, chunk size 1: hub chunks are long, and Kokkos's automatic chunk size would
+// hand several of them to one thread at once).
+template <Op op, class I, class V>
+void hub_split_host(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, int64_t t) {
+  using Dynamic = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>, Kokkos::IndexType<int64_t>>;
+  const int64_t blocks = (p.m + kRowsPerTeam - 1) / kRowsPerTeam;
+  Dynamic policy(0, h.extra + blocks);
+  policy.set_chunk_size(1);
+  Kokkos::parallel_for(
+      "sparseport::kokkos::spmm.hub_split", policy, KOKKOS_LAMBDA(const int64_t x) {
+        if (x < h.extra) {
+          host_chunk<op>(p, chunk_of(p.rp, h, t, x), scratch, start);
+          return;
+        }
+        const int64_t r0 = (x - h.extra) * kRowsPerTeam;
+        const int64_t r1 = r0 + kRowsPerTeam < p.m ? r0 + kRowsPerTeam : p.m;
+        for (int64_t r = r0; r < r1; ++r) host_chunk<op>(p, chunk_of(p.rp, h, t, h.extra + r), scratch, start);
+      });
+}
+
+// Device spaces: a team thread per work item (team_size() items per team), vector lanes across F
+// as in team_rows. The team size is the one Kokkos recommends for this kernel.
+template <Op op, class I, class V>
+void hub_split_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, int64_t t) {
+  const int64_t vl = vector_length(p.f);
+  const int64_t items = h.extra + p.m;
+  const auto body = KOKKOS_LAMBDA(const Member& team) {
+    const int64_t x0 = static_cast<int64_t>(team.league_rank()) * team.team_size();
+    const int64_t x1 = x0 + team.team_size() < items ? x0 + team.team_size() : items;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, x0, x1), [&](const int64_t x) {
+      const Chunk c = chunk_of(p.rp, h, t, x);
+      const int64_t count = static_cast<int64_t>(p.rp[c.row + 1]) - static_cast<int64_t>(p.rp[c.row]);
+      for (int64_t j0 = 0; j0 < p.f; j0 += kLaneCols * vl) {
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, vl), [&](const int64_t lane) {
+          const int64_t j = j0 + lane;
+          const int nk = lane_cols(p.f, j, vl);
+          V acc[kLaneCols];
+          for (int k = 0; k < kLaneCols; ++k) acc[k] = V(0);
+          if (c.ee > c.eb) lane_fold<op>(p, c.eb, c.ee, j, vl, nk, acc);
+          if (c.hub < 0) {
+            for (int k = 0; k < kLaneCols; ++k)
+              if (k < nk) store(p, p.c + c.row * p.ldc + j + k * vl, acc[k], count);
+          } else {
+            for (int k = 0; k < kLaneCols; ++k)
+              if (k < nk) atomic_combine<op>(scratch + c.hub * p.f + j + k * vl, acc[k], start);
+          }
+        });
+      }
+    });
+  };
+  const int ts = Policy(1, Kokkos::AUTO, static_cast<int>(vl)).team_size_recommended(body, Kokkos::ParallelForTag());
+  const int64_t league = (items + ts - 1) / ts;
+  Kokkos::parallel_for("sparseport::kokkos::spmm.hub_split", Policy(static_cast<int>(league), ts, static_cast<int>(vl)),
+                       body);
+}
+
+template <Op op, class I, class V>
+void hub_split_op(const sparseport_spmm_args& args) {
+  const Spmm<I, V> p = unpack<I, V>(args);
+  if (p.m == 0 || p.f == 0) return;
+  const int64_t t = chunk_length(args.a.nnz, p.f);
+  Workspace& w = workspace();
+  std::lock_guard<std::mutex> guard(w.lock);
+  hook(w);
+  const Hubs h = find_hubs(p.rp, p.m, args.a.nnz, t, w);
+  V* scratch = nullptr;
+  const V start = identity<op, V>();
+  const int64_t cells = h.count * p.f;
+  if (h.count > 0) {
+    const size_t doubles = (static_cast<size_t>(cells) * sizeof(V) + sizeof(double) - 1) / sizeof(double);
+    scratch = reinterpret_cast<V*>(grown(w.scratch, doubles, "sparseport::kokkos::hub_scratch"));
+    Kokkos::parallel_for(
+        "sparseport::kokkos::spmm.hub_split.init", Range(0, cells),
+        KOKKOS_LAMBDA(const int64_t x) { scratch[x] = start; });
+  }
+  if constexpr (kDeviceMemory)
+    hub_split_device<op>(p, h, scratch, start, t);
+  else
+    hub_split_host<op>(p, h, scratch, start, t);
+  if (h.count > 0) {
+    // The hubs into C: every hub has more than T >= 1 entries, so none is empty.
+    Kokkos::parallel_for(
+        "sparseport::kokkos::spmm.hub_split.finish", Range(0, cells), KOKKOS_LAMBDA(const int64_t x) {
+          const int64_t hub = x / p.f, j = x - hub * p.f;
+          const int64_t i = h.rows[hub];
+          const int64_t count = static_cast<int64_t>(p.rp[i + 1]) - static_cast<int64_t>(p.rp[i]);
+          store(p, p.c + i * p.ldc + j, scratch[x], count);
+        });
+  }
+  Kokkos::fence();
+}
+
+template <class I, class V>
+void hub_split(const sparseport_spmm_args& args) {
+  if (args.reduce == SPARSEPORT_REDUCE_MAX)
+    hub_split_op<Op::max, I, V>(args);
+  else if (args.reduce == SPARSEPORT_REDUCE_MIN)
+    hub_split_op<Op::min, I, V>(args);
+  else
+    hub_split_op<Op::sum, I, V>(args);
+}
+
 }  // namespace
 
 void spmm_team_rows(const sparseport_spmm_args& args) {
   detail::dispatch(args.a.index_type, args.c.value_type, [&]<class I, class V>() { team_rows<I, V>(args); });
+}
+
+void spmm_hub_split(const sparseport_spmm_args& args) {
+  detail::dispatch(args.a.index_type, args.c.value_type, [&]<class I, class V>() { hub_split<I, V>(args); });
 }
 
 }  // namespace sparseport::kokkos

@@ -26,6 +26,9 @@ constexpr uint32_t kDet = SPARSEPORT_VARIANT_DETERMINISTIC;
 const sparseport_variant kVariants[] = {
     {SPARSEPORT_OP_SPMM, "spmm.team_rows", kDefault | kDet,
      "TeamPolicy over blocks of 16 rows, a team thread per row, vector lanes across F; rows never split"},
+    {SPARSEPORT_OP_SPMM, "spmm.hub_split", 0,
+     "rows cut into chunks of at most T entries (T from nnz and the space's concurrency, or SPARSEPORT_HUB_T); "
+     "a row of several chunks combined with atomics in a scratch row, then finished"},
     {SPARSEPORT_OP_SPMM, "spmm.kokkoskernels", SPARSEPORT_VARIANT_VENDOR,
      "KokkosSparse::spmv on rank-2 strided views (no copies; a pattern A gets an nnz-long array of ones); "
      "reduce sum only"},
@@ -116,6 +119,7 @@ const sparseport_plugin kTable = {
       return detail::guarded(st, [&] {
         const std::string_view s = suffix(v, "spmm");
         if (s == "team_rows") return kk::spmm_team_rows(*a);
+        if (s == "hub_split") return kk::spmm_hub_split(*a);
         if (s == "kokkoskernels") return kk::spmm_kokkoskernels(*a);
         unknown(v, "spmm");
       });

@@ -9,9 +9,10 @@
 #
 #   tests/kokkos/gpu_check.sh OUT [PACK]
 #
-#   OUT   where the files go (at most 8): gpu_check.log (this script's output), kokkos.log,
+#   OUT   where the files go (at most 9): gpu_check.log (this script's output), kokkos.log,
 #         build.log, ctest.log, memcheck.log, bench.jsonl (one `sparseport run --json` line per
-#         backend, variant, input and F), bench.csv (one line per input and F) and bench.err.log
+#         backend, variant, input and F), bench_auto.jsonl (the kokkos scheduler's choice per input
+#         and F), bench.csv (one line per input and F) and bench.err.log
 #   PACK  the sources written by `scripts/kokkos.sh pack FILE` (default: $SPARSEPORT_KOKKOS_SOURCES,
 #         else the newest .device-data/sparseport-kokkos-*.tar.*); not needed once Kokkos is built
 #
@@ -250,12 +251,17 @@ bench_all() {
           --F "$f" --reps "$BENCH_REPS" --json -q "$g" >>"$OUT/bench.jsonl" ||
           echo "rc $? for $b $g F=$f" >&2
       done
+      # The scheduler's choice among the kokkos variants (no --variant: probe, guardrail against
+      # Kokkos Kernels, decision cache), timed like the rest: is it the best kokkos variant?
+      timeout -k 5 $(($(left) - 5)) "$CLI" run --op spmm --reduce sum --backend kokkos \
+        --F "$f" --reps "$BENCH_REPS" --json -q "$g" >>"$OUT/bench_auto.jsonl" ||
+        echo "rc $? for kokkos auto $g F=$f" >&2
     done
   done
 }
 bench_table() {
-  python3 - "$OUT/bench.jsonl" "$OUT/bench.csv" <<'EOF'
-import csv, json, sys
+  python3 - "$OUT/bench.jsonl" "$OUT/bench.csv" "$OUT/bench_auto.jsonl" <<'EOF'
+import csv, json, os, sys
 rows = {}
 for line in open(sys.argv[1]):
     line = line.strip()
@@ -263,6 +269,12 @@ for line in open(sys.argv[1]):
         continue
     r = json.loads(line)
     rows.setdefault((r["graph"], r["F"]), {"n": r["n"], "nnz": r["nnz"], "runs": []})["runs"].append(r)
+auto = {}
+if os.path.exists(sys.argv[3]):
+    for line in open(sys.argv[3]):
+        if line.strip().startswith("{"):
+            r = json.loads(line)
+            auto[(r["graph"], r["F"])] = r
 VENDOR = {"cuda": "spmm.cusparse", "kokkos": "spmm.kokkoskernels"}
 def best(runs, backend, native):
     # The JSON names the device ("cuda:0"); the backend token is what comes before the colon.
@@ -271,7 +283,8 @@ def best(runs, backend, native):
     return min(c, key=lambda r: r["ms"]) if c else None
 cols = ["graph", "n", "nnz", "F", "kokkos_best_variant", "kokkos_best_ms", "kokkoskernels_ms",
         "cuda_best_variant", "cuda_best_ms", "cusparse_ms", "kokkos_best_over_cuda_best",
-        "kokkos_best_over_kokkoskernels", "kokkoskernels_over_cusparse", "all_verified"]
+        "kokkos_best_over_kokkoskernels", "kokkoskernels_over_cusparse", "kokkos_auto_variant", "kokkos_auto_ms",
+        "kokkos_auto_over_kokkos_best", "all_verified"]
 out = []
 for (g, f), d in rows.items():
     k, kk = best(d["runs"], "kokkos", True), best(d["runs"], "kokkos", False)
@@ -285,7 +298,10 @@ for (g, f), d in rows.items():
                 "cuda_best_ms": ms(c), "cusparse_ms": ms(cs),
                 "kokkos_best_over_cuda_best": ratio(k, c), "kokkos_best_over_kokkoskernels": ratio(k, kk),
                 "kokkoskernels_over_cusparse": ratio(kk, cs),
-                "all_verified": all(r["verified"] for r in d["runs"])})
+                "kokkos_auto_variant": auto[(g, f)]["variant"] if (g, f) in auto else None,
+                "kokkos_auto_ms": ms(auto.get((g, f))),
+                "kokkos_auto_over_kokkos_best": ratio(auto.get((g, f)), k),
+                "all_verified": all(r["verified"] for r in d["runs"]) and auto.get((g, f), {}).get("verified", True)})
 with open(sys.argv[2], "w", newline="") as fh:
     w = csv.DictWriter(fh, fieldnames=cols)
     w.writeheader()
@@ -305,6 +321,7 @@ export -f bench_all left
 if wanted bench; then
   if [ -x "$CLI" ]; then
     : >"$OUT/bench.jsonl"
+    : >"$OUT/bench_auto.jsonl"
     RESERVE=10 run_step bench 100000 "$OUT/bench.err.log" bench_all
     tail -n 3 "$OUT/bench.err.log"
     [ -s "$OUT/bench.jsonl" ] && bench_table

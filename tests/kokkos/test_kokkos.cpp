@@ -5,9 +5,14 @@
 #include <Kokkos_Core.hpp>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "common/conformance.hpp"
+#include "common/scoped.hpp"
 #include "sparseport/sparseport.hpp"
 
 namespace {
@@ -84,6 +89,273 @@ TEST(KokkosSpmm, TeamRowsColumnBlocksMatchTheReference) {
       sparseport::spmm(ref, a, sparseport::make_dense<double>(9, f, ld, b.data()),
                        sparseport::make_dense<double>(7, f, ld, want.data()), opt);
       for (size_t k = 0; k < got.size(); ++k) ASSERT_NEAR(got[k], want[k], 1e-12) << "element " << k;
+    }
+  }
+}
+
+// ---- spmm.hub_split (and team_rows) on staged inputs, so these run on device-memory Kokkos too --
+
+namespace sp = sparseport;
+namespace spt = sparseport::testing;
+
+// A matrix of the given row degrees over `cols` columns: columns wrap around (a row longer than
+// cols repeats columns), values uniform in [lo, hi]; pattern: no values.
+template <class I, class V>
+sp::HostCsr<I, V> rows_of(const std::vector<int64_t>& degrees, int64_t cols, std::mt19937_64& rng, double lo = -1.0,
+                          double hi = 1.0, bool pattern = false) {
+  sp::HostCsr<I, V> a;
+  a.rows = static_cast<int64_t>(degrees.size());
+  a.cols = cols;
+  std::uniform_int_distribution<int64_t> col(0, cols - 1);
+  std::uniform_real_distribution<double> val(lo, hi);
+  for (const int64_t d : degrees) {
+    const int64_t first = col(rng);
+    for (int64_t e = 0; e < d; ++e) {
+      a.colind.push_back(static_cast<I>((first + e) % cols));
+      if (!pattern) a.values.push_back(static_cast<V>(val(rng)));
+    }
+    a.rowptr.push_back(static_cast<I>(a.colind.size()));
+  }
+  return a;
+}
+
+struct Scaling {
+  double alpha, beta;
+};
+
+// One spmm of `variant` on the kokkos plugin against the reference in double, as the conformance
+// suite compares (tolerance from the sum of |terms|, NaN where the oracle has NaN, padding kept).
+// beta == 0 starts from a C full of NaN. nan_b: elements of B set to NaN.
+template <class I, class V>
+void expect_spmm_matches(const std::string& variant, const sp::HostCsr<I, V>& a, int64_t f, sp::Reduce r, Scaling s,
+                         std::mt19937_64& rng, double b_lo = -1.0, double b_hi = 1.0,
+                         const std::vector<std::pair<int64_t, int64_t>>& nan_b = {}) {
+  auto ctx = sp::Context::create("kokkos");
+  const int64_t ld_b = f + 3, ld_c = f + 1;
+  sp::HostDense<V> b = spt::random_dense<V>(a.cols, f, ld_b, rng, b_lo, b_hi);
+  for (const auto& [i, j] : nan_b) b(i, j) = std::numeric_limits<V>::quiet_NaN();
+  const sp::HostDense<V> c0 =
+      s.beta == 0.0 ? spt::nan_dense<V>(a.rows, f, ld_c) : spt::random_dense<V>(a.rows, f, ld_c, rng);
+  const std::string oracle_v = spt::oracle_variant(SPARSEPORT_OP_SPMM);
+  sp::HostDense<double> want = spt::to_double(c0);
+  sp::spmm(spt::oracle(), spt::to_double(a).view(), spt::to_double(b).view(), want.mut(),
+           {r, s.alpha, s.beta, oracle_v});
+  const sp::Reduce bound_r = (r == sp::Reduce::max || r == sp::Reduce::min) ? sp::Reduce::max : r;
+  sp::HostDense<double> bound = spt::to_double(c0, true);
+  sp::spmm(spt::oracle(), spt::to_double(a, true).view(), spt::to_double(b, true).view(), bound.mut(),
+           {bound_r, std::fabs(s.alpha), std::fabs(s.beta), oracle_v});
+  spt::Stage st(ctx);
+  const sp::DenseMutView c = st.dense_mut(c0);
+  sp::spmm(ctx, st.csr(a), st.dense(b), c, {r, s.alpha, s.beta, variant});
+  ctx.synchronize();
+  const sp::HostDense<V> got = st.fetch<V>(c);
+  const auto terms = [&](int64_t i) {
+    const auto row = static_cast<size_t>(i);
+    return static_cast<int64_t>(a.rowptr[row + 1] - a.rowptr[row]) + 2;
+  };
+  spt::expect_close(got, want, bound, terms, variant + " C");
+  spt::expect_padding_kept(got, variant + " C");
+}
+
+constexpr sp::Reduce kAllReduces[] = {sp::Reduce::sum, sp::Reduce::mean, sp::Reduce::max, sp::Reduce::min};
+// beta 0 (C full of NaN, never read), beta != 0, and a negative alpha.
+constexpr Scaling kHubScalings[] = {{1.0, 0.0}, {1.5, -0.5}, {-2.0, 0.0}, {0.5, 1.0}};
+
+// With SPARSEPORT_HUB_T = T: a mega-row of 40 T + 3 entries (41 chunks), rows of exactly T (one
+// chunk, written directly) and T + 1 (two chunks, the second of one entry), 2 T and 3 T + 1, empty
+// rows first, in the middle and last, and single entries; F = 1, 33 (a second lane column on a
+// device), 257 (a second block of lane columns with one lane busy), 300; every reduce and scaling.
+template <class I, class V>
+void check_chunk_edges(int64_t t, std::mt19937_64& rng) {
+  const sparseport_test::ScopedEnv env("SPARSEPORT_HUB_T", std::to_string(t).c_str());
+  const std::vector<int64_t> degrees{0, 40 * t + 3, t, t + 1, 0, 2 * t, 1, 3 * t + 1, t - 1, 0};
+  const sp::HostCsr<I, V> a = rows_of<I, V>(degrees, 97, rng);
+  int run = 0;
+  for (const int64_t f : {1, 33, 257, 300}) {
+    for (const sp::Reduce r : kAllReduces) {
+      const Scaling s = kHubScalings[run++ % std::size(kHubScalings)];
+      SCOPED_TRACE("T " + std::to_string(t) + ", F " + std::to_string(f) + ", " + sp::name(r) + ", alpha " +
+                   std::to_string(s.alpha) + ", beta " + std::to_string(s.beta));
+      expect_spmm_matches<I, V>("spmm.hub_split", a, f, r, s, rng);
+    }
+  }
+}
+
+TEST(KokkosSpmm, HubSplitChunkEdgesMatchTheReference) {
+  SPARSEPORT_CONFORMANCE_SEED("kokkos/hub_split/edges");
+  std::mt19937_64 rng(seed);
+  for (const int64_t t : {1, 8, 37}) {
+    check_chunk_edges<int32_t, float>(t, rng);
+    check_chunk_edges<int64_t, double>(t, rng);
+  }
+  check_chunk_edges<int64_t, float>(8, rng);
+  check_chunk_edges<int32_t, double>(8, rng);
+}
+
+// The T that hub_split picks itself (from nnz and the space's concurrency; at least 32): a mega-row
+// of 3000 entries among short rows splits on every space (Serial, 2 OpenMP threads, an H200).
+TEST(KokkosSpmm, HubSplitDefaultChunksMatchTheReference) {
+  SPARSEPORT_CONFORMANCE_SEED("kokkos/hub_split/default");
+  const sparseport_test::ScopedEnv env("SPARSEPORT_HUB_T", nullptr);
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> degrees(300);
+  for (size_t i = 0; i < degrees.size(); ++i) degrees[i] = static_cast<int64_t>((i * 7) % 5);
+  degrees[13] = 3000;
+  degrees[200] = 700;
+  const auto a32 = rows_of<int32_t, float>(degrees, 2000, rng);
+  const auto a64 = rows_of<int64_t, double>(degrees, 2000, rng);
+  const auto pattern = rows_of<int32_t, float>(degrees, 2000, rng, -1.0, 1.0, true);
+  int run = 0;
+  for (const int64_t f : {1, 33, 300}) {
+    for (const sp::Reduce r : kAllReduces) {
+      const Scaling s = kHubScalings[run++ % std::size(kHubScalings)];
+      SCOPED_TRACE("F " + std::to_string(f) + ", " + sp::name(r) + ", alpha " + std::to_string(s.alpha) + ", beta " +
+                   std::to_string(s.beta));
+      expect_spmm_matches<int32_t, float>("spmm.hub_split", a32, f, r, s, rng);
+      expect_spmm_matches<int64_t, double>("spmm.hub_split", a64, f, r, s, rng);
+      expect_spmm_matches<int32_t, float>("spmm.hub_split", pattern, f, r, s, rng);
+    }
+  }
+}
+
+// Max and min of products of one sign (0 or the other infinity must not leak from the scratch
+// row's start), and NaN in B: a NaN in a hub's first chunk must survive larger values in later
+// chunks (Kokkos 3.4's atomic max would drop it), one in its last chunk must win over earlier
+// ones, and a NaN in a whole row propagates as well. Every reduce: sums and means give NaN too.
+template <class I, class V>
+void check_signs_and_nan(std::mt19937_64& rng) {
+  const sparseport_test::ScopedEnv env("SPARSEPORT_HUB_T", "16");
+  // Row 0: columns 0..499 (32 chunks); row 1: columns 50..52; row 2: 40 entries from column 480
+  // (wrapping to 0..19; 3 chunks); row 3: empty.
+  sp::HostCsr<I, V> a;
+  a.rows = 4, a.cols = 500;
+  auto add_row = [&](int64_t first, int64_t n) {
+    for (int64_t e = 0; e < n; ++e) {
+      a.colind.push_back(static_cast<I>((first + e) % a.cols));
+      a.values.push_back(static_cast<V>(0.5 + 0.001 * static_cast<double>(e % 1000)));
+    }
+    a.rowptr.push_back(static_cast<I>(a.colind.size()));
+  };
+  add_row(0, 500);
+  add_row(50, 3);
+  add_row(480, 40);
+  add_row(0, 0);
+  // B(3, 0) and B(3, 5): row 0's first chunk and row 2's second; B(498, 7): row 0's last chunk
+  // and row 2's first; B(51, 2): row 1 (whole).
+  const std::vector<std::pair<int64_t, int64_t>> nans{{3, 0}, {3, 5}, {498, 7}, {51, 2}};
+  for (const int64_t f : {1, 33}) {
+    for (const sp::Reduce r : kAllReduces) {
+      for (const bool negative : {true, false}) {
+        const Scaling s = negative ? Scaling{1.0, 0.0} : Scaling{-1.0, 0.5};
+        SCOPED_TRACE("F " + std::to_string(f) + ", " + sp::name(r) + (negative ? ", B < 0" : ", B > 0"));
+        std::vector<std::pair<int64_t, int64_t>> here;
+        for (const auto& [i, j] : nans)
+          if (j < f) here.push_back({i, j});
+        expect_spmm_matches<I, V>("spmm.hub_split", a, f, r, s, rng, negative ? -3.0 : 1.0, negative ? -1.0 : 3.0,
+                                  here);
+        expect_spmm_matches<I, V>("spmm.team_rows", a, f, r, s, rng, negative ? -3.0 : 1.0, negative ? -1.0 : 3.0,
+                                  here);
+      }
+    }
+  }
+}
+
+TEST(KokkosSpmm, HubSplitMaxMinKeepSignsAndNaN) {
+  SPARSEPORT_CONFORMANCE_SEED("kokkos/hub_split/nan");
+  std::mt19937_64 rng(seed);
+  check_signs_and_nan<int32_t, float>(rng);
+  check_signs_and_nan<int64_t, double>(rng);
+}
+
+// team_rows on the same edges: on a device space each lane holds up to 8 columns (F = 257 and 300
+// take a second walk of the row, with one lane busy at 257); every reduce, both type pairs.
+TEST(KokkosSpmm, TeamRowsLaneColumnsMatchTheReference) {
+  SPARSEPORT_CONFORMANCE_SEED("kokkos/team_rows/lanes");
+  std::mt19937_64 rng(seed);
+  const std::vector<int64_t> degrees{0, 323, 8, 9, 0, 16, 1, 25, 7, 0};
+  const auto a32 = rows_of<int32_t, float>(degrees, 97, rng);
+  const auto a64 = rows_of<int64_t, double>(degrees, 97, rng);
+  int run = 0;
+  for (const int64_t f : {1, 33, 257, 300}) {
+    for (const sp::Reduce r : kAllReduces) {
+      const Scaling s = kHubScalings[run++ % std::size(kHubScalings)];
+      SCOPED_TRACE("F " + std::to_string(f) + ", " + sp::name(r));
+      expect_spmm_matches<int32_t, float>("spmm.team_rows", a32, f, r, s, rng);
+      expect_spmm_matches<int64_t, double>("spmm.team_rows", a64, f, r, s, rng);
+    }
+  }
+}
+
+// hub_split sums in a run-dependent order (atomics): it must not claim determinism; team_rows does.
+TEST(KokkosSpmm, HubSplitIsListedAndNotDeterministic) {
+  auto ctx = sp::Context::create("kokkos");
+  const sparseport_plugin* table = ctx.plugin().table;
+  bool hub = false, rows = false;
+  for (int32_t v = 0; v < table->n_variants; ++v) {
+    const sparseport_variant& var = table->variants[v];
+    if (std::string(var.name) == "spmm.hub_split") {
+      hub = true;
+      EXPECT_EQ(var.flags & SPARSEPORT_VARIANT_DETERMINISTIC, 0u);
+      EXPECT_EQ(var.op, SPARSEPORT_OP_SPMM);
+    }
+    if (std::string(var.name) == "spmm.team_rows") {
+      rows = true;
+      EXPECT_NE(var.flags & SPARSEPORT_VARIANT_DETERMINISTIC, 0u);
+    }
+  }
+  EXPECT_TRUE(hub);
+  EXPECT_TRUE(rows);
+}
+
+TEST(KokkosSpmm, HubSplitRefusesAMalformedThreshold) {
+  const sparseport_test::ScopedEnv env("SPARSEPORT_HUB_T", "0");
+  std::mt19937_64 rng(1);
+  const auto a = rows_of<int32_t, float>({3, 1}, 4, rng);
+  auto ctx = sp::Context::create("kokkos");
+  spt::Stage st(ctx);
+  const sp::HostDense<float> b = spt::random_dense<float>(4, 2, 2, rng), c0 = spt::random_dense<float>(2, 2, 2, rng);
+  try {
+    sp::spmm(ctx, st.csr(a), st.dense(b), st.dense_mut(c0), {sp::Reduce::sum, 1.0, 0.0, "spmm.hub_split"});
+    ADD_FAILURE() << "SPARSEPORT_HUB_T=0 was accepted";
+  } catch (const sp::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("SPARSEPORT_HUB_T='0'"), std::string::npos) << e.what();
+  }
+}
+
+// The atomic message reductions (segment_reduce.atomic, scatter_reduce.atomic,
+// gather_scatter.atomic) combine max and min through atomic_combine: a NaN that arrives first stays
+// when larger (smaller) values follow, and a NaN that arrives last wins. Kokkos 3.4's
+// atomic_fetch_max replaced a stored NaN by the next value; this failed then.
+TEST(KokkosAtomics, MaxMinKeepANaNWhateverComesAfter) {
+  auto ctx = sp::Context::create("kokkos");
+  spt::Stage st(ctx);
+  // 64 messages to row 0: NaN first in column 0, NaN last in column 1, none in column 2; then row
+  // 1 with one message, and row 2 with none (0 in the result).
+  const int64_t e = 65, f = 3;
+  std::vector<int32_t> index(static_cast<size_t>(e), 0);
+  index.back() = 1;
+  sp::HostDense<float> src(e, f);
+  for (int64_t i = 0; i < e; ++i)
+    for (int64_t j = 0; j < f; ++j) src(i, j) = static_cast<float>(i % 7) - 3.0f;
+  src(0, 0) = std::numeric_limits<float>::quiet_NaN();
+  src(63, 1) = std::numeric_limits<float>::quiet_NaN();
+  for (const sp::Reduce r : {sp::Reduce::max, sp::Reduce::min}) {
+    for (const char* v : {"segment_reduce.atomic", "scatter_reduce.atomic"}) {
+      SCOPED_TRACE(std::string(v) + (r == sp::Reduce::max ? " max" : " min"));
+      const sp::HostDense<float> out0(3, f);
+      const sp::DenseMutView out = st.dense_mut(out0);
+      const sp::IndexView idx = st.index(index);
+      if (std::string(v).rfind("segment", 0) == 0)
+        sp::segment_reduce(ctx, idx, st.dense(src), out, {r, v});
+      else
+        sp::scatter_reduce(ctx, idx, st.dense(src), out, {r, v});
+      ctx.synchronize();
+      const sp::HostDense<float> got = st.fetch<float>(out);
+      EXPECT_TRUE(std::isnan(got(0, 0)));
+      EXPECT_TRUE(std::isnan(got(0, 1)));
+      EXPECT_EQ(got(0, 2), r == sp::Reduce::max ? 3.0f : -3.0f);
+      EXPECT_EQ(got(1, 0), src(64, 0));
+      EXPECT_EQ(got(2, 0), 0.0f);
     }
   }
 }
