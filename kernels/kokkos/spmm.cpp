@@ -81,29 +81,57 @@ KOKKOS_INLINE_FUNCTION void store(const Spmm<I, V>& p, V* cij, V acc, int64_t co
   *cij = p.read_c ? p.alpha * r + p.beta * *cij : p.alpha * r;
 }
 
-// Device spaces: how many of the columns j, j + vl, ... (at most kLaneCols) are below f.
+// Device spaces: how many of the columns j, j + vl, ... (at most NK) are below f.
+template <int NK>
 KOKKOS_INLINE_FUNCTION int lane_cols(int64_t f, int64_t j, int64_t vl) {
   if (j >= f) return 0;
   const int64_t n = (f - j + vl - 1) / vl;
-  return n < kLaneCols ? static_cast<int>(n) : kLaneCols;
+  return n < NK ? static_cast<int>(n) : NK;
+}
+
+// The lane columns a device kernel is compiled for: 1, 2, 4 or 8, the fewest that cover F with
+// vl lanes (at most 8: wider F takes several passes). Each count is a kernel of its own, so that
+// the F <= 32 kernel does not pay the registers of eight accumulators (76 instead of about 40 a
+// thread on an H200: a third of the warps resident, and this kernel lives on latency).
+inline int lane_slots(int64_t f, int64_t vl) {
+  const int64_t n = (f + vl - 1) / vl;
+  return n <= 1 ? 1 : n <= 2 ? 2 : n <= 4 ? 4 : 8;
 }
 
 // Device spaces: acc[k] (k < nk) = the fold, entry by entry, of A[e] * B[col(e), j + k * vl] over
-// the entries [eb, ee) (eb < ee). The k loop has a constant trip count, so acc stays in registers.
-template <Op op, class I, class V>
-KOKKOS_INLINE_FUNCTION void lane_fold(const Spmm<I, V>& p, int64_t eb, int64_t ee, int64_t j, int64_t vl, int nk,
-                                      V (&acc)[kLaneCols]) {
+// the entries [eb, ee) (eb < ee), with NK >= nk slots: the loop over the entries then holds exactly
+// NK loads of B per entry. With one loop for every nk (8 predicated slots) nvcc did not unroll the
+// entry loop, so at F <= 32 (nk = 1) one entry's two dependent loads (column, then B) were in
+// flight at a time: team_rows ran 3x slower on an H200 than the one-column loop before it.
+template <int NK, Op op, class I, class V>
+KOKKOS_INLINE_FUNCTION void lane_fold_n(const Spmm<I, V>& p, int64_t eb, int64_t ee, int64_t j, int64_t vl, int nk,
+                                        V (&acc)[kLaneCols]) {
   {
     const V a = p.av != nullptr ? p.av[eb] : V(1);
     const V* brow = p.b + static_cast<int64_t>(p.ci[eb]) * p.ldb + j;
-    for (int k = 0; k < kLaneCols; ++k)
-      if (k < nk) acc[k] = a * brow[k * vl];
+    for (int k = 0; k < NK; ++k)
+      if (NK == 1 || k < nk) acc[k] = a * brow[k * vl];
   }
   for (int64_t e = eb + 1; e < ee; ++e) {
     const V a = p.av != nullptr ? p.av[e] : V(1);
     const V* brow = p.b + static_cast<int64_t>(p.ci[e]) * p.ldb + j;
-    for (int k = 0; k < kLaneCols; ++k)
-      if (k < nk) acc[k] = fold<op>(acc[k], a * brow[k * vl]);
+    for (int k = 0; k < NK; ++k)
+      if (NK == 1 || k < nk) acc[k] = fold<op>(acc[k], a * brow[k * vl]);
+  }
+}
+
+template <int NK, Op op, class I, class V>
+KOKKOS_INLINE_FUNCTION void lane_fold(const Spmm<I, V>& p, int64_t eb, int64_t ee, int64_t j, int64_t vl, int nk,
+                                      V (&acc)[kLaneCols]) {
+  static_assert(NK == 1 || NK == 2 || NK == 4 || NK == 8, "the slot counts of lane_slots");
+  if (nk <= 0) return;
+  if constexpr (NK == 1) {
+    lane_fold_n<1, op>(p, eb, ee, j, vl, nk, acc);
+  } else {
+    if (nk <= NK / 2)
+      lane_fold<NK / 2, op>(p, eb, ee, j, vl, nk, acc);  // the last pass over a narrower tail
+    else
+      lane_fold_n<NK, op>(p, eb, ee, j, vl, nk, acc);
   }
 }
 
@@ -122,6 +150,30 @@ V identity() {
 
 // ---------------------------------------------------------------------------------------------
 // team_rows
+
+// team_rows on a device space, compiled for NK lane columns (lane_slots).
+template <int NK, Op op, class I, class V>
+void team_rows_device(const Spmm<I, V>& p, int64_t vl) {
+  Kokkos::parallel_for(
+      "sparseport::kokkos::spmm.team_rows", row_blocks(p.m, p.f), KOKKOS_LAMBDA(const Member& t) {
+        const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
+        const int64_t r1 = r0 + kRowsPerTeam < p.m ? r0 + kRowsPerTeam : p.m;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t i) {
+          const int64_t begin = static_cast<int64_t>(p.rp[i]), end = static_cast<int64_t>(p.rp[i + 1]);
+          for (int64_t j0 = 0; j0 < p.f; j0 += NK * vl) {
+            Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, vl), [&](const int64_t lane) {
+              const int64_t j = j0 + lane;
+              const int nk = lane_cols<NK>(p.f, j, vl);
+              V acc[kLaneCols];
+              for (int k = 0; k < NK; ++k) acc[k] = V(0);
+              if (end > begin) lane_fold<NK, op>(p, begin, end, j, vl, nk, acc);
+              for (int k = 0; k < NK; ++k)
+                if (k < nk) store(p, p.c + i * p.ldc + j + k * vl, acc[k], end - begin);
+            });
+          }
+        });
+      });
+}
 
 template <Op op, class I, class V>
 void team_rows_op(const sparseport_spmm_args& args) {
@@ -170,25 +222,12 @@ void team_rows_op(const sparseport_spmm_args& args) {
   p.m = m, p.f = f, p.ldb = ldb, p.ldc = ldc;
   p.alpha = alpha, p.beta = beta, p.read_c = read_c, p.mean = mean;
   const int64_t vl = vector_length(f);
-  Kokkos::parallel_for(
-      "sparseport::kokkos::spmm.team_rows", row_blocks(p.m, p.f), KOKKOS_LAMBDA(const Member& t) {
-        const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
-        const int64_t r1 = r0 + kRowsPerTeam < p.m ? r0 + kRowsPerTeam : p.m;
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t i) {
-          const int64_t begin = static_cast<int64_t>(p.rp[i]), end = static_cast<int64_t>(p.rp[i + 1]);
-          for (int64_t j0 = 0; j0 < p.f; j0 += kLaneCols * vl) {
-            Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, vl), [&](const int64_t lane) {
-              const int64_t j = j0 + lane;
-              const int nk = lane_cols(p.f, j, vl);
-              V acc[kLaneCols];
-              for (int k = 0; k < kLaneCols; ++k) acc[k] = V(0);
-              if (end > begin) lane_fold<op>(p, begin, end, j, vl, nk, acc);
-              for (int k = 0; k < kLaneCols; ++k)
-                if (k < nk) store(p, p.c + i * p.ldc + j + k * vl, acc[k], end - begin);
-            });
-          }
-        });
-      });
+  switch (lane_slots(f, vl)) {
+    case 1: team_rows_device<1, op>(p, vl); break;
+    case 2: team_rows_device<2, op>(p, vl); break;
+    case 4: team_rows_device<4, op>(p, vl); break;
+    default: team_rows_device<8, op>(p, vl); break;
+  }
 }
 
 // The reduce as a template argument through named templates (nvcc rejects KOKKOS_LAMBDA inside a
@@ -407,7 +446,7 @@ void hub_split_host(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, int
 
 // Device spaces: a team thread per work item (team_size() items per team), vector lanes across F
 // as in team_rows. The team size is the one Kokkos recommends for this kernel.
-template <Op op, class I, class V>
+template <int NK, Op op, class I, class V>
 void hub_split_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, int64_t t) {
   const int64_t vl = vector_length(p.f);
   const int64_t items = h.extra + p.m;
@@ -417,18 +456,18 @@ void hub_split_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, i
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, x0, x1), [&](const int64_t x) {
       const Chunk c = chunk_of(p.rp, h, t, x);
       const int64_t count = static_cast<int64_t>(p.rp[c.row + 1]) - static_cast<int64_t>(p.rp[c.row]);
-      for (int64_t j0 = 0; j0 < p.f; j0 += kLaneCols * vl) {
+      for (int64_t j0 = 0; j0 < p.f; j0 += NK * vl) {
         Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, vl), [&](const int64_t lane) {
           const int64_t j = j0 + lane;
-          const int nk = lane_cols(p.f, j, vl);
+          const int nk = lane_cols<NK>(p.f, j, vl);
           V acc[kLaneCols];
-          for (int k = 0; k < kLaneCols; ++k) acc[k] = V(0);
-          if (c.ee > c.eb) lane_fold<op>(p, c.eb, c.ee, j, vl, nk, acc);
+          for (int k = 0; k < NK; ++k) acc[k] = V(0);
+          if (c.ee > c.eb) lane_fold<NK, op>(p, c.eb, c.ee, j, vl, nk, acc);
           if (c.hub < 0) {
-            for (int k = 0; k < kLaneCols; ++k)
+            for (int k = 0; k < NK; ++k)
               if (k < nk) store(p, p.c + c.row * p.ldc + j + k * vl, acc[k], count);
           } else {
-            for (int k = 0; k < kLaneCols; ++k)
+            for (int k = 0; k < NK; ++k)
               if (k < nk) atomic_combine<op>(scratch + c.hub * p.f + j + k * vl, acc[k], start);
           }
         });
@@ -461,7 +500,12 @@ void hub_split_op(const sparseport_spmm_args& args) {
         KOKKOS_LAMBDA(const int64_t x) { scratch[x] = start; });
   }
   if constexpr (kDeviceMemory)
-    hub_split_device<op>(p, h, scratch, start, t);
+    switch (lane_slots(p.f, vector_length(p.f))) {
+      case 1: hub_split_device<1, op>(p, h, scratch, start, t); break;
+      case 2: hub_split_device<2, op>(p, h, scratch, start, t); break;
+      case 4: hub_split_device<4, op>(p, h, scratch, start, t); break;
+      default: hub_split_device<8, op>(p, h, scratch, start, t); break;
+    }
   else
     hub_split_host<op>(p, h, scratch, start, t);
   if (h.count > 0) {
