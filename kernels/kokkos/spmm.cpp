@@ -2,9 +2,10 @@
 // spmm on Kokkos, two native variants.
 //
 // spmm.team_rows: a TeamPolicy over blocks of rows, a team thread per row.
-// On a device space, vector lanes across F: lane l of VL holds the columns l + k * VL for
-// k < kLaneCols in registers and the row is walked once per block of kLaneCols * VL columns, so for
-// each k the lanes of a row read one row of B together (coalesced). It first gave each lane one
+// On a device space, vector lanes across F: lane l of VL holds the columns l + k * VL for k < NK
+// in registers and the row is walked once per block of NK * VL columns, so for each k the lanes of
+// a row read one row of B together (coalesced); NK (1, 2, 4 or 8, lane_slots) is a template
+// argument, one kernel per count. It first gave each lane one
 // column and walked the row again for every VL columns: at F = 256 the row's indices and values
 // were read 8 times (benchmarks/results/2026-11-25-h200-kokkos-cuda.md).
 // On a host space (one vector lane) that order would read the row's indices and values once per
@@ -38,9 +39,9 @@ namespace {
 // Columns of C per block on a host space: 64 accumulators (256 or 512 bytes) stay in registers or
 // L1 while the row's entries stream by.
 constexpr int64_t kHostCols = 64;
-// Columns of C per vector lane per walk of a row on a device space: 8 register accumulators (16
-// registers in double), so F <= 8 * VL = 256 is one walk with VL = 32 lanes, wider F one walk
-// per 256 columns. More would spill on CUDA at the 64-128 registers a thread has at full
+// Columns of C per vector lane per walk of a row on a device space, at most: 8 register
+// accumulators (16 registers in double), so F <= 8 * VL = 256 is one walk with VL = 32 lanes,
+// wider F one walk per 256 columns (narrower F gets a kernel with fewer, lane_slots). More would spill on CUDA at the 64-128 registers a thread has at full
 // occupancy; fewer walks the row more often at the common F = 128-256.
 constexpr int kLaneCols = 8;
 
