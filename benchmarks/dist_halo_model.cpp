@@ -3,7 +3,9 @@
 // model alone (dist::predict_halo on a host CSR; no MPI, no ranks): what a DistCsr built with
 // partition_rows_by_entries sends per call. The MPI tests check that the measured halo equals
 // this prediction byte for byte at P = 1..4, so the model can be read at any P on one process.
-//   dist_halo_model [--F N] [--bytes 4|8] [--ranks 1,2,4,...] GRAPH...
+//   dist_halo_model [--F N] [--bytes 4|8] [--ranks 1,2,4,...] [--metis] GRAPH...
+// --metis adds the halo of dist::partition_metis's partition (the matrix relabelled by part) next
+// to the contiguous one (a build with METIS; square matrices).
 // One Markdown row per (graph, P): halo rows and bytes per call, the largest rank's share, and the
 // halo a rank receives over its compulsory local traffic (its rowptr, columns and values read
 // once, its own B rows read once, its C rows written once; int32 indices): for the rank where that
@@ -36,6 +38,7 @@ int main(int argc, char** argv) {
   int64_t F = 64, vbytes = 4;
   std::vector<int> ranks = {1, 2, 4, 8, 16, 64, 256, 1024, 4096};
   std::vector<std::string> graphs;
+  bool metis = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--F" && i + 1 < argc)
@@ -44,6 +47,8 @@ int main(int argc, char** argv) {
       vbytes = std::atoll(argv[++i]);
     else if (a == "--ranks" && i + 1 < argc)
       ranks = parse_ranks(argv[++i]);
+    else if (a == "--metis")
+      metis = true;
     else
       graphs.push_back(a);
   }
@@ -52,9 +57,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::printf("| graph | rows | nnz | P | halo rows / call | halo MB / call (F = %lld) | max rank sends MB | max rank "
-              "receives MB | halo / local traffic (max rank) | halo / local traffic (all ranks) |\n",
-              static_cast<long long>(F));
-  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+              "receives MB | halo / local traffic (max rank) | halo / local traffic (all ranks) |%s\n",
+              static_cast<long long>(F), metis ? " METIS halo MB / call | METIS / contiguous |" : "");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", metis ? "---:|---:|" : "");
   for (const std::string& g : graphs) {
     GenOptions gen;
     gen.pattern = true;
@@ -82,10 +87,18 @@ int main(int argc, char** argv) {
         local_all += local;
       }
       const double mb = 1e-6 * static_cast<double>(F * vbytes);
-      std::printf("| %s | %lld | %lld | %d | %lld | %.2f | %.2f | %.2f | %.2f | %.2f |\n", g.c_str(),
+      std::printf("| %s | %lld | %lld | %d | %lld | %.2f | %.2f | %.2f | %.2f | %.2f |", g.c_str(),
                   static_cast<long long>(a.rows), static_cast<long long>(a.nnz()), p,
                   static_cast<long long>(h.total_rows()), static_cast<double>(h.total_rows()) * mb,
                   static_cast<double>(max_send) * mb, static_cast<double>(max_recv) * mb, worst_ratio, halo_all / local_all);
+      if (metis) {
+        const dist::Relabelled r = dist::partition_metis(v, p);
+        const HostCsr<int64_t, float> pa = dist::permute_symmetric(a, r.perm);
+        const dist::HaloVolume hm = dist::predict_halo(pa.view(), r.partition);
+        std::printf(" %.2f | %.3f |", static_cast<double>(hm.total_rows()) * mb,
+                    h.total_rows() > 0 ? static_cast<double>(hm.total_rows()) / static_cast<double>(h.total_rows()) : 1.0);
+      }
+      std::printf("\n");
       std::fflush(stdout);
     }
   }

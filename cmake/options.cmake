@@ -132,3 +132,21 @@ option(SPARSEPORT_ENABLE_MPI "Build sparseport::dist (distributed ops over MPI) 
 if(SPARSEPORT_ENABLE_MPI AND NOT MPI_CXX_FOUND)
   message(FATAL_ERROR "SPARSEPORT_ENABLE_MPI=ON but no MPI with C++ support was found (Debian: libopenmpi-dev openmpi-bin)")
 endif()
+
+# METIS 5 for sparseport::dist::partition_metis (a graph partition that cuts the halo). Only the
+# dist library links it (PRIVATE); without it partition_metis throws Unsupported. Debian ships no
+# CMake package for it, so look for the header and the library directly (elsewhere: CMAKE_PREFIX_PATH).
+find_path(SPARSEPORT_METIS_INCLUDE_DIR metis.h)
+find_library(SPARSEPORT_METIS_LIBRARY metis)
+mark_as_advanced(SPARSEPORT_METIS_INCLUDE_DIR SPARSEPORT_METIS_LIBRARY)
+set(_sp_have_metis OFF)
+if(SPARSEPORT_ENABLE_MPI AND SPARSEPORT_METIS_INCLUDE_DIR AND SPARSEPORT_METIS_LIBRARY)
+  set(_sp_have_metis ON)
+endif()
+option(SPARSEPORT_ENABLE_METIS "Partition sparseport::dist with METIS (dist::partition_metis)" ${_sp_have_metis})
+if(SPARSEPORT_ENABLE_METIS AND NOT (SPARSEPORT_METIS_INCLUDE_DIR AND SPARSEPORT_METIS_LIBRARY))
+  message(FATAL_ERROR "SPARSEPORT_ENABLE_METIS=ON but metis.h or libmetis was not found (Debian: libmetis-dev; or add its prefix to CMAKE_PREFIX_PATH)")
+endif()
+if(SPARSEPORT_ENABLE_METIS AND NOT SPARSEPORT_ENABLE_MPI)
+  message(FATAL_ERROR "SPARSEPORT_ENABLE_METIS=ON but SPARSEPORT_ENABLE_MPI=OFF: METIS is used by sparseport::dist only")
+endif()

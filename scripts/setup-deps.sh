@@ -8,8 +8,9 @@ pkgs=(build-essential cmake ninja-build pkgconf zlib1g-dev libgtest-dev libbench
   # The kokkos plugin (Debian's Kokkos 3.4, Serial only; Kokkos Kernels needs BLAS and LAPACK) and
   # the CPU vendor baseline spmm.graphblas. Without them CMake leaves those parts out.
   libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libblas-dev liblapack-dev libgraphblas-dev
-  # MPI for sparseport::dist, `sparseport run --dist` and the MPI tests (CTest label mpi).
-  libopenmpi-dev openmpi-bin)
+  # MPI for sparseport::dist, `sparseport run --dist` and the MPI tests (CTest label mpi); METIS 5
+  # for dist::partition_metis (without it that function throws Unsupported).
+  libopenmpi-dev openmpi-bin libmetis-dev)
 
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then

@@ -21,6 +21,10 @@
 // message is posted; a check that fails on one rank only (e.g. a wrongly sized local operand)
 // throws there and leaves the other ranks waiting, as a mismatched MPI call would.
 //
+// Partitions: contiguous row ranges (partition_rows_by_entries), or a METIS graph partition made
+// contiguous by relabelling the vertices (partition_metis, with permute_symmetric; built only where
+// METIS is found, see has_metis()).
+//
 // Memory: host memory only for now (the reference, openmp and host-Kokkos backends). A context
 // whose ops take device pointers is refused with Unsupported; the halo buffers and the transport
 // are the seam where device buffers and NCCL go later (src/dist/transport.hpp).
@@ -87,6 +91,50 @@ struct HaloVolume {
 // The halo volume predicted from the matrix and the partition alone (host CSR, no MPI): what a
 // DistCsr built with that partition sends per call. Cost O(nnz log ranks) time, O(cols) memory.
 HaloVolume predict_halo(const CsrView& a, const Partition& p);
+
+// ---- Graph partitioning (METIS) -----------------------------------------------------------------
+// A Partition is contiguous ranges, but a graph partitioner returns arbitrary vertex sets. So the
+// METIS path relabels the vertices: it orders them by part (stable within a part, so a part keeps
+// whatever locality its ids had), and the parts become contiguous ranges of the new ids. Everything
+// contiguous (DistCsr::scatter, from_local_rows, predict_halo, scatter_rows) then works unchanged
+// on the permuted matrix permute_symmetric(A, perm).
+//
+// Order of the operands: with the permuted matrix, B's rows and C's rows are in the NEW order too.
+// Either permute B (permute_rows(B, perm)) and un-permute C (unpermute_rows(C, perm)) around the
+// distributed calls, or work in the new order throughout (e.g. a GNN whose features and labels are
+// permuted once when loaded).
+struct Relabelled {
+  std::vector<int64_t> perm;  // perm[new] = old: new vertex i is the original vertex perm[i]
+  Partition partition;        // contiguous ranges of the new ids: rank r owns part r
+};
+
+// True when sparseport::dist was built with METIS (SPARSEPORT_ENABLE_METIS), so partition_metis runs.
+bool has_metis();
+
+// METIS k-way partition (METIS_PartGraphKway) of a square A into `ranks` parts, relabelled as above.
+// The graph is A's pattern symmetrised (A + A^T) without self loops; vertex i weighs deg(i) + 1
+// (stored entries of row i, plus one), so the parts balance entries as partition_rows_by_entries
+// does (within METIS's default imbalance of 3%; a part may be empty). Values are ignored. The
+// result is deterministic for a given A and ranks (fixed METIS seed). ranks == 1 (or an A without
+// vertices) gives the identity without calling METIS.
+// Throws InvalidArgument for ranks < 1, a non-square or invalid CSR; Unsupported when built without
+// METIS (see has_metis()) or when the symmetrised graph does not fit METIS's index type (idx_t,
+// 32 bits in Debian's build); BackendError when METIS fails. Cost: METIS's, plus O(nnz log deg)
+// and O(nnz) memory to build the symmetric graph.
+Relabelled partition_metis(const CsrView& a, int ranks);
+
+// P A P^T: new row i is old row perm[i], column j becomes new id inv(perm)[j]; the columns of each
+// row are sorted (repeats and their values kept). Square A only; perm must be a permutation of
+// [0, A.rows). Throws InvalidArgument otherwise. Cost O(nnz log deg).
+template <class I, class V>
+HostCsr<I, V> permute_symmetric(const HostCsr<I, V>& a, const std::vector<int64_t>& perm);
+
+// Dense rows in the new order (out[i,:] = d[perm[i],:]) and back (out[perm[i],:] = d[i,:]).
+// perm must be a permutation of [0, d.rows); the result has ld == cols. Throws InvalidArgument.
+template <class V>
+HostDense<V> permute_rows(const HostDense<V>& d, const std::vector<int64_t>& perm);
+template <class V>
+HostDense<V> unpermute_rows(const HostDense<V>& d, const std::vector<int64_t>& perm);
 
 // One rank's halo plan, built once with the DistCsr. Peers are listed in ascending rank order.
 struct HaloPlan {

@@ -494,6 +494,162 @@ TEST(Dist, BadArgumentsThrowOnEveryRank) {
   EXPECT_THROW(dist::spmm(ctx, d, b.view(), c.mut()), sp::DimensionMismatch);
 }
 
+// ---- METIS partition and relabelling ---------------------------------------------------------
+// Host-only checks (no MPI calls; every rank runs them alike), then one distributed spmm on the
+// permuted matrix. Without METIS, partition_metis must throw Unsupported (checked, then skipped).
+
+void expect_valid_relabelling(const dist::Relabelled& r, int64_t n, int ranks, const std::string& what) {
+  SCOPED_TRACE(what);
+  ASSERT_EQ(static_cast<int64_t>(r.perm.size()), n);
+  std::vector<char> seen(static_cast<size_t>(n), 0);
+  for (const int64_t o : r.perm) {
+    ASSERT_GE(o, 0);
+    ASSERT_LT(o, n);
+    EXPECT_EQ(seen[static_cast<size_t>(o)], 0) << "vertex " << o << " twice";
+    seen[static_cast<size_t>(o)] = 1;
+  }
+  EXPECT_EQ(r.partition.ranks(), ranks);
+  EXPECT_EQ(r.partition.row_starts.front(), 0);
+  EXPECT_EQ(r.partition.rows(), n);
+  EXPECT_EQ(r.partition.col_starts, r.partition.row_starts);
+  for (int q = 0; q < ranks; ++q) EXPECT_GE(r.partition.rows_of(q), 0);
+}
+
+TEST(DistMetis, PartitionIsValidAndPermutingKeepsTheProduct) {
+  std::mt19937_64 rng(g_seed + 11);
+  const auto mesh = sp::generate<int32_t, double>("mesh2d:24:24:1");
+  const auto rnd = random_csr<int64_t, double>(97, 97, 9, 0.2, false, true, rng);  // unsorted, repeats, empty rows
+  if (!dist::has_metis()) {
+    EXPECT_THROW(dist::partition_metis(mesh.view(), 2), sp::Unsupported);
+    GTEST_SKIP() << "sparseport::dist was built without METIS (SPARSEPORT_ENABLE_METIS=OFF)";
+  }
+  const sp::HostCsr<int64_t, double> mesh64 = [&] {
+    sp::HostCsr<int64_t, double> m;
+    m.rows = mesh.rows;
+    m.cols = mesh.cols;
+    m.rowptr.assign(mesh.rowptr.begin(), mesh.rowptr.end());
+    m.colind.assign(mesh.colind.begin(), mesh.colind.end());
+    m.values = mesh.values;
+    return m;
+  }();
+  for (const auto& [name, a] : std::vector<std::pair<std::string, sp::HostCsr<int64_t, double>>>{
+           {"mesh2d:24:24:1", mesh64}, {"random 97x97", rnd}}) {
+    const sp::HostDense<double> b = make_dense<double>(a.cols, 5, Sign::mixed, g_seed + 12);
+    sp::HostDense<double> ab(a.rows, 5);
+    sp::spmm(reference_ctx(), a.view(), b.view(), ab.mut());
+    for (const int ranks : {1, 2, 3, 4, 8}) {
+      const std::string what = name + " into " + std::to_string(ranks);
+      const dist::Relabelled r = dist::partition_metis(a.view(), ranks);
+      expect_valid_relabelling(r, a.rows, ranks, what);
+      // Balanced by deg + 1, loosely (METIS allows 3%; a vertex is indivisible).
+      const double total = static_cast<double>(a.nnz() + a.rows);
+      for (int q = 0; q < ranks; ++q) {
+        int64_t w = 0;
+        for (int64_t i = r.partition.row_starts[static_cast<size_t>(q)];
+             i < r.partition.row_starts[static_cast<size_t>(q) + 1]; ++i) {
+          const int64_t o = r.perm[static_cast<size_t>(i)];
+          w += a.rowptr[static_cast<size_t>(o) + 1] - a.rowptr[static_cast<size_t>(o)] + 1;
+        }
+        EXPECT_LE(static_cast<double>(w), 1.1 * total / ranks + 12) << what << ", part " << q;
+      }
+      // P A P^T (P B) == P (A B) on the reference backend.
+      const auto ap = dist::permute_symmetric(a, r.perm);
+      EXPECT_TRUE(sp::validate(ap.view()).ok()) << what;
+      EXPECT_EQ(ap.nnz(), a.nnz()) << what;
+      const sp::HostDense<double> bp = dist::permute_rows(b, r.perm);
+      sp::HostDense<double> got(a.rows, 5);
+      sp::spmm(reference_ctx(), ap.view(), bp.view(), got.mut());
+      const sp::HostDense<double> want = dist::permute_rows(ab, r.perm);
+      const sp::HostDense<double> back = dist::unpermute_rows(got, r.perm);
+      int64_t bad = 0;
+      for (int64_t i = 0; i < a.rows; ++i)
+        for (int64_t j = 0; j < 5; ++j) {
+          bad += std::fabs(got(i, j) - want(i, j)) > 1e-12 * (1 + std::fabs(want(i, j)));
+          bad += std::fabs(back(i, j) - ab(i, j)) > 1e-12 * (1 + std::fabs(ab(i, j)));
+        }
+      EXPECT_EQ(bad, 0) << what;
+    }
+  }
+  // Deterministic: the same partition twice.
+  EXPECT_EQ(dist::partition_metis(mesh.view(), 4).perm, dist::partition_metis(mesh.view(), 4).perm);
+  // Bad arguments.
+  const auto rect = random_csr<int32_t, float>(10, 12, 3, 0.0, false, false, rng);
+  EXPECT_THROW(dist::partition_metis(rect.view(), 2), sp::InvalidArgument);
+  EXPECT_THROW(dist::partition_metis(mesh.view(), 0), sp::InvalidArgument);
+  EXPECT_THROW(dist::permute_symmetric(rect, std::vector<int64_t>(10, 0)), sp::InvalidArgument);
+  std::vector<int64_t> dup(static_cast<size_t>(mesh.rows));
+  for (size_t i = 0; i < dup.size(); ++i) dup[i] = static_cast<int64_t>(i);
+  dup[1] = 0;
+  EXPECT_THROW(dist::permute_symmetric(mesh, dup), sp::InvalidArgument);
+  EXPECT_THROW(dist::permute_symmetric(mesh, std::vector<int64_t>{0, 1}), sp::InvalidArgument);
+}
+
+TEST(DistMetis, CutsTheHaloOfARenumberedMesh) {
+  // Random ids: a contiguous range of them is a random vertex set, so nearly every vertex has a
+  // neighbour on another rank; METIS finds the grid's blocks (halo ~ perimeters, O(sqrt(n) P)).
+  const auto a = sp::generate<int32_t, float>("mesh2d:64:64:1", sp::GenOptions{7, true});
+  if (!dist::has_metis()) {
+    GTEST_SKIP() << "sparseport::dist was built without METIS";
+  }
+  for (const int ranks : {1, 2, 4, 8}) {
+    const dist::HaloVolume contiguous = dist::predict_halo(a.view(), dist::partition_rows_by_entries(a.view(), ranks));
+    const dist::Relabelled r = dist::partition_metis(a.view(), ranks);
+    const auto ap = dist::permute_symmetric(a, r.perm);
+    const dist::HaloVolume metis = dist::predict_halo(ap.view(), r.partition);
+    if (ranks == 1) {
+      EXPECT_EQ(contiguous.total_rows(), 0);
+      EXPECT_EQ(metis.total_rows(), 0);
+      continue;
+    }
+    EXPECT_GT(contiguous.total_rows(), a.rows / 4) << ranks << " ranks";
+    EXPECT_LT(4 * metis.total_rows(), contiguous.total_rows())
+        << ranks << " ranks: METIS halo " << metis.total_rows() << " rows, contiguous " << contiguous.total_rows();
+  }
+}
+
+TEST(DistMetis, SpmmOnThePermutedMatrixMatchesOneProcess) {
+  if (!dist::has_metis()) {
+    GTEST_SKIP() << "sparseport::dist was built without METIS";  // alike on every rank
+  }
+  using I = int64_t;
+  using V = double;
+  const auto a = sp::generate<I, V>("mesh2d:30:30:1");
+  // Rank 0 partitions; the permutation goes to every rank (each compares its own rows).
+  dist::Relabelled r;
+  if (g_rank == 0) r = dist::partition_metis(a.view(), g_ranks);
+  r.perm.resize(static_cast<size_t>(a.rows));
+  MPI_Bcast(r.perm.data(), static_cast<int>(a.rows), MPI_INT64_T, 0, MPI_COMM_WORLD);
+  const auto ap = dist::permute_symmetric(a, r.perm);
+  const auto d = dist::DistCsr<I, V>::scatter(MPI_COMM_WORLD, g_rank == 0 ? &ap : nullptr, 0,
+                                              g_rank == 0 ? &r.partition : nullptr);
+  if (g_rank == 0) {
+    EXPECT_EQ(d.partition().row_starts, r.partition.row_starts);  // root's partition was used
+  }
+  const dist::HaloVolume pred = dist::predict_halo(ap.view(), d.partition());
+  const int64_t f = 7;
+  const sp::HostDense<V> b = make_dense<V>(a.cols, f, Sign::mixed, g_seed + 13);
+  const sp::DenseView none{0, 0, 0, nullptr, sp::value_type_of<V>()};
+  const sp::HostDense<V> bp = dist::permute_rows(b, r.perm);
+  const sp::HostDense<V> b_local =
+      dist::scatter_rows<V>(MPI_COMM_WORLD, g_rank == 0 ? bp.view() : none, d.partition().col_starts);
+  for (const sp::Reduce reduce : {sp::Reduce::sum, sp::Reduce::mean}) {
+    const std::string what = std::string("METIS-relabelled mesh, ") + sp::name(reduce);
+    sp::HostDense<V> c(d.local_rows(), f);
+    dist::CallStats st;
+    dist::spmm(reference_ctx(), d, b_local.view(), c.mut(), sp::SpmmOptions{reduce, 1.0, 0.0, {}}, &st);
+    EXPECT_EQ(sum_over_ranks(st.bytes_sent), pred.bytes(f, sizeof(V))) << what;
+    // Back in the original order on rank 0, against one process on the original matrix.
+    sp::HostDense<V> cp(g_rank == 0 ? a.rows : 0, f);
+    dist::gather_rows<V>(MPI_COMM_WORLD, c.view(), g_rank == 0 ? cp.mut() : sp::DenseMutView{}, d.partition().row_starts);
+    if (g_rank == 0) {
+      const sp::HostDense<V> got = dist::unpermute_rows(cp, r.perm);
+      sp::HostDense<double> want, bound;
+      expected(a, b, sp::HostDense<V>(a.rows, f), reduce, 1.0, 0.0, want, bound);
+      EXPECT_EQ(compare_rows(got, 0, want, bound, what), 0) << what;
+    }
+  }
+}
+
 // Prints only failures, with the rank: ranks other than 0 use it instead of the default printer.
 class RankFailurePrinter : public ::testing::EmptyTestEventListener {
  public:
