@@ -8,22 +8,14 @@
 
 #include "sparseport/dist.hpp"
 #include "sparseport/errors.hpp"
+#include "src/dist/csr_access.hpp"
 
 namespace sparseport::dist {
 namespace {
 
-template <class F>
-void with_indices(const CsrView& a, F&& f) {
-  if (a.index_type == IndexType::i32)
-    f(static_cast<const int32_t*>(a.rowptr), static_cast<const int32_t*>(a.colind));
-  else
-    f(static_cast<const int64_t*>(a.rowptr), static_cast<const int64_t*>(a.colind));
-}
+using detail::check_structure;
+using detail::with_indices;
 
-void check_structure(const CsrView& a, const char* fn) {
-  const Validation v = validate(a);
-  if (!v.ok()) throw InvalidArgument(std::string("sparseport::dist::") + fn + ": A is not a valid CSR: " + v.message);
-}
 
 int owner_in(const std::vector<int64_t>& starts, int64_t i) {
   // The last range whose start is <= i: empty ranges before a non-empty one are skipped.

@@ -11,6 +11,7 @@
 
 #include "sparseport/dist.hpp"
 #include "sparseport/errors.hpp"
+#include "src/dist/csr_access.hpp"
 
 #if defined(SPARSEPORT_HAVE_METIS)
 #include <metis.h>
@@ -19,13 +20,9 @@
 namespace sparseport::dist {
 namespace {
 
-template <class F>
-void with_indices(const CsrView& a, F&& f) {
-  if (a.index_type == IndexType::i32)
-    f(static_cast<const int32_t*>(a.rowptr), static_cast<const int32_t*>(a.colind));
-  else
-    f(static_cast<const int64_t*>(a.rowptr), static_cast<const int64_t*>(a.colind));
-}
+using detail::check_structure;
+using detail::with_indices;
+
 
 // inv[perm[i]] = i; InvalidArgument unless perm is a permutation of [0, n).
 std::vector<int64_t> inverse_of(const std::vector<int64_t>& perm, int64_t n, const char* fn) {
@@ -155,8 +152,7 @@ Relabelled partition_metis(const CsrView& a, int ranks) {
   if (a.rows != a.cols)
     throw InvalidArgument("sparseport::dist::partition_metis: A is " + std::to_string(a.rows) + " x " +
                           std::to_string(a.cols) + " but a graph partition needs a square A");
-  const Validation v = validate(a);
-  if (!v.ok()) throw InvalidArgument("sparseport::dist::partition_metis: A is not a valid CSR: " + v.message);
+  check_structure(a, "partition_metis");
 #if !defined(SPARSEPORT_HAVE_METIS)
   throw Unsupported(
       "sparseport::dist::partition_metis: sparseport::dist was built without METIS (SPARSEPORT_ENABLE_METIS=OFF: "
@@ -188,8 +184,7 @@ HostCsr<I, V> permute_symmetric(const HostCsr<I, V>& a, const std::vector<int64_
   if (a.rows != a.cols)
     throw InvalidArgument("sparseport::dist::permute_symmetric: A is " + std::to_string(a.rows) + " x " +
                           std::to_string(a.cols) + " but a symmetric permutation needs a square A");
-  const Validation v = validate(a.view());
-  if (!v.ok()) throw InvalidArgument("sparseport::dist::permute_symmetric: A is not a valid CSR: " + v.message);
+  check_structure(a.view(), "permute_symmetric");
   const std::vector<int64_t> inv = inverse_of(perm, a.rows, "permute_symmetric");
   const bool pattern = a.is_pattern();
   HostCsr<I, V> b;
@@ -218,22 +213,33 @@ HostCsr<I, V> permute_symmetric(const HostCsr<I, V>& a, const std::vector<int64_
   return b;
 }
 
+namespace {
+// out row perm[i] <- d row i (scatter) or out row i <- d row perm[i] (gather).
+template <class V>
+HostDense<V> move_rows(const HostDense<V>& d, const std::vector<int64_t>& perm, bool gather, const char* fn) {
+  inverse_of(perm, d.rows, fn);
+  HostDense<V> out(d.rows, d.cols);
+  for (int64_t i = 0; i < d.rows; ++i) {
+    const int64_t p = perm[static_cast<size_t>(i)];
+    for (int64_t j = 0; j < d.cols; ++j) {
+      if (gather)
+        out(i, j) = d(p, j);
+      else
+        out(p, j) = d(i, j);
+    }
+  }
+  return out;
+}
+}  // namespace
+
 template <class V>
 HostDense<V> permute_rows(const HostDense<V>& d, const std::vector<int64_t>& perm) {
-  inverse_of(perm, d.rows, "permute_rows");
-  HostDense<V> out(d.rows, d.cols);
-  for (int64_t i = 0; i < d.rows; ++i)
-    for (int64_t j = 0; j < d.cols; ++j) out(i, j) = d(perm[static_cast<size_t>(i)], j);
-  return out;
+  return move_rows(d, perm, true, "permute_rows");
 }
 
 template <class V>
 HostDense<V> unpermute_rows(const HostDense<V>& d, const std::vector<int64_t>& perm) {
-  inverse_of(perm, d.rows, "unpermute_rows");
-  HostDense<V> out(d.rows, d.cols);
-  for (int64_t i = 0; i < d.rows; ++i)
-    for (int64_t j = 0; j < d.cols; ++j) out(perm[static_cast<size_t>(i)], j) = d(i, j);
-  return out;
+  return move_rows(d, perm, false, "unpermute_rows");
 }
 
 template HostCsr<int32_t, float> permute_symmetric(const HostCsr<int32_t, float>&, const std::vector<int64_t>&);
