@@ -183,10 +183,12 @@ PlanStats PlanCache::stats() const {
 State::State(int device) : device_(device) {
   check(cudaSetDevice(device), "cudaSetDevice");
   info_ = device_info(device);
-  check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  check(cudaStreamCreateWithFlags(&own_stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  stream_.store(own_stream_, std::memory_order_release);
   try {
+    check(cudaEventCreateWithFlags(&handoff_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
     check(cusparseCreate(&sparse_), "cusparseCreate");
-    check(cusparseSetStream(sparse_, stream_), "cusparseSetStream");
+    check(cusparseSetStream(sparse_, own_stream_), "cusparseSetStream");
     cudaMemPoolProps props{};
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;
@@ -199,7 +201,8 @@ State::State(int device) : device_(device) {
   } catch (...) {
     if (pool_ != nullptr) (void)cudaMemPoolDestroy(pool_);
     if (sparse_ != nullptr) (void)cusparseDestroy(sparse_);
-    (void)cudaStreamDestroy(stream_);
+    if (handoff_ != nullptr) (void)cudaEventDestroy(handoff_);
+    (void)cudaStreamDestroy(own_stream_);
     throw;
   }
 }
@@ -207,17 +210,62 @@ State::State(int device) : device_(device) {
 State::~State() {
   // Errors are ignored: after a sticky fault every call fails, and a destructor cannot report.
   (void)cudaSetDevice(device_);
-  (void)cudaStreamSynchronize(stream_);
+  // A lent stream is only waited for: the plans' memory is freed on the state's own stream, once
+  // nothing queued on the lent one can still read it.
+  const cudaStream_t current = stream();
+  (void)cudaStreamSynchronize(current);
+  stream_.store(own_stream_, std::memory_order_release);
   plans_.clear();
-  (void)cudaStreamSynchronize(stream_);
+  (void)cudaStreamSynchronize(own_stream_);
   if (check_device_ != nullptr) (void)cudaFree(check_device_);
   if (check_host_ != nullptr) (void)cudaFreeHost(check_host_);
   if (summary_device_ != nullptr) (void)cudaFree(summary_device_);
   if (summary_host_ != nullptr) (void)cudaFreeHost(summary_host_);
   if (pool_ != nullptr) (void)cudaMemPoolDestroy(pool_);
   if (sparse_ != nullptr) (void)cusparseDestroy(sparse_);
-  (void)cudaStreamDestroy(stream_);
+  if (handoff_ != nullptr) (void)cudaEventDestroy(handoff_);
+  (void)cudaStreamDestroy(own_stream_);
   (void)cudaGetLastError();
+}
+
+namespace {
+
+bool capturing(cudaStream_t s) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  check(cudaStreamIsCapturing(s, &status), "cudaStreamIsCapturing");
+  return status != cudaStreamCaptureStatusNone;
+}
+
+}  // namespace
+
+void State::set_external(const sparseport_external* ext) {
+  activate();
+  const bool lends_alloc = ext != nullptr && ext->alloc != nullptr, lends_release = ext != nullptr && ext->release != nullptr;
+  if (lends_alloc != lends_release)
+    throw InvalidArgument(std::string("set_external[cuda]: ") + (lends_alloc ? "alloc" : "release") +
+                          " is given but " + (lends_alloc ? "release" : "alloc") +
+                          " is null (a scratch allocator needs both, or neither for the plugin's own pool)");
+  const cudaStream_t next = ext != nullptr && ext->stream != nullptr ? static_cast<cudaStream_t>(ext->stream) : own_stream_;
+  std::lock_guard<std::mutex> lock(mu_);
+  const cudaStream_t prev = stream();
+  if (next != prev) {
+    // Work queued on the old stream (kernels still reading a plan's memory, an op whose result the
+    // next op reads) comes before anything queued on the new one, without waiting on the host. A
+    // stream under CUDA-graph capture cannot take part in such a dependency: its ordering is the
+    // capturing caller's to make.
+    if (!capturing(prev) && !capturing(next)) {
+      check(cudaEventRecord(handoff_, prev), "cudaEventRecord (set_external: the old stream)");
+      check(cudaStreamWaitEvent(next, handoff_, 0), "cudaStreamWaitEvent (set_external: the new stream)");
+    }
+    check(cusparseSetStream(sparse_, next), "cusparseSetStream (set_external)");
+    stream_.store(next, std::memory_order_release);
+  }
+  scratch_ = lends_alloc ? ScratchAllocator{ext->alloc, ext->release, ext->user} : ScratchAllocator{};
+}
+
+State::ScratchAllocator State::scratch_allocator() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return scratch_;
 }
 
 std::pair<unsigned long long*, unsigned long long*> State::check_words() const {
@@ -227,7 +275,7 @@ std::pair<unsigned long long*, unsigned long long*> State::check_words() const {
     check(cudaMalloc(&d, 4 * sizeof(unsigned long long)), "cudaMalloc of the index check's 32 bytes");
     // On the state's stream (as summary_words below): a plain cudaMemset runs on the legacy stream,
     // which the state's non-blocking stream does not wait for.
-    if (const cudaError_t err = cudaMemsetAsync(d, 0xff, 4 * sizeof(unsigned long long), stream_); err != cudaSuccess) {
+    if (const cudaError_t err = cudaMemsetAsync(d, 0xff, 4 * sizeof(unsigned long long), stream()); err != cudaSuccess) {
       (void)cudaFree(d);
       raise(err, "cudaMemset of the index check's 32 bytes");
     }
@@ -249,7 +297,7 @@ std::pair<void*, void*> State::summary_words() const {
     check(cudaMalloc(&d, kSummaryDeviceBytes), "cudaMalloc of the CSR summary's words");
     // On the state's stream: a plain cudaMemset runs on the legacy stream, which the state's
     // non-blocking stream does not wait for, so the first summary could read the words unset.
-    if (const cudaError_t err = cudaMemsetAsync(d, 0, kSummaryDeviceBytes, stream_); err != cudaSuccess) {
+    if (const cudaError_t err = cudaMemsetAsync(d, 0, kSummaryDeviceBytes, stream()); err != cudaSuccess) {
       (void)cudaFree(d);
       raise(err, "cudaMemset of the CSR summary's words");
     }
@@ -324,14 +372,15 @@ void State::copy(void* dst, const void* src, size_t bytes, int32_t kind) {
   const cudaMemcpyKind k = kind == 0 ? cudaMemcpyHostToDevice : kind == 1 ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice;
   // Host sides go through cudaMemcpyDefault: the host buffer may be pageable or pinned, and a
   // device pointer handed as the host side of a copy still copies correctly.
-  check(cudaMemcpyAsync(dst, src, bytes, kind == 2 ? k : cudaMemcpyDefault, stream_),
+  const cudaStream_t st = stream();
+  check(cudaMemcpyAsync(dst, src, bytes, kind == 2 ? k : cudaMemcpyDefault, st),
         (std::string("cudaMemcpyAsync (") + what + " of " + std::to_string(bytes) + " bytes)").c_str());
-  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize after a copy");
+  check(cudaStreamSynchronize(st), "cudaStreamSynchronize after a copy");
 }
 
 void State::synchronize() const {
   activate();
-  check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize");
 }
 
 void State::set_note(std::string note) const {
@@ -346,8 +395,17 @@ std::string State::note() const {
 
 // ---- scratch -----------------------------------------------------------------------------------
 
-Scratch::Scratch(const State& s, size_t bytes) : stream_(s.stream()) {
+Scratch::Scratch(const State& s, size_t bytes) : stream_(s.stream()), bytes_(bytes) {
   if (bytes == 0) return;
+  if (const State::ScratchAllocator lender = s.scratch_allocator(); lender.alloc != nullptr) {
+    ptr_ = lender.alloc(lender.user, bytes, static_cast<void*>(stream_));
+    if (ptr_ == nullptr)
+      throw OutOfMemory("the caller's scratch allocator (set_external) gave no memory for " + with_gib(bytes) +
+                            " of scratch on device " + std::to_string(s.device()),
+                        static_cast<int>(cudaErrorMemoryAllocation), "cudaErrorMemoryAllocation", bytes);
+    lender_ = lender;
+    return;
+  }
   const cudaError_t err = cudaMallocFromPoolAsync(&ptr_, bytes, s.pool(), stream_);
   if (err != cudaSuccess) {
     ptr_ = nullptr;
@@ -357,8 +415,14 @@ Scratch::Scratch(const State& s, size_t bytes) : stream_(s.stream()) {
 }
 
 void Scratch::reset() noexcept {
-  if (ptr_ != nullptr) (void)cudaFreeAsync(ptr_, stream_);
+  if (ptr_ != nullptr) {
+    if (lender_.release != nullptr)
+      lender_.release(lender_.user, ptr_, bytes_, static_cast<void*>(stream_));
+    else
+      (void)cudaFreeAsync(ptr_, stream_);
+  }
   ptr_ = nullptr;
+  lender_ = {};
 }
 
 // ---- pointers ----------------------------------------------------------------------------------

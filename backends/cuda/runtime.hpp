@@ -2,11 +2,13 @@
 // What a device is for the cuda backend: the per-context state (device id, stream, cuSPARSE
 // handle, a stream-ordered memory pool for scratch, a plan cache), device memory and copies,
 // device discovery and description, and the check that an op's pointers are device memory.
+// The stream and the scratch allocator may be lent by the caller (set_external, ABI 1.5).
 #pragma once
 
 #include <cuda_runtime_api.h>
 #include <cusparse.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "backends/cuda/errors.hpp"
+#include "sparseport/plugin_abi.h"
 
 namespace sparseport::cuda {
 
@@ -93,7 +96,10 @@ class State {
 
   int device() const { return device_; }
   const DeviceInfo& info() const { return info_; }
-  cudaStream_t stream() const { return stream_; }
+  // The stream every op, copy and scratch allocation is ordered on: the caller's after
+  // set_external lent one, else the state's own. Plans read it when they free their memory, so
+  // they follow a change of stream.
+  cudaStream_t stream() const { return stream_.load(std::memory_order_acquire); }
   cusparseHandle_t sparse() const { return sparse_; }
   cudaMemPool_t pool() const { return pool_; }
   PlanCache& plans() const { return plans_; }
@@ -103,6 +109,20 @@ class State {
   // Marks the context unusable after a sticky fault; every later op says why.
   void poison(const std::string& why);
   bool poisoned() const;
+
+  // ABI 1.5: runs on ext->stream from now on (null ext or stream: the state's own stream) and takes
+  // scratch from ext->alloc / ext->release (null: the state's pool). Work queued before the change
+  // stays ordered before work queued after it (the new stream waits on an event of the old one,
+  // unless either is being captured into a CUDA graph). Plans keep their memory in the state's
+  // pool: they outlive calls, and the caller's allocator lends scratch for one call only.
+  void set_external(const sparseport_external* ext);
+  // Scratch memory from the caller (set_external), or none (alloc null): the state's pool then.
+  struct ScratchAllocator {
+    void* (*alloc)(void* user, size_t bytes, void* stream) = nullptr;
+    void (*release)(void* user, void* ptr, size_t bytes, void* stream) = nullptr;
+    void* user = nullptr;
+  };
+  ScratchAllocator scratch_allocator() const;
 
   void* alloc(size_t bytes);
   void release(void* p) noexcept;
@@ -129,7 +149,10 @@ class State {
  private:
   int device_;
   DeviceInfo info_;
-  cudaStream_t stream_ = nullptr;
+  std::atomic<cudaStream_t> stream_{nullptr};  // own_stream_ or the caller's
+  cudaStream_t own_stream_ = nullptr;
+  cudaEvent_t handoff_ = nullptr;  // orders a new stream after the old one (set_external)
+  ScratchAllocator scratch_;       // guarded by mu_
   cusparseHandle_t sparse_ = nullptr;
   cudaMemPool_t pool_ = nullptr;
   mutable PlanCache plans_{32};
@@ -145,18 +168,22 @@ class State {
   mutable std::mutex summary_mu_;
 };
 
-// Stream-ordered scratch from the state's pool; freed in stream order when it goes out of scope,
-// so kernels queued before the free still see it.
+// Stream-ordered scratch from the state's pool, or from the caller's allocator when set_external
+// lent one; freed in stream order when it goes out of scope, so kernels queued before the free
+// still see it (and a caller's caching allocator may hand the block out again in stream order).
 class Scratch {
  public:
   Scratch() = default;
   Scratch(const State& s, size_t bytes);
-  Scratch(Scratch&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), stream_(o.stream_) {}
+  Scratch(Scratch&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), stream_(o.stream_), bytes_(o.bytes_), lender_(o.lender_) {}
   Scratch& operator=(Scratch&& o) noexcept {
     if (this != &o) {
       reset();
       ptr_ = std::exchange(o.ptr_, nullptr);
       stream_ = o.stream_;
+      bytes_ = o.bytes_;
+      lender_ = o.lender_;
     }
     return *this;
   }
@@ -174,6 +201,8 @@ class Scratch {
   void reset() noexcept;
   void* ptr_ = nullptr;
   cudaStream_t stream_ = nullptr;
+  size_t bytes_ = 0;
+  State::ScratchAllocator lender_;  // alloc null: the block came from the state's pool
 };
 
 // Throws InvalidArgument naming op and arg unless p is null or memory the state's device can

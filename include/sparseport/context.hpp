@@ -33,6 +33,8 @@ struct VariantInfo {
   // same device (SPARSEPORT_VARIANT_DETERMINISTIC); deterministic mode runs only these. Last, so
   // that code initialising the fields above in order keeps compiling.
   bool is_deterministic = false;
+  // spmm only: writes the winning entry of max/min when asked (spmm_arg in backward.hpp).
+  bool records_arg = false;
 };
 
 struct PluginInfo {
@@ -145,6 +147,25 @@ class Context {
   // Bring a backend CSR result to the host, converting its types.
   template <class I, class V>
   HostCsr<I, V> to_host(const CsrMatrix& m) const;
+
+  // Work on a caller's stream and memory: a PyTorch, Kokkos or solver code that owns the device's
+  // queues and a caching allocator lends them, so that our work is ordered with its own without
+  // synchronising, and our scratch comes from its pool. stream: a cudaStream_t on cuda; every op,
+  // copy and scratch allocation of this context (and of its copies, which share it) is ordered on
+  // it from then on; null returns to the context's own stream. The caller keeps the stream alive
+  // while the context uses it. Host backends take only null (they have no queue): Unsupported.
+  void set_stream(void* stream);
+  void* stream() const;  // as set; null: the backend's own
+  // Scratch (temporary) memory from the caller: alloc(user, bytes, stream) returns null when it
+  // cannot (OutOfMemory follows); release(user, ptr, bytes, stream) takes back a block, ordered on
+  // the stream, before the op that used it returns. All null: the backend's own pool. Results
+  // (Buffer, CsrMatrix) still come from allocate().
+  struct ScratchAllocator {
+    void* (*alloc)(void* user, size_t bytes, void* stream) = nullptr;
+    void (*release)(void* user, void* ptr, size_t bytes, void* stream) = nullptr;
+    void* user = nullptr;
+  };
+  void set_scratch_allocator(const ScratchAllocator& allocator);
 
   sparseport_exec exec() const;  // for the front end and the scheduler
 

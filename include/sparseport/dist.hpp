@@ -17,13 +17,18 @@
 // block on the received rows, and combines the two where the reduce needs it.
 //
 // Collective calls: every function that takes or holds a communicator is collective over it and
-// must be called by every rank in the same order. Arguments are checked on each rank before any
-// message is posted; a check that fails on one rank only (e.g. a wrongly sized local operand)
-// throws there and leaves the other ranks waiting, as a mismatched MPI call would.
+// must be called by every rank in the same order (except segment_reduce, which sends nothing).
+// Arguments are checked on each rank before any message is posted; a check that fails on one rank
+// only (e.g. a wrongly sized local operand) throws there and leaves the other ranks waiting, as a
+// mismatched MPI call would.
 //
 // Partitions: contiguous row ranges (partition_rows_by_entries), or a METIS graph partition made
 // contiguous by relabelling the vertices (partition_metis, with permute_symmetric; built only where
 // METIS is found, see has_metis()).
+//
+// Ops: spmm and gather_scatter (the halo, then the two blocks combined per row), sddmm (the same
+// halo for Y, the two blocks' per-entry results put back in the rows' original entry order), and
+// segment_reduce (per-edge messages that live with their destination rows: no halo).
 //
 // Memory: host memory only for now (the reference, openmp and host-Kokkos backends). A context
 // whose ops take device pointers is refused with Unsupported; the halo buffers and the transport
@@ -204,6 +209,10 @@ class DistCsr {
   int64_t local_rows() const;  // ... and how many
   int64_t first_col() const;   // this rank's first global row of B
   int64_t local_cols() const;  // ... and how many
+  // Entries of this rank's rows (both blocks): the length of dist::sddmm's out_local and of
+  // dist::segment_reduce's src_local. In the global CSR they are entries
+  // [rowptr[first_row()], rowptr[first_row() + local_rows()]), in that order.
+  int64_t local_nnz() const;
 
   const HostCsr<I, V>& local_block() const;        // local_rows x local_cols
   const HostCsr<I, V>& remote_block() const;       // local_rows x ghosts
@@ -245,6 +254,45 @@ void spmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& b_local, 
 // of the two blocks are combined as for spmm (sum too, since gather_scatter has no beta).
 template <class I, class V>
 void gather_scatter(const Context& ctx, const DistCsr<I, V>& edges, const DenseView& x_local,
+                    const DenseMutView& out_local, const ReduceOptions& opt = {}, CallStats* stats = nullptr);
+
+// out[e] = A.val[e] * dot(X[row(e),:], Y[col(e),:]) for every entry e of this rank's rows, as
+// sparseport::sddmm (a pattern A gives the plain dot products). x_local: this rank's rows of X
+// (local_rows x F); y_local: its rows of Y (local_cols x F; Y is k x F, its rows owned as B's are
+// in spmm); out_local: local_nnz x 1, entry e in this rank's rows' original storage order, i.e.
+// the order its rows had in the global CSR (or in the local rows) the DistCsr was built from, so
+// that rank r's out_local is entries [rowptr[first_row()], ...) of the single-process result.
+// The remote entries' Y rows come by the same halo exchange as B's in spmm: posted, the local
+// block's sddmm on the context while it flies, wait, the remote block's on the ghost rows; when
+// this rank's rows have entries in both blocks, the two per-entry results are merged back into the
+// original order (the mapping is kept with the matrix), else the one block writes out directly.
+// opt.variant runs both blocks. Collective over a.comm(), with the same F on every rank; outputs
+// must not alias inputs. Cost: halo_bytes(F) sent by this rank (as spmm), the two blocks' sddmm,
+// and for the merge a local_nnz buffer (kept with the matrix) and one pass over it.
+// Throws InvalidArgument (DimensionMismatch for shapes) naming the operand for a wrong type, shape,
+// ld or null data, before anything is posted; Unsupported for a device-memory context; as
+// sparseport::sddmm from the blocks; BackendError for an MPI failure.
+template <class I, class V>
+void sddmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local, const DenseView& y_local,
+           const DenseMutView& out_local, const OpOptions& opt = {}, CallStats* stats = nullptr);
+
+// out[i,:] = reduce over the entries e of row i of src[e,:]: sparseport::segment_reduce with the
+// segments the rows of the partition (segment i = row i = a destination vertex) and one message per
+// entry (edge) of the row. src_local: this rank's messages, local_nnz x F, in the same original
+// storage order as dist::sddmm's out_local (so sddmm's per-edge scores, F = 1, or messages made
+// per edge from them or from edge features, reduce with no reordering); out_local: local_rows x F
+// (overwritten; rows without entries give 0, mean divides by the row's full degree). A's columns
+// and values are not used: the messages are already materialised and weighted.
+// Why no halo: with rows partitioned by destination, every message of a segment lives on the
+// segment's owner (where the edge is), which is how PyTorch Geometric's scatter over edge_index[1]
+// runs per partition. Messages that still need remote source rows are dist::gather_scatter's job
+// (fused, never materialising E x F). So this sends nothing and is not collective: each rank may
+// call it on its own. Cost: one sparseport::segment_reduce on the rank's messages; the first call
+// makes the segment index (local_nnz entries, kept with the matrix). Throws InvalidArgument
+// (DimensionMismatch for shapes) naming the operand, Unsupported for a device-memory context, and
+// as sparseport::segment_reduce.
+template <class I, class V>
+void segment_reduce(const Context& ctx, const DistCsr<I, V>& segments, const DenseView& src_local,
                     const DenseMutView& out_local, const ReduceOptions& opt = {}, CallStats* stats = nullptr);
 
 // Dense rows between root and the ranks: rank r gets (gives) global rows [starts[r], starts[r+1]).

@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define SPARSEPORT_ABI_VERSION_MAJOR 1
-#define SPARSEPORT_ABI_VERSION_MINOR 4
+#define SPARSEPORT_ABI_VERSION_MINOR 5
 #define SPARSEPORT_ABI_VERSION ((SPARSEPORT_ABI_VERSION_MAJOR << 16) | SPARSEPORT_ABI_VERSION_MINOR)
 
 typedef enum sparseport_value_type { SPARSEPORT_F32 = 1, SPARSEPORT_F64 = 2 } sparseport_value_type;
@@ -135,7 +135,33 @@ typedef struct sparseport_spmm_args {
   sparseport_dense_mut c; /* m x F */
   int32_t reduce;         /* sparseport_reduce */
   double alpha, beta;     /* C = alpha * reduce(...) + beta * C; beta == 0 ignores C's old contents */
+  /* ABI 1.5, reduce max/min only: where non-null, arg[i * arg_ld + f] (A's index type, m x F) gets
+   * the position in A of the entry that won C[i,f]: the first in row i's storage order whose product
+   * A[i,j] * B[j,f] equals the row's max (min), the first NaN product where there is one; -1 for a
+   * row without entries. Only variants flagged SPARSEPORT_VARIANT_RECORDS_ARG receive a non-null
+   * arg (the front end sees to it), so a plugin built against 1.4 never meets one. */
+  void* arg;
+  int64_t arg_ld;
 } sparseport_spmm_args;
+
+/* ABI 1.5: the gradients of spmm max/min given the forward's arg (plugin slot spmm_arg_backward).
+ *   db[j,:]   = sum over (i, f) with col(arg[i,f]) == j of dC[i,f] * A.val[arg[i,f]]   (k x F, overwritten)
+ *   dvalues[e] = sum over f with arg[row(e),f] == e of dC[row(e),f] * B[col(e),f]        (nnz x 1, overwritten)
+ * Either output may be absent (data NULL). at_rowptr/at_colind/at_perm, when non-null, describe
+ * A^T (k x m, as csr_transpose gives it) and the position in A of each of its entries; with them
+ * a plugin can gather dB row by row without atomics (deterministic), without them it scatters. */
+typedef struct sparseport_spmm_arg_backward_args {
+  sparseport_csr a;           /* m x k, the forward's A (values or a pattern) */
+  sparseport_dense b;         /* k x F, the forward's B (needed for dvalues only) */
+  sparseport_dense dc;        /* m x F */
+  const void* arg;            /* m x F, A's index type, as the forward wrote it */
+  int64_t arg_ld;
+  sparseport_dense_mut db;      /* k x F or data NULL */
+  sparseport_dense_mut dvalues; /* nnz x 1 or data NULL */
+  const void* at_rowptr;      /* k + 1 entries or NULL */
+  const void* at_colind;      /* nnz entries: the row of A of each A^T entry */
+  const void* at_perm;        /* nnz entries: the position in A of each A^T entry */
+} sparseport_spmm_arg_backward_args;
 
 typedef struct sparseport_sddmm_args {
   sparseport_csr a;         /* m x k */
@@ -194,11 +220,21 @@ typedef struct sparseport_induced_subgraph_args {
 typedef struct sparseport_transpose_args {
   sparseport_csr a;       /* m x k */
   sparseport_csr_mut out; /* k x m with a.nnz entries, all buffers allocated by the caller */
+  /* ABI 1.5: where non-null (a.nnz entries of A's index type), perm[t] = the position in A of the
+   * entry that became out entry t, so values and gradients move between the two orders by a
+   * gather. Only passed to a plugin whose table says 1.5 or later. */
+  void* perm;
 } sparseport_transpose_args;
 
 /* DETERMINISTIC (ABI 1.2): the variant gives bitwise-identical results run to run and for any
  * launch configuration or thread count on the same device; deterministic mode offers only these. */
-enum { SPARSEPORT_VARIANT_DEFAULT = 1u, SPARSEPORT_VARIANT_VENDOR = 2u, SPARSEPORT_VARIANT_DETERMINISTIC = 4u };
+/* RECORDS_ARG (ABI 1.5, spmm): the variant writes sparseport_spmm_args.arg for max/min when asked. */
+enum {
+  SPARSEPORT_VARIANT_DEFAULT = 1u,
+  SPARSEPORT_VARIANT_VENDOR = 2u,
+  SPARSEPORT_VARIANT_DETERMINISTIC = 4u,
+  SPARSEPORT_VARIANT_RECORDS_ARG = 8u
+};
 
 /* ABI 1.2: index contents checked where they live (device memory). One check per call. */
 typedef enum sparseport_index_check_kind {
@@ -276,6 +312,20 @@ typedef struct sparseport_csr_summary {
   int32_t index_checked, index_problem;
 } sparseport_csr_summary;
 
+/* ABI 1.5: what a caller that owns the device's streams and memory (PyTorch, a Kokkos code, a
+ * solver with its own pool) lends a context. stream: the queue every op, copy and scratch
+ * allocation of the context is ordered on from now on (cudaStream_t for cuda; NULL: the plugin's
+ * own). alloc/release: scratch memory, stream-ordered on `stream` (NULL: the plugin's own pool);
+ * alloc returns NULL when it cannot. The plugin keeps no pointer from the caller beyond the
+ * context's life, and frees every scratch block it took before the call that used it returns
+ * (ordered on the stream), so a caller's caching allocator may reuse blocks in stream order. */
+typedef struct sparseport_external {
+  void* stream;
+  void* (*alloc)(void* user, size_t bytes, void* stream);
+  void (*release)(void* user, void* ptr, size_t bytes, void* stream);
+  void* user;
+} sparseport_external;
+
 typedef struct sparseport_variant {
   int32_t op;        /* sparseport_op */
   const char* name;  /* stable, "op.variant": logs, cache, CLI and benchmarks use it */
@@ -348,6 +398,11 @@ typedef struct sparseport_plugin {
    * first on a device-memory plugin). */
   int (*summarize_csr)(const sparseport_exec*, const sparseport_csr* a, uint32_t want, sparseport_csr_summary* out,
                        sparseport_status*);
+  /* ABI 1.5: the spmm max/min backward (sparseport_spmm_arg_backward_args); null: Unsupported. */
+  int (*spmm_arg_backward)(const sparseport_exec*, const sparseport_spmm_arg_backward_args*, sparseport_status*);
+  /* ABI 1.5: run on the caller's stream and allocate scratch through the caller's allocator (see
+   * sparseport_external). Null: the plugin has no stream or scratch to share (host plugins). */
+  int (*set_external)(void* state, const struct sparseport_external* ext, sparseport_status*);
   /* Append new fields here only. */
 } sparseport_plugin;
 

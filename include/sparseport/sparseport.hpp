@@ -2,6 +2,7 @@
 // Everything a user of SparsePort includes.
 #pragma once
 
+#include "sparseport/backward.hpp"
 #include "sparseport/context.hpp"
 #include "sparseport/errors.hpp"
 #include "sparseport/graph.hpp"

@@ -235,10 +235,11 @@ struct LongRow {
 
 class AttnPlan : public Plan {
  public:
-  explicit AttnPlan(cudaStream_t stream) : stream_(stream) {}
+  // Frees on the state's stream of the moment (set_external may have changed it since).
+  explicit AttnPlan(const State& s) : state_(&s) {}
   ~AttnPlan() override {
-    if (items_ != nullptr) (void)cudaFreeAsync(items_, stream_);
-    if (rows_ != nullptr) (void)cudaFreeAsync(rows_, stream_);
+    if (items_ != nullptr) (void)cudaFreeAsync(items_, state_->stream());
+    if (rows_ != nullptr) (void)cudaFreeAsync(rows_, state_->stream());
   }
   AttnItem* items_ = nullptr;
   LongRow* rows_ = nullptr;
@@ -246,7 +247,7 @@ class AttnPlan : public Plan {
   int64_t threshold_ = 0;  // rows with more entries take the split path
 
  private:
-  cudaStream_t stream_;
+  const State* state_;
 };
 
 template <class T>
@@ -287,7 +288,7 @@ std::shared_ptr<AttnPlan> build_plan(const State& s, const sparseport_csr& a, bo
     for (int64_t b = e0; b < e1; b += ch) items.push_back({r, b, std::min(e1, b + ch)});
     rows.push_back({r, first, static_cast<int64_t>(items.size()) - first});
   }
-  auto plan = std::make_shared<AttnPlan>(s.stream());
+  auto plan = std::make_shared<AttnPlan>(s);
   plan->threshold_ = threshold;
   plan->nitems_ = static_cast<int64_t>(items.size());
   plan->nrows_ = static_cast<int64_t>(rows.size());

@@ -122,7 +122,7 @@ void csr_attention_unfused(const State& s, const sparseport_attention_args& a, b
     check_launch("csr_attention.unfused (softmax of long rows)");
     sparseport_csr weighted = a.a;
     weighted.values = scores.get();
-    const sparseport_spmm_args sp{weighted, a.v, a.out, SPARSEPORT_REDUCE_SUM, 1.0, 0.0};
+    const sparseport_spmm_args sp{weighted, a.v, a.out, SPARSEPORT_REDUCE_SUM, 1.0, 0.0, nullptr, 0};
     if (deterministic)
       spmm_hub_split(s, sp, true);
     else

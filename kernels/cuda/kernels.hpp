@@ -30,6 +30,7 @@ constexpr int64_t kSubwarpMaxF = 16;
 // C = beta * C (or 0 when beta == 0): every spmm variant when A has no entries.
 void spmm_empty(const State& s, const sparseport_spmm_args& a);
 
+// row_warp and row_warp_vec4 also write a.arg (ABI 1.5) for max and min when it is non-null.
 void spmm_row_warp(const State& s, const sparseport_spmm_args& a);
 void spmm_row_warp_vec4(const State& s, const sparseport_spmm_args& a);
 void spmm_row_subwarp(const State& s, const sparseport_spmm_args& a);
@@ -42,6 +43,13 @@ void spmm_nnz_balanced(const State& s, const sparseport_spmm_args& a);
 // cusparseSpMM (sum only). The first call on a matrix builds a plan: descriptors, the buffer, and
 // a timing of CSR ALG2 against ALG3 (after its preprocessing); the faster one is kept and reused.
 void spmm_cusparse(const State& s, const sparseport_spmm_args& a);
+
+// The gradients of spmm max/min through the forward's arg (sparseport_spmm_arg_backward_args).
+// dvalues: a lane group per row of A, each entry's sum over the columns it won in a fixed order.
+// dB: with a.at_* (A^T and its positions in A), a lane group per row of A^T gathering in A's row
+// order, no atomics; without them, deterministic: A^T built here (csr_transpose with perm, into
+// scratch) and gathered the same way; otherwise dB zeroed, then atomicAdd of each won element.
+void spmm_arg_backward(const State& s, const sparseport_spmm_arg_backward_args& a, bool deterministic);
 
 // Hub threshold: SPARSEPORT_HUB_T, else 256. hub_threshold_for(nnz): what spmm.hub_split and
 // csr_attention.fused use, SPARSEPORT_HUB_T, else 64 below 4 M entries (latency-bound inputs,
@@ -83,6 +91,7 @@ void csr_slice_rows(const State& s, const sparseport_slice_rows_args& a);
 // deterministic: repeated columns of a row add up in entry order (no atomics).
 void csr_slice_rows_dense(const State& s, const sparseport_slice_rows_dense_args& a, bool deterministic = false);
 void csr_induced_subgraph(const State& s, const sparseport_induced_subgraph_args& a);
+// a.perm (ABI 1.5), when non-null, gets the position in A of each output entry.
 void csr_transpose(const State& s, const sparseport_transpose_args& a);
 
 // ---- index checks (the plugin's check_indices slot) ------------------------------------------------
@@ -104,6 +113,8 @@ void prepare_summary(const State& s);
 
 // Dense fill and scale (rows x cols with leading dimension ld) in the value type vt.
 void dense_fill(const State& s, void* data, int64_t rows, int64_t cols, int64_t ld, int32_t vt, double value);
+// The same for indices of type it (SPARSEPORT_I32 / I64): the -1 of spmm's arg for empty rows.
+void index_fill(const State& s, void* data, int64_t rows, int64_t cols, int64_t ld, int32_t it, int64_t value);
 // In-place exclusive prefix sum over n + 1 entries (the last one becomes the total); the CUB
 // algorithms live in cub_algorithms.cu only, so that no other file pays for compiling them.
 void exclusive_scan_inplace(const State& s, void* data, int64_t n_plus_1, int32_t index_type);

@@ -16,12 +16,13 @@ namespace {
 
 class SddmmVendorPlan : public Plan {
  public:
-  explicit SddmmVendorPlan(cudaStream_t stream) : stream_(stream) {}
+  // Frees on the state's stream of the moment (set_external may have changed it since).
+  explicit SddmmVendorPlan(const State& s) : state_(&s) {}
   ~SddmmVendorPlan() override {
     if (x_ != nullptr) (void)cusparseDestroyDnMat(x_);
     if (y_ != nullptr) (void)cusparseDestroyDnMat(y_);
     if (out_ != nullptr) (void)cusparseDestroySpMat(out_);
-    if (buffer_ != nullptr) (void)cudaFreeAsync(buffer_, stream_);
+    if (buffer_ != nullptr) (void)cudaFreeAsync(buffer_, state_->stream());
   }
   cusparseDnMatDescr_t x_ = nullptr, y_ = nullptr;
   cusparseSpMatDescr_t out_ = nullptr;
@@ -29,7 +30,7 @@ class SddmmVendorPlan : public Plan {
   void* buffer_ = nullptr;
 
  private:
-  cudaStream_t stream_;
+  const State* state_;
 };
 
 template <class V>
@@ -43,7 +44,7 @@ template <class V>
 std::shared_ptr<SddmmVendorPlan> build_plan(const State& s, const sparseport_sddmm_args& a, size_t isz, void* target) {
   const cudaDataType vt = std::is_same_v<V, double> ? CUDA_R_64F : CUDA_R_32F;
   const cusparseIndexType_t it = isz == 8 ? CUSPARSE_INDEX_64I : CUSPARSE_INDEX_32I;
-  auto plan = std::make_shared<SddmmVendorPlan>(s.stream());
+  auto plan = std::make_shared<SddmmVendorPlan>(s);
   const int64_t F = a.x.cols;
   check(cusparseCreateDnMat(&plan->x_, a.x.rows, F, a.x.ld, const_cast<void*>(a.x.data), vt, CUSPARSE_ORDER_ROW),
         "cusparseCreateDnMat (X)");

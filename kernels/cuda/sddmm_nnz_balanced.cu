@@ -19,14 +19,15 @@ namespace {
 // The row of every entry (nnz values of I), a function of rowptr only.
 class RowIndexPlan : public Plan {
  public:
-  explicit RowIndexPlan(cudaStream_t stream) : stream_(stream) {}
+  // Frees on the state's stream of the moment (set_external may have changed it since).
+  explicit RowIndexPlan(const State& s) : state_(&s) {}
   ~RowIndexPlan() override {
-    if (rows_ != nullptr) (void)cudaFreeAsync(rows_, stream_);
+    if (rows_ != nullptr) (void)cudaFreeAsync(rows_, state_->stream());
   }
   void* rows_ = nullptr;
 
  private:
-  cudaStream_t stream_;
+  const State* state_;
 };
 
 // A warp per row, its lanes striding over the row's entries: coalesced stores, and a mega-row
@@ -48,7 +49,7 @@ const I* row_index(const State& s, const sparseport_csr& a) {
                           std::to_string(a.rows) + "|" + std::to_string(a.nnz) + "|" + std::to_string(sizeof(I));
   std::shared_ptr<RowIndexPlan> plan = std::static_pointer_cast<RowIndexPlan>(s.plans().find(key));
   if (plan == nullptr) {
-    plan = std::make_shared<RowIndexPlan>(s.stream());
+    plan = std::make_shared<RowIndexPlan>(s);
     check(cudaMallocFromPoolAsync(&plan->rows_, static_cast<size_t>(a.nnz) * sizeof(I), s.pool(), s.stream()),
           "cudaMallocFromPoolAsync (sddmm.nnz_balanced row index)");
     row_index_kernel<I><<<blocks_for(a.rows * 32), kBlock, 0, s.stream()>>>(static_cast<const I*>(a.rowptr), a.rows,

@@ -28,13 +28,14 @@ constexpr int kTrialRuns = 3;  // timed runs per algorithm after one warm-up; th
 
 class SpmmVendorPlan : public Plan {
  public:
-  explicit SpmmVendorPlan(cudaStream_t stream) : stream_(stream) {}
+  // Frees on the state's stream of the moment (set_external may have changed it since).
+  explicit SpmmVendorPlan(const State& s) : state_(&s) {}
   ~SpmmVendorPlan() override {
     if (a_ != nullptr) (void)cusparseDestroySpMat(a_);
     if (b_ != nullptr) (void)cusparseDestroyDnMat(b_);
     if (c_ != nullptr) (void)cusparseDestroyDnMat(c_);
-    if (buffer_ != nullptr) (void)cudaFreeAsync(buffer_, stream_);
-    if (ones_ != nullptr) (void)cudaFreeAsync(ones_, stream_);
+    if (buffer_ != nullptr) (void)cudaFreeAsync(buffer_, state_->stream());
+    if (ones_ != nullptr) (void)cudaFreeAsync(ones_, state_->stream());
   }
   cusparseSpMatDescr_t a_ = nullptr;
   cusparseDnMatDescr_t b_ = nullptr, c_ = nullptr;
@@ -44,7 +45,7 @@ class SpmmVendorPlan : public Plan {
   cusparseSpMMAlg_t alg_ = CUSPARSE_SPMM_CSR_ALG2;
 
  private:
-  cudaStream_t stream_;
+  const State* state_;
 };
 
 struct Events {
@@ -93,7 +94,7 @@ std::shared_ptr<SpmmVendorPlan> build_plan(const State& s, const sparseport_spmm
   const sparseport_csr& A = args.a;
   const cudaDataType vt = std::is_same_v<V, double> ? CUDA_R_64F : CUDA_R_32F;
   const cusparseIndexType_t it = isz == 8 ? CUSPARSE_INDEX_64I : CUSPARSE_INDEX_32I;
-  auto plan = std::make_shared<SpmmVendorPlan>(s.stream());
+  auto plan = std::make_shared<SpmmVendorPlan>(s);
   const void* values = A.values;
   if (values == nullptr) {
     check(cudaMallocFromPoolAsync(&plan->ones_, static_cast<size_t>(A.nnz) * sizeof(V), s.pool(), s.stream()),

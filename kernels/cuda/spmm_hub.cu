@@ -61,12 +61,13 @@ constexpr int kDetRanges = kBlock / 32;
 
 class HubPlan : public Plan {
  public:
-  explicit HubPlan(cudaStream_t stream) : stream_(stream) {}
+  // Frees on the state's stream of the moment (set_external may have changed it since).
+  explicit HubPlan(const State& s) : state_(&s) {}
   ~HubPlan() override {
-    if (items_ != nullptr) (void)cudaFreeAsync(items_, stream_);
-    if (split_items_ != nullptr) (void)cudaFreeAsync(split_items_, stream_);
-    if (split_first_ != nullptr) (void)cudaFreeAsync(split_first_, stream_);
-    if (split_rows_ != nullptr) (void)cudaFreeAsync(split_rows_, stream_);
+    if (items_ != nullptr) (void)cudaFreeAsync(items_, state_->stream());
+    if (split_items_ != nullptr) (void)cudaFreeAsync(split_items_, state_->stream());
+    if (split_first_ != nullptr) (void)cudaFreeAsync(split_first_, state_->stream());
+    if (split_rows_ != nullptr) (void)cudaFreeAsync(split_rows_, state_->stream());
   }
   HubItem* items_ = nullptr;
   int32_t* split_items_ = nullptr;  // items per split hub
@@ -77,7 +78,7 @@ class HubPlan : public Plan {
   int32_t nsplit_ = 0;
 
  private:
-  cudaStream_t stream_;
+  const State* state_;
 };
 
 // Entries per CTA item: kSmallHubChunk for small inputs, else kHubChunk; SPARSEPORT_HUB_CHUNK
@@ -123,7 +124,7 @@ std::shared_ptr<HubPlan> build_plan(const State& s, const sparseport_csr& a, int
     for (int64_t k = 0; k < n; ++k)
       items.push_back({r, e0 + k * ch, std::min(e1, e0 + (k + 1) * ch), split, static_cast<int32_t>(k)});
   }
-  auto plan = std::make_shared<HubPlan>(s.stream());
+  auto plan = std::make_shared<HubPlan>(s);
   plan->nitems_ = static_cast<int64_t>(items.size());
   plan->nsplit_ = static_cast<int32_t>(split_items.size());
   plan->nslots_ = nslots;

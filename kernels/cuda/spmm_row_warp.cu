@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// spmm.row_warp: a warp per row, lanes across F, each lane reading the row's pairs itself.
+// spmm.row_warp: a warp per row, lanes across F, each lane reading the row's pairs itself. Records
+// arg for max and min (it applies to every input, so some arg-recording variant always does).
 #include "kernels/cuda/spmm_rows.cuh"
 
 namespace sparseport::cuda {
 
 void spmm_row_warp(const State& s, const sparseport_spmm_args& a) {
-  launch_spmm_rows<1, 32, false>(s, a, "spmm.row_warp");
+  launch_spmm_rows<1, 32, false, true>(s, a, "spmm.row_warp");
 }
 
 }  // namespace sparseport::cuda

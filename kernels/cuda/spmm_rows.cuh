@@ -8,6 +8,10 @@
 // Either way U gathers are issued before the first is used, so U * VEC values per lane are in
 // flight. spmm_rows_body also serves teams of several groups per row (S slices), which hub_split
 // uses on small matrices.
+// ARG (max/min of row_warp and row_warp_vec4, ABI 1.5): each lane also keeps, per column, the
+// position of the entry whose product it holds, and writes it to arg. A lane walks its row's
+// entries in storage order, so "the first of equal products, else the first NaN" is a compare with
+// the current winner; no two lanes share a column, so no (value, position) pairs are combined.
 #pragma once
 
 #include "kernels/cuda/common.cuh"
@@ -27,6 +31,9 @@ struct SpmmParams {
   Finish<V> fin{};
   // Rows with more entries are left to another kernel (hub_split's CTAs); INT64_MAX otherwise.
   int64_t skip_above = INT64_MAX;
+  // The winning entry per output element (m x F, ld ldarg), for the kernels instantiated with ARG.
+  I* arg = nullptr;
+  int64_t ldarg = 0;
 };
 
 template <class I, class V>
@@ -51,15 +58,46 @@ __device__ __forceinline__ void write_empty_row(V* crow, int64_t F, const Finish
   for (int64_t f = sub; f < F; f += G) crow[f] = fin.empty(crow[f]);
 }
 
+// Whether the product x of an entry that comes after the current winner (value cur at position
+// pos; pos < 0: none yet) replaces it: the first entry always; never once a NaN won (the first NaN
+// stays); a NaN always; otherwise only a strictly greater (max) or smaller (min) product, so the
+// first of equal products stays (-0 and +0 are equal).
+template <Red R, class V, class P>
+__device__ __forceinline__ bool arg_replaces(V x, V cur, P pos) {
+  if (pos < 0) return true;
+  if (isnan(cur)) return false;
+  if (isnan(x)) return true;
+  if constexpr (R == Red::max)
+    return x > cur;
+  else
+    return x < cur;
+}
+
+// acc (op)= w * b as arg_replaces decides, position e recorded with each replacement.
+template <Red R, class I, class V, int VEC>
+__device__ __forceinline__ void vaccumulate_arg(VecN<V, VEC>& acc, VecN<I, VEC>& pos, V w, const VecN<V, VEC>& b,
+                                                I e) {
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) {
+    const V x = w * b.x[i];
+    if (arg_replaces<R>(x, acc.x[i], pos.x[i])) {
+      acc.x[i] = x;
+      pos.x[i] = e;
+    }
+  }
+}
+
 // A team of G * S lanes owns a row: S slices of G lanes, slice s taking the row's entries
 // e0 + s, e0 + s + S, ... (strided, so the slices' colind reads stay coalesced), and the slices'
 // partial results combined by shuffles before slice 0 writes. S > 1 serves small matrices, whose
 // m * G lanes would leave most of the GPU idle while each group walks its row alone (a chain of
 // deg / U dependent gathers). UU > 0 sets the gathers in flight per lane (U), else 8 for scalars
-// and 4 for vectors.
-template <Red R, class I, class V, int VEC, int G, bool STAGE, int S = 1, int UU = 0>
+// and 4 for vectors. ARG: see the top of the file (p.arg is then non-null).
+template <Red R, class I, class V, int VEC, int G, bool STAGE, int S = 1, int UU = 0, bool ARG = false>
 __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_t group, int64_t ngroups) {
   static_assert(G * S <= 32 && (!STAGE || S == 1), "a team fits in a warp; staging is per row");
+  static_assert(!ARG || (R != Red::sum && !STAGE && S == 1),
+                "arg is recorded for max and min by lanes that walk a whole row themselves");
   constexpr int U = UU > 0 ? UU : (VEC == 1 ? 8 : 4);
   constexpr int T = G * S;
   const int t = static_cast<int>(threadIdx.x) & (T - 1);
@@ -75,6 +113,8 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
     V* crow = p.c + row * p.ldc;
     if (e0 == e1) {
       if (slice == 0) write_empty_row<V, G>(crow, p.F, p.fin, sub);
+      if constexpr (ARG)
+        for (int64_t f = sub; f < p.F; f += G) p.arg[row * p.ldarg + f] = I(-1);
       continue;
     }
     const V count = static_cast<V>(e1 - e0);
@@ -83,6 +123,8 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
       const bool active = f < p.F;  // VEC > 1 only when F % VEC == 0
       VecN<V, VEC> acc;
       vfill(acc, red_identity<R, V>());
+      [[maybe_unused]] VecN<I, VEC> pos;
+      if constexpr (ARG) vfill(pos, I(-1));
       if constexpr (STAGE) {
         for (int64_t base = e0; base < e1; base += G) {
           const int n = static_cast<int>(e1 - base < G ? e1 - base : G);
@@ -126,13 +168,21 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
           VecN<V, VEC> bv[U];
 #pragma unroll
           for (int u = 0; u < U; ++u) bv[u] = vload<V, VEC>(b + static_cast<int64_t>(cc[u]) * p.ldb + f);
+          if constexpr (ARG) {
 #pragma unroll
-          for (int u = 0; u < U; ++u) vaccumulate<R>(acc, w[u], bv[u]);
+            for (int u = 0; u < U; ++u) vaccumulate_arg<R>(acc, pos, w[u], bv[u], static_cast<I>(e + u));
+          } else {
+#pragma unroll
+            for (int u = 0; u < U; ++u) vaccumulate<R>(acc, w[u], bv[u]);
+          }
         }
         for (; e < e1; e += S) {
           const I cc = colind[e];
           const V w = val != nullptr ? val[e] : V(1);
-          vaccumulate<R>(acc, w, vload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f));
+          if constexpr (ARG)
+            vaccumulate_arg<R>(acc, pos, w, vload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f), static_cast<I>(e));
+          else
+            vaccumulate<R>(acc, w, vload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f));
         }
       }
       if constexpr (S > 1) {
@@ -154,26 +204,41 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
           for (int i = 0; i < VEC; ++i) out.x[i] = p.fin.value(acc.x[i], count, V(0));
         }
         vstore<V, VEC>(crow + f, out);
+        if constexpr (ARG) {
+          I* arow = p.arg + row * p.ldarg + f;
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) arow[i] = pos.x[i];
+        }
       }
     }
   }
 }
 
-template <Red R, class I, class V, int VEC, int G, bool STAGE>
+template <Red R, class I, class V, int VEC, int G, bool STAGE, bool ARG = false>
 __global__ void __launch_bounds__(kBlock) spmm_rows_kernel(SpmmParams<I, V> p) {
   const int64_t group = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / G;
   const int64_t ngroups = static_cast<int64_t>(gridDim.x) * blockDim.x / G;
-  spmm_rows_body<R, I, V, VEC, G, STAGE>(p, group, ngroups);
+  spmm_rows_body<R, I, V, VEC, G, STAGE, 1, 0, ARG>(p, group, ngroups);
 }
 
-template <int VEC, int G, bool STAGE>
+// RECORDS: the variant records arg (SPARSEPORT_VARIANT_RECORDS_ARG); its kernels with ARG are then
+// instantiated too, and run only for max and min with a non-null a.arg.
+template <int VEC, int G, bool STAGE, bool RECORDS = false>
 void launch_spmm_rows(const State& s, const sparseport_spmm_args& a, const char* name) {
   dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
-    const SpmmParams<I, V> p = spmm_params<I, V>(a);
+    SpmmParams<I, V> p = spmm_params<I, V>(a);
     dispatch_reduce(a.reduce, [&](auto r) {
       constexpr Red R = decltype(r)::value;
+      if constexpr (RECORDS && R != Red::sum) {
+        if (a.arg != nullptr) {
+          p.arg = static_cast<I*>(a.arg);
+          p.ldarg = a.arg_ld;
+          spmm_rows_kernel<R, I, V, VEC, G, STAGE, true><<<blocks_for(p.m * G), kBlock, 0, s.stream()>>>(p);
+          return;
+        }
+      }
       spmm_rows_kernel<R, I, V, VEC, G, STAGE><<<blocks_for(p.m * G), kBlock, 0, s.stream()>>>(p);
     });
   });

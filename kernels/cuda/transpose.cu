@@ -2,6 +2,8 @@
 // csr_transpose.device: a stable sort of the entries by column. Column counts (atomics) scanned
 // into out.rowptr; the pairs (column, entry number) radix-sorted, which keeps A's row order within
 // each column; then each output entry takes its source row (from an expanded row index) and value.
+// The sorted entry numbers are the permutation (perm, ABI 1.5): sorted straight into perm when
+// the caller asks for it.
 #include "kernels/cuda/common.cuh"
 
 namespace sparseport::cuda {
@@ -66,15 +68,17 @@ void csr_transpose(const State& s, const sparseport_transpose_args& a) {
     I* out_rowptr = static_cast<I*>(a.out.rowptr);
     const I* colind = static_cast<const I*>(a.a.colind);
     Scratch iota(s, static_cast<size_t>(nnz) * sizeof(I)), keys(s, static_cast<size_t>(nnz) * sizeof(I)),
-        order(s, static_cast<size_t>(nnz) * sizeof(I)), rowid(s, static_cast<size_t>(nnz) * sizeof(I));
+        order_scratch(s, a.perm != nullptr ? 0 : static_cast<size_t>(nnz) * sizeof(I)),
+        rowid(s, static_cast<size_t>(nnz) * sizeof(I));
+    I* order = a.perm != nullptr ? static_cast<I*>(a.perm) : order_scratch.as<I>();
     count_kernel<I><<<blocks_for(nnz), kBlock, 0, s.stream()>>>(colind, nnz, out_rowptr, iota.as<I>());
     check_launch("csr_transpose (count)");
     exclusive_scan_inplace(s, out_rowptr, k + 1, a.a.index_type);
-    sort_pairs(s, colind, keys.get(), iota.get(), order.get(), nnz, bits_for(k), a.a.index_type);
+    sort_pairs(s, colind, keys.get(), iota.get(), order, nnz, bits_for(k), a.a.index_type);
     expand_rows_kernel<I><<<blocks_for(m * 32), kBlock, 0, s.stream()>>>(static_cast<const I*>(a.a.rowptr), m,
                                                                          rowid.as<I>());
     check_launch("csr_transpose (row ids)");
-    gather_kernel<I, V><<<blocks_for(nnz), kBlock, 0, s.stream()>>>(order.as<I>(), rowid.as<I>(),
+    gather_kernel<I, V><<<blocks_for(nnz), kBlock, 0, s.stream()>>>(order, rowid.as<I>(),
                                                                     static_cast<const V*>(a.a.values), nnz,
                                                                     static_cast<I*>(a.out.colind),
                                                                     static_cast<V*>(a.out.values));

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Small dense helpers: fill, and the spmm of a matrix without entries (C = beta * C).
+// Small dense helpers: fill, and the spmm of a matrix without entries (C = beta * C, arg = -1).
 #include "kernels/cuda/common.cuh"
 
 namespace sparseport::cuda {
@@ -42,8 +42,20 @@ void dense_fill(const State& s, void* data, int64_t rows, int64_t cols, int64_t 
   check_launch("fill");
 }
 
+void index_fill(const State& s, void* data, int64_t rows, int64_t cols, int64_t ld, int32_t it, int64_t value) {
+  if (rows <= 0 || cols <= 0) return;
+  dispatch_index(it, [&](auto i) {
+    using I = decltype(i);
+    fill_kernel<I><<<blocks_for(rows * cols), kBlock, 0, s.stream()>>>(static_cast<I*>(data), rows, cols, ld,
+                                                                      static_cast<I>(value));
+  });
+  check_launch("index fill");
+}
+
 void spmm_empty(const State& s, const sparseport_spmm_args& a) {
   const sparseport_dense_mut& c = a.c;
+  if (a.arg != nullptr && (a.reduce == SPARSEPORT_REDUCE_MAX || a.reduce == SPARSEPORT_REDUCE_MIN))
+    index_fill(s, a.arg, c.rows, c.cols, a.arg_ld, a.a.index_type, -1);
   if (a.beta == 0.0) {
     dense_fill(s, c.data, c.rows, c.cols, c.ld, c.value_type, 0.0);
     return;

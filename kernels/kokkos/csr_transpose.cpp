@@ -2,7 +2,8 @@
 // csr_transpose: a counting sort by column. Counts and placement use atomics (a parallel space
 // places the entries of one column in any order), then each result row is sorted by the entry's
 // position in A, which restores the reference's stable order (A's row order, and storage order for
-// repeated columns); the row of each entry is found by binary search in A's rowptr.
+// repeated columns); the row of each entry is found by binary search in A's rowptr. With args.perm
+// (ABI 1.5) the sorted positions are also written out: perm[t] is A's entry that became entry t.
 #include "kernels/kokkos/common.hpp"
 #include "kernels/kokkos/kernels.hpp"
 #include "src/core/plugin_support.hpp"
@@ -42,6 +43,7 @@ void transpose(const sparseport_transpose_args& args) {
   I* orp = detail::as_mut<I>(args.out.rowptr);
   I* oci = detail::as_mut<I>(args.out.colind);
   V* ov = detail::as_mut<V>(args.out.values);
+  I* out_perm = detail::as_mut<I>(args.perm);
   const int64_t m = args.a.rows, k = args.a.cols, nnz = args.a.nnz;
   Kokkos::parallel_for(
       "sparseport::kokkos::csr_transpose.zero", Range(0, k + 1), KOKKOS_LAMBDA(const int64_t c) { orp[c] = I(0); });
@@ -75,6 +77,7 @@ void transpose(const sparseport_transpose_args& args) {
         const int64_t row = lower_bound(rp, m + 1, e + 1) - 1;
         oci[o] = static_cast<I>(row);
         if (ov != nullptr) ov[o] = av[e];
+        if (out_perm != nullptr) out_perm[o] = static_cast<I>(e);
       });
   Kokkos::fence();
 }

@@ -11,7 +11,7 @@
 
 namespace sparseport::kokkos {
 
-// TeamPolicy over blocks of rows, vector lanes across F.
+// TeamPolicy over blocks of rows, vector lanes across F. Records max/min's arg when args.arg is set.
 void spmm_team_rows(const sparseport_spmm_args& args);
 // Rows cut into chunks of at most T entries; the chunks of a split row combined with atomics.
 // Throws InvalidArgument for a malformed SPARSEPORT_HUB_T.
@@ -35,5 +35,9 @@ void csr_slice_rows(const sparseport_slice_rows_args& args);
 void csr_slice_rows_dense(const sparseport_slice_rows_dense_args& args);
 void csr_induced_subgraph(const sparseport_induced_subgraph_args& args);
 void csr_transpose(const sparseport_transpose_args& args);
+// ABI 1.5: spmm max/min's gradients through the forward's arg. dB is gathered over A^T when the
+// args carry it (no atomics); else scattered with atomics, or, when deterministic, a thread per
+// column of dB walking A's rows in order.
+void spmm_arg_backward(const sparseport_spmm_arg_backward_args& args, bool deterministic);
 
 }  // namespace sparseport::kokkos

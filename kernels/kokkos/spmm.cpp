@@ -14,6 +14,12 @@
 // inner, vectorisable one: each entry is read once per block and B along its rows. The order of
 // the additions within a row (entry by entry) is the same in both, so are the results.
 //
+// spmm.team_rows with arg (max/min with args.arg, ABI 1.5): kernels of their own, so the paths
+// above are untouched when no arg is asked for. Each row keeps, per column, the fold and the
+// position of the entry that holds it; a strictly better product or the first NaN replaces it, so
+// the first of equal products stays (the reference's rule). Host spaces walk the row once per
+// block of kHostCols columns as above; device spaces give each vector lane one column at a time.
+//
 // spmm.hub_split: rows cut into chunks of at most T entries (chunk_length says how T is chosen).
 // A row of one chunk is reduced and written as team_rows does; a row of several (a hub) reduces
 // each chunk in registers and combines the chunks with atomics into a scratch row of F values
@@ -231,11 +237,100 @@ void team_rows_op(const sparseport_spmm_args& args) {
   }
 }
 
+// Whether product x replaces acc in the fold of max (kMax) or min, as the reference folds: never
+// once acc is NaN, always for the first NaN, else only when strictly better. Bitwise | and & keep
+// the host column loop free of control flow (vectorisable), as fold does.
+template <bool kMax, class V>
+KOKKOS_INLINE_FUNCTION bool replaces(V acc, V x) {
+  return (acc == acc) & ((x != x) | (kMax ? x > acc : x < acc));
+}
+
+template <bool kMax, class I, class V>
+void team_rows_arg(const sparseport_spmm_args& args) {
+  const Spmm<I, V> p = unpack<I, V>(args);
+  I* arg = detail::as_mut<I>(args.arg);
+  const int64_t arg_ld = args.arg_ld;
+  if constexpr (!kDeviceMemory) {
+    Kokkos::parallel_for(
+        "sparseport::kokkos::spmm.team_rows.arg", row_blocks(p.m, p.f), KOKKOS_LAMBDA(const Member& t) {
+          const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
+          const int64_t r1 = r0 + kRowsPerTeam < p.m ? r0 + kRowsPerTeam : p.m;
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t i) {
+            const int64_t begin = static_cast<int64_t>(p.rp[i]), end = static_cast<int64_t>(p.rp[i + 1]);
+            V* crow = p.c + i * p.ldc;
+            I* arow = arg + i * arg_ld;
+            if (begin == end) {
+              for (int64_t j = 0; j < p.f; ++j) {
+                store(p, crow + j, V(0), 0);
+                arow[j] = I(-1);
+              }
+              return;
+            }
+            for (int64_t j0 = 0; j0 < p.f; j0 += kHostCols) {
+              const int64_t w = p.f - j0 < kHostCols ? p.f - j0 : kHostCols;
+              V acc[kHostCols];
+              I pos[kHostCols];
+              {
+                const V a = p.av != nullptr ? p.av[begin] : V(1);
+                const V* brow = p.b + static_cast<int64_t>(p.ci[begin]) * p.ldb + j0;
+                for (int64_t jj = 0; jj < w; ++jj) {
+                  acc[jj] = a * brow[jj];
+                  pos[jj] = static_cast<I>(begin);
+                }
+              }
+              for (int64_t e = begin + 1; e < end; ++e) {
+                const V a = p.av != nullptr ? p.av[e] : V(1);
+                const V* brow = p.b + static_cast<int64_t>(p.ci[e]) * p.ldb + j0;
+                const I here = static_cast<I>(e);
+                for (int64_t jj = 0; jj < w; ++jj) {
+                  const V x = a * brow[jj];
+                  const bool take = replaces<kMax>(acc[jj], x);
+                  acc[jj] = take ? x : acc[jj];
+                  pos[jj] = take ? here : pos[jj];
+                }
+              }
+              for (int64_t jj = 0; jj < w; ++jj) {
+                store(p, crow + j0 + jj, acc[jj], end - begin);
+                arow[j0 + jj] = pos[jj];
+              }
+            }
+          });
+        });
+    return;
+  }
+  Kokkos::parallel_for(
+      "sparseport::kokkos::spmm.team_rows.arg", row_blocks(p.m, p.f), KOKKOS_LAMBDA(const Member& t) {
+        const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
+        const int64_t r1 = r0 + kRowsPerTeam < p.m ? r0 + kRowsPerTeam : p.m;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t i) {
+          const int64_t begin = static_cast<int64_t>(p.rp[i]), end = static_cast<int64_t>(p.rp[i + 1]);
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, p.f), [&](const int64_t j) {
+            V acc = V(0);
+            int64_t pos = -1;
+            for (int64_t e = begin; e < end; ++e) {
+              const V x = (p.av != nullptr ? p.av[e] : V(1)) * p.b[static_cast<int64_t>(p.ci[e]) * p.ldb + j];
+              if (e == begin || replaces<kMax>(acc, x)) {
+                acc = x;
+                pos = e;
+              }
+            }
+            store(p, p.c + i * p.ldc + j, acc, end - begin);
+            arg[i * arg_ld + j] = static_cast<I>(pos);
+          });
+        });
+      });
+}
+
 // The reduce as a template argument through named templates (nvcc rejects KOKKOS_LAMBDA inside a
-// generic lambda); mean runs as sum and divides at the end.
+// generic lambda); mean runs as sum and divides at the end. Max and min with args.arg record it
+// (the front end passes arg only for max/min, to variants flagged SPARSEPORT_VARIANT_RECORDS_ARG).
 template <class I, class V>
 void team_rows(const sparseport_spmm_args& args) {
-  if (args.reduce == SPARSEPORT_REDUCE_MAX)
+  if (args.arg != nullptr && args.reduce == SPARSEPORT_REDUCE_MAX)
+    team_rows_arg<true, I, V>(args);
+  else if (args.arg != nullptr && args.reduce == SPARSEPORT_REDUCE_MIN)
+    team_rows_arg<false, I, V>(args);
+  else if (args.reduce == SPARSEPORT_REDUCE_MAX)
     team_rows_op<Op::max, I, V>(args);
   else if (args.reduce == SPARSEPORT_REDUCE_MIN)
     team_rows_op<Op::min, I, V>(args);

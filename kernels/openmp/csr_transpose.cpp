@@ -2,6 +2,7 @@
 // csr_transpose: a stable parallel counting sort by column. Each thread counts the columns of an
 // equal share of the nonzeros (whole rows), the counts become per-(column, thread) offsets, and
 // each thread places its rows in order, so within a result row the entries keep A's row order.
+// With args.perm (ABI 1.5) each placed entry also records its position in A.
 #include "kernels/openmp/common.hpp"
 #include "src/core/plugin_support.hpp"
 
@@ -19,6 +20,7 @@ void transpose(const sparseport_transpose_args& args, int threads) {
   I* out_colind = detail::as_mut<I>(args.out.colind);
   V* out_values = detail::as_mut<V>(args.out.values);
   const bool copy_values = values != nullptr && out_values != nullptr;
+  I* perm = detail::as_mut<I>(args.perm);  // ABI 1.5: where each out entry came from in A, or null
   // Per-thread column counts, later offsets: k per thread, one thread's counts contiguous.
   std::unique_ptr<int64_t[]> count = scratch<int64_t>(int64_t{threads} * k);
 #pragma omp parallel num_threads(threads)
@@ -57,6 +59,7 @@ void transpose(const sparseport_transpose_args& args, int threads) {
         const int64_t at = c[colind[e]]++;
         out_colind[at] = static_cast<I>(i);
         if (copy_values) out_values[at] = values[e];
+        if (perm != nullptr) perm[at] = e;
       }
   }
 }

@@ -6,6 +6,11 @@
 //  merge_path: the same path of rows + nonzeros cut into equal pieces regardless of rows (merge
 //              path); a row cut by a piece boundary leaves a raw partial per side, combined in
 //              piece order afterwards and only then finished.
+//  rows with arg (max/min, args.arg non-null; ABI 1.5): loops of their own, so the path above stays
+//              as it was when no arg is asked for. Register tiles as above, each holding the fold
+//              and the position of the entry that holds it per column: a strictly better product
+//              or the first NaN replaces it, so the first of equal products stays (the reference's
+//              rule). Selects on the comparison masks, no branches.
 #include "kernels/openmp/common.hpp"
 #include "src/core/plugin_support.hpp"
 
@@ -80,6 +85,130 @@ void rows(const Problem<I, V>& p, const Src& src, int threads) {
       }
       FinishSink<V> sink{p.fin, c, static_cast<V>(e1 - e0)};
       reduce_rows<R>(src, e0, e1, p.F, sink);
+    }
+  });
+}
+
+// Whether product x replaces acc in the fold of max (kMax) or min, as the reference folds: never
+// once acc is NaN, always for the first NaN, else only when strictly better. Scalars give a bool,
+// Simd vectors a lane mask (all ones where x replaces acc); bitwise & and |, no control flow.
+template <bool kMax, class T>
+inline auto replaces(T acc, T x) {
+  if constexpr (kMax)
+    return (acc == acc) & ((x != x) | (x > acc));
+  else
+    return (acc == acc) & ((x != x) | (x < acc));
+}
+
+// Columns [f0, f0 + NV * lanes) of one row with arg, in registers as tile_accumulate: NV vectors of
+// the fold and NV of the winning position, relative to the row's first entry, in integer lanes as
+// wide as V's (so a comparison's mask selects them directly; rows_arg keeps rows of 2^31 entries or
+// more off this path for float).
+template <bool kMax, int NV, class I, class Src>
+inline void arg_tile(const Src& src, int64_t e0, int64_t e1, int64_t f0, FinishSink<typename Src::value_type>& sink,
+                     I* a) {
+  using V = typename Src::value_type;
+  using S = Simd<V>;
+  using Vec = typename S::Vec;
+  using Mask = decltype(Vec{} > Vec{});
+  using Lane = std::remove_cv_t<std::remove_reference_t<decltype(Mask{}[0])>>;
+  constexpr int L = S::kLanes;
+  Vec acc[NV];
+  Mask pos[NV];
+  {
+    const V* r = src.row(e0) + f0;
+    const Vec w = S::splat(Src::weighted ? src.weight(e0) : V(1));
+    for (int k = 0; k < NV; ++k) {
+      acc[k] = Src::weighted ? w * S::load(r + k * L) : S::load(r + k * L);
+      pos[k] = Mask{};
+    }
+  }
+  for (int64_t e = e0 + 1; e < e1; ++e) {
+    if constexpr (Src::picked) {
+      if (e + kPrefetchDistance < src.n) __builtin_prefetch(src.row(e + kPrefetchDistance) + f0);
+    }
+    const V* r = src.row(e) + f0;
+    const Vec w = S::splat(Src::weighted ? src.weight(e) : V(1));
+    const Mask here = Mask{} + static_cast<Lane>(e - e0);
+    for (int k = 0; k < NV; ++k) {
+      const Vec x = Src::weighted ? w * S::load(r + k * L) : S::load(r + k * L);
+      const Mask take = replaces<kMax>(acc[k], x);
+      acc[k] = take ? x : acc[k];
+      pos[k] = take ? here : pos[k];
+    }
+  }
+  for (int k = 0; k < NV; ++k) {
+    sink.vec(f0 + k * L, acc[k]);
+    for (int l = 0; l < L; ++l) a[f0 + k * L + l] = static_cast<I>(e0 + static_cast<int64_t>(pos[k][l]));
+  }
+}
+
+// Columns [f0, f1) of one row with arg, a column at a time per entry (F's tail after the tiles, and
+// F = 1): blocks of kArgCols values and positions in L1 while the row's entries stream by.
+constexpr int64_t kArgCols = 64;
+
+template <bool kMax, class I, class Src>
+void arg_columns(const Src& src, int64_t e0, int64_t e1, int64_t f0, int64_t f1,
+                 const Finish<typename Src::value_type>& fin, typename Src::value_type* c, I* a) {
+  using V = typename Src::value_type;
+  V acc[kArgCols];
+  I pos[kArgCols];
+  for (int64_t b0 = f0; b0 < f1; b0 += kArgCols) {
+    const int64_t w = std::min(kArgCols, f1 - b0);
+    {
+      const V* r = src.row(e0) + b0;
+      const V s = Src::weighted ? src.weight(e0) : V(1);
+      for (int64_t f = 0; f < w; ++f) {
+        acc[f] = Src::weighted ? s * r[f] : r[f];
+        pos[f] = static_cast<I>(e0);
+      }
+    }
+    for (int64_t e = e0 + 1; e < e1; ++e) {
+      const V* r = src.row(e) + b0;
+      const V s = Src::weighted ? src.weight(e) : V(1);
+      const I here = static_cast<I>(e);
+      for (int64_t f = 0; f < w; ++f) {
+        const V x = Src::weighted ? s * r[f] : r[f];
+        const bool take = replaces<kMax>(acc[f], x);
+        acc[f] = take ? x : acc[f];
+        pos[f] = take ? here : pos[f];
+      }
+    }
+    for (int64_t f = 0; f < w; ++f) {
+      c[b0 + f] = fin.value(acc[f], V(1), c[b0 + f]);
+      a[b0 + f] = pos[f];
+    }
+  }
+}
+
+template <bool kMax, class I, class V, class Src>
+void rows_arg(const Problem<I, V>& p, const Src& src, I* arg, int64_t arg_ld, int threads) {
+  constexpr int L = Simd<V>::kLanes;
+  // arg_tile's lanes hold positions within a row in integers as wide as V.
+  constexpr int64_t kMaxTileDegree =
+      sizeof(V) == 4 ? int64_t{std::numeric_limits<int32_t>::max()} : std::numeric_limits<int64_t>::max();
+  parallel_row_blocks(threads, p.rowptr, p.m, p.nnz, [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i) {
+      const int64_t e0 = p.rowptr[i], e1 = p.rowptr[i + 1];
+      V* c = p.c + i * p.ldc;
+      I* a = arg + i * arg_ld;
+      if (e0 == e1) {
+        finish_empty(p.fin, c, p.F);
+        std::fill(a, a + p.F, I(-1));
+        continue;
+      }
+      int64_t f = 0;
+      if (e1 - e0 <= kMaxTileDegree) {
+        FinishSink<V> sink{p.fin, c, V(1)};
+        const auto tile = [&]<int NV>() {
+          arg_tile<kMax, NV>(src, e0, e1, f, sink, a);
+          f += NV * L;
+        };
+        while (f + 4 * L <= p.F) tile.template operator()<4>();
+        if (f + 2 * L <= p.F) tile.template operator()<2>();
+        if (f + L <= p.F) tile.template operator()<1>();
+      }
+      if (f < p.F) arg_columns<kMax>(src, e0, e1, f, p.F, p.fin, c, a);
     }
   });
 }
@@ -166,6 +295,16 @@ void run(const sparseport_spmm_args& args, SpmmVariant variant, int threads) {
   with_weights(args.a.values, [&]<bool kWeighted>() {
     const Rows<V, I, true, kWeighted> src{detail::as<V>(args.b.data), args.b.ld, detail::as<I>(args.a.colind),
                                           detail::as<V>(args.a.values), args.a.nnz};
+    // Only spmm.rows records arg (SPARSEPORT_VARIANT_RECORDS_ARG), and only max/min have one.
+    const Op op = op_of(args.reduce);
+    if (variant == SpmmVariant::rows && args.arg != nullptr && op != Op::sum) {
+      I* arg = detail::as_mut<I>(args.arg);
+      if (op == Op::max)
+        rows_arg<true>(p, src, arg, args.arg_ld, threads);
+      else
+        rows_arg<false>(p, src, arg, args.arg_ld, threads);
+      return;
+    }
     with_op(args.reduce, [&]<Op R>() {
       if (variant == SpmmVariant::merge_path)
         merge_path<R>(p, src, threads);

@@ -17,6 +17,7 @@ void transpose(const sparseport_transpose_args& args) {
   I* orp = detail::as_mut<I>(args.out.rowptr);
   I* oci = detail::as_mut<I>(args.out.colind);
   V* ov = detail::as_mut<V>(args.out.values);
+  I* perm = detail::as_mut<I>(args.perm);
   const int64_t k = args.a.cols;
   for (int64_t c = 0; c <= k; ++c) orp[c] = 0;
   for (int64_t e = 0; e < args.a.nnz; ++e) ++orp[ci[e] + 1];
@@ -27,6 +28,7 @@ void transpose(const sparseport_transpose_args& args) {
       const int64_t o = next[static_cast<size_t>(ci[e])]++;
       oci[o] = static_cast<I>(i);
       if (ov != nullptr) ov[o] = av[e];
+      if (perm != nullptr) perm[o] = static_cast<I>(e);
     }
   }
 }

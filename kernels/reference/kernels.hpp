@@ -19,5 +19,7 @@ void csr_slice_rows(const sparseport_slice_rows_args& args);
 void csr_slice_rows_dense(const sparseport_slice_rows_dense_args& args);
 void csr_induced_subgraph(const sparseport_induced_subgraph_args& args);
 void csr_transpose(const sparseport_transpose_args& args);
+// Accumulates in double with f64acc (the oracle), else in the value type.
+void spmm_arg_backward(const sparseport_spmm_arg_backward_args& args, bool f64acc);
 
 }  // namespace sparseport::reference

@@ -20,7 +20,7 @@ typedef struct sparseport_cuda_diagnostics {
 int sparseport_cuda_get_diagnostics(void* state, sparseport_cuda_diagnostics* out);
 
 /* The context's cudaStream_t (as void*): every op of the context runs on it, so benchmarks can
- * record CUDA events around ops on it. */
+ * record CUDA events around ops on it. After set_external (ABI 1.5) lent a stream, that one. */
 void* sparseport_cuda_stream(void* state);
 
 #ifdef __cplusplus

@@ -26,12 +26,17 @@ constexpr uint32_t kVendor = SPARSEPORT_VARIANT_VENDOR;
 // each one is). Variants whose fixed-order path differs from their default path take it when
 // sparseport_exec.flags has SPARSEPORT_EXEC_DETERMINISTIC (deterministic() below).
 constexpr uint32_t kDet = SPARSEPORT_VARIANT_DETERMINISTIC;
+// Writes sparseport_spmm_args.arg for max and min (ABI 1.5). row_warp applies to every input, so
+// the front end always has a recording variant to fall back to.
+constexpr uint32_t kArg = SPARSEPORT_VARIANT_RECORDS_ARG;
 
 const sparseport_variant kVariants[] = {
     // spmm.row_warp_vec4 is the default; where it does not apply, the first that does (row_warp).
-    {SPARSEPORT_OP_SPMM, "spmm.row_warp_vec4", kDefault | kDet,
-     "a group of F/4 lanes (4 to 32) per row, 16-byte vectors along F; needs F % 4 == 0 and 16-byte aligned rows of B and C"},
-    {SPARSEPORT_OP_SPMM, "spmm.row_warp", kDet, "a warp per row, lanes across F; any F and alignment; a long row holds one warp"},
+    {SPARSEPORT_OP_SPMM, "spmm.row_warp_vec4", kDefault | kDet | kArg,
+     "a group of F/4 lanes (4 to 32) per row, 16-byte vectors along F; needs F % 4 == 0 and 16-byte aligned rows of B and C; "
+     "records arg for max/min"},
+    {SPARSEPORT_OP_SPMM, "spmm.row_warp", kDet | kArg,
+     "a warp per row, lanes across F; any F and alignment; a long row holds one warp; records arg for max/min"},
     {SPARSEPORT_OP_SPMM, "spmm.row_subwarp", kDet,
      "2 to 16 lanes per row (several rows per warp), pairs staged and shuffled; F <= 16, for low degree"},
     {SPARSEPORT_OP_SPMM, "spmm.hub_split", kDet,
@@ -184,6 +189,14 @@ int spmm(const sparseport_exec* x, const char* variant, const sparseport_spmm_ar
     if (v != "spmm.row_warp_vec4" && v != "spmm.row_warp" && v != "spmm.row_subwarp" && v != "spmm.hub_split" &&
         v != "spmm.nnz_balanced" && v != "spmm.row_cache" && v != "spmm.cusparse")
       unknown(v, "spmm");
+    // arg (ABI 1.5) is written for max and min only, and only by the variants flagged kArg.
+    if (a->arg != nullptr && (a->reduce == SPARSEPORT_REDUCE_MAX || a->reduce == SPARSEPORT_REDUCE_MIN)) {
+      if (v != "spmm.row_warp_vec4" && v != "spmm.row_warp")
+        throw Unsupported(std::string(v) +
+                          " does not record arg (the entry that won each max or min); spmm.row_warp and "
+                          "spmm.row_warp_vec4 do");
+      need_dense(s, a->arg, a->c.rows, a->c.cols, "spmm", "arg");
+    }
     if (a->c.rows == 0 || a->c.cols == 0) return;
     if (a->a.nnz == 0) {
       cu::spmm_empty(s, *a);
@@ -364,7 +377,35 @@ int csr_transpose(const sparseport_exec* x, const char* variant, const sparsepor
     need(s, a->out.rowptr, true, "csr_transpose", "out.rowptr");
     need(s, a->out.colind, a->out.nnz > 0, "csr_transpose", "out.colind");
     need(s, a->out.values, a->out.nnz > 0, "csr_transpose", "out.values");
+    need(s, a->perm, a->a.nnz > 0, "csr_transpose", "perm");
     cu::csr_transpose(s, *a);
+  });
+}
+
+// ---- spmm max/min backward (ABI 1.5) -------------------------------------------------------------
+
+int spmm_arg_backward(const sparseport_exec* x, const sparseport_spmm_arg_backward_args* a, sparseport_status* st) {
+  return run_op(x, st, [&](cu::State& s) {
+    const char* op = "spmm_arg_backward";
+    const bool dv = a->dvalues.data != nullptr, db = a->db.data != nullptr;
+    const int64_t m = a->a.rows, F = a->dc.cols, nnz = a->a.nnz;
+    need_csr(s, a->a, op);
+    need_dense(s, a->dc.data, m, F, op, "dC");
+    need_dense(s, a->arg, m, F, op, "arg");
+    need(s, a->b.data, dv && nnz > 0 && F > 0, op, "B");
+    need(s, a->dvalues.data, dv && nnz > 0, op, "dvalues");
+    need_dense(s, a->db.data, a->db.rows, a->db.cols, op, "dB");
+    const int given = (a->at_rowptr != nullptr) + (a->at_colind != nullptr) + (a->at_perm != nullptr);
+    if (given != 0 && given != 3)
+      throw InvalidArgument(std::string(op) + "[cuda]: at_rowptr, at_colind and at_perm describe A^T together, but " +
+                            std::to_string(given) + " of the 3 are given (give all of them, or none to scatter)");
+    if (given == 3 && db) {
+      need(s, a->at_rowptr, true, op, "at_rowptr");
+      need(s, a->at_colind, nnz > 0, op, "at_colind");
+      need(s, a->at_perm, nnz > 0, op, "at_perm");
+    }
+    if (!dv && !db) return;
+    cu::spmm_arg_backward(s, *a, deterministic(x));
   });
 }
 
@@ -448,6 +489,10 @@ int synchronize(void* state, sparseport_status* st) {
   return with_state(state, st, [&](cu::State& s) { s.synchronize(); });
 }
 
+int set_external(void* state, const sparseport_external* ext, sparseport_status* st) {
+  return with_state(state, st, [&](cu::State& s) { s.set_external(ext); });
+}
+
 const sparseport_plugin kTable = {
     SPARSEPORT_ABI_VERSION,
     sizeof(sparseport_plugin),
@@ -478,6 +523,8 @@ const sparseport_plugin kTable = {
     &device_signature,
     &check_indices,
     &summarize_csr,
+    &spmm_arg_backward,
+    &set_external,
 };
 
 }  // namespace

@@ -22,10 +22,13 @@ constexpr uint32_t kDefault = SPARSEPORT_VARIANT_DEFAULT;
 // and the execution space (not by the team size Kokkos picks). Not the atomic variants, nor
 // KokkosSparse::spmv, whose algorithm (and its determinism) depends on the Kokkos build.
 constexpr uint32_t kDet = SPARSEPORT_VARIANT_DETERMINISTIC;
+// team_rows owns whole rows, so it records max/min's arg (kernels of their own, run only when asked).
+constexpr uint32_t kArg = SPARSEPORT_VARIANT_RECORDS_ARG;
 
 const sparseport_variant kVariants[] = {
-    {SPARSEPORT_OP_SPMM, "spmm.team_rows", kDefault | kDet,
-     "TeamPolicy over blocks of 16 rows, a team thread per row, vector lanes across F; rows never split"},
+    {SPARSEPORT_OP_SPMM, "spmm.team_rows", kDefault | kDet | kArg,
+     "TeamPolicy over blocks of 16 rows, a team thread per row, vector lanes across F; rows never split; "
+     "records max/min's arg (kernels of their own, run only when asked)"},
     {SPARSEPORT_OP_SPMM, "spmm.hub_split", 0,
      "rows cut into chunks of at most T entries (T from nnz and the space's concurrency, or SPARSEPORT_HUB_T); "
      "a row of several chunks combined with atomics in a scratch row, then finished"},
@@ -185,6 +188,16 @@ const sparseport_plugin kTable = {
     &device_signature,
     nullptr,  // check_indices: host memory (Debian's Kokkos is Serial), checked by the front end
     nullptr,  // summarize_csr: host memory, summarized by the scheduler (scheduler/summary.cpp)
+    // spmm_arg_backward: dvalues a thread per row; dB gathered over A^T when given, else scattered
+    // (see kernels/kokkos/spmm_arg_backward.cpp)
+    [](const sparseport_exec* x, const sparseport_spmm_arg_backward_args* a, sparseport_status* st) {
+      return detail::guarded(st, [&] {
+        kk::spmm_arg_backward(*a, x != nullptr && (x->flags & SPARSEPORT_EXEC_DETERMINISTIC) != 0);
+      });
+    },
+    // set_external: not offered. Every kernel runs on the default execution space instance; running
+    // on a caller's stream would need an instance per context threaded through every kernel.
+    nullptr,
 };
 
 }  // namespace

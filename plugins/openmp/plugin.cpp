@@ -24,10 +24,13 @@ constexpr uint32_t kDefault = SPARSEPORT_VARIANT_DEFAULT;
 // merge_path is not: its pieces, and so where a row's sum is split, follow the thread count; nor
 // are the atomic variants, nor GraphBLAS (its own threading).
 constexpr uint32_t kDet = SPARSEPORT_VARIANT_DETERMINISTIC;
+// spmm.rows owns whole rows, so it records max/min's arg (loops of its own, taken only when asked).
+constexpr uint32_t kArg = SPARSEPORT_VARIANT_RECORDS_ARG;
 
 const sparseport_variant kVariants[] = {
-    {SPARSEPORT_OP_SPMM, "spmm.rows", kDefault | kDet,
-     "blocks of whole rows (equal rows + nonzeros) to threads, register tiles of F (SIMD across F); rows never split"},
+    {SPARSEPORT_OP_SPMM, "spmm.rows", kDefault | kDet | kArg,
+     "blocks of whole rows (equal rows + nonzeros) to threads, register tiles of F (SIMD across F); rows never split; "
+     "records max/min's arg (register tiles of their own, taken only when asked)"},
     {SPARSEPORT_OP_SPMM, "spmm.merge_path", 0,
      "rows + nonzeros cut evenly (merge path), a row cut at a boundary fixed up from carries; for mega-rows"},
 #if defined(SPARSEPORT_OPENMP_HAVE_GRAPHBLAS)
@@ -80,13 +83,14 @@ struct KernelSet {
   decltype(&omp::generic::csr_slice_rows_dense) csr_slice_rows_dense;
   decltype(&omp::generic::csr_induced_subgraph) csr_induced_subgraph;
   decltype(&omp::generic::csr_transpose) csr_transpose;
+  decltype(&omp::generic::spmm_arg_backward) spmm_arg_backward;
 };
 
 #define SPARSEPORT_OPENMP_KERNEL_SET(ns)                                                                    \
   KernelSet {                                                                                               \
     #ns, &omp::ns::spmm, &omp::ns::sddmm, &omp::ns::segment_reduce, &omp::ns::gather_scatter,               \
         &omp::ns::csr_attention, &omp::ns::csr_slice_rows, &omp::ns::csr_slice_rows_dense,                  \
-        &omp::ns::csr_induced_subgraph, &omp::ns::csr_transpose                                             \
+        &omp::ns::csr_induced_subgraph, &omp::ns::csr_transpose, &omp::ns::spmm_arg_backward                \
   }
 
 constexpr KernelSet kGeneric = SPARSEPORT_OPENMP_KERNEL_SET(generic);
@@ -266,6 +270,15 @@ const sparseport_plugin kTable = {
     &device_signature,
     nullptr,  // check_indices: host memory, checked by the front end
     nullptr,  // summarize_csr: host memory, summarized by the scheduler (scheduler/summary.cpp)
+    // spmm_arg_backward: dvalues row-parallel; dB gathered over A^T when given, else scattered
+    // (see kernels/openmp/spmm_arg_backward.cpp)
+    [](const sparseport_exec* x, const sparseport_spmm_arg_backward_args* a, sparseport_status* st) {
+      return detail::guarded(st, [&] {
+        const bool deterministic = x != nullptr && (x->flags & SPARSEPORT_EXEC_DETERMINISTIC) != 0;
+        kernels().spmm_arg_backward(*a, omp::resolve_threads(x), deterministic);
+      });
+    },
+    nullptr,  // set_external: host memory, no stream or scratch pool to share
 };
 
 }  // namespace

@@ -15,10 +15,11 @@ using namespace sparseport;
 constexpr uint32_t kDefault = SPARSEPORT_VARIANT_DEFAULT;
 // Every variant is serial: one fixed order of operations, so bitwise the same run to run.
 constexpr uint32_t kDet = SPARSEPORT_VARIANT_DETERMINISTIC;
+constexpr uint32_t kArg = SPARSEPORT_VARIANT_RECORDS_ARG;
 
 const sparseport_variant kVariants[] = {
-    {SPARSEPORT_OP_SPMM, "spmm.serial", kDefault | kDet, "serial row loop, accumulates in the value type"},
-    {SPARSEPORT_OP_SPMM, "spmm.serial_f64acc", kDet, "serial row loop, accumulates in double"},
+    {SPARSEPORT_OP_SPMM, "spmm.serial", kDefault | kDet | kArg, "serial row loop, accumulates in the value type"},
+    {SPARSEPORT_OP_SPMM, "spmm.serial_f64acc", kDet | kArg, "serial row loop, accumulates in double"},
     {SPARSEPORT_OP_SDDMM, "sddmm.serial", kDefault | kDet, "serial loop over nonzeros, dot in the value type"},
     {SPARSEPORT_OP_SDDMM, "sddmm.serial_f64acc", kDet, "serial loop over nonzeros, dot in double"},
     {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.serial", kDefault | kDet, "serial loop, accumulates in the value type"},
@@ -87,6 +88,11 @@ const sparseport_plugin kTable = {
     nullptr,  // device_signature: the scheduler uses the description (the reference is never tuned for speed)
     nullptr,  // check_indices: host memory, checked by the front end
     nullptr,  // summarize_csr: host memory, summarized by the scheduler (scheduler/summary.cpp)
+    // spmm_arg_backward: in double, the oracle for every plugin's (the reference has no variants of it)
+    [](const sparseport_exec*, const sparseport_spmm_arg_backward_args* a, sparseport_status* st) {
+      return detail::guarded(st, [&] { reference::spmm_arg_backward(*a, true); });
+    },
+    nullptr,  // set_external: host memory, no stream
 };
 
 }  // namespace

@@ -19,6 +19,7 @@ Types: float32/float64 values, int32/int64 indices (rowptr and col share one ind
 Errors of the C++ library arrive as sparseport.InvalidArgument (a ValueError), sparseport.Error (a
 RuntimeError) and their siblings, with the library's message.
 """
+import atexit
 import math
 import os
 import threading
@@ -147,10 +148,30 @@ def context(device="cpu") -> "_C.Context":
                 ctx = _C.Context.create(_cpu_choice())
             elif device.type == "cuda":
                 ctx = _C.Context.create(f"cuda:{device.index}")
+                _lend_torch_allocator(ctx, device.index)
             else:
                 raise ValueError(f"sparseport: no backend runs on {device} tensors (cpu and cuda are supported)")
             _contexts[key] = ctx
     return ctx
+
+
+@atexit.register
+def _return_allocators() -> None:
+    """At exit, contexts go back to their own scratch pools: the lent callbacks are Python code,
+    which must not run while (or after) the interpreter is torn down."""
+    for (kind, _), ctx in list(_contexts.items()):
+        if kind == "cuda":
+            ctx.set_scratch_allocator(None, None)
+            ctx.stream = 0
+
+
+def _lend_torch_allocator(ctx, index: int) -> None:
+    """The library's scratch comes from PyTorch's caching allocator, ordered on the stream it is
+    asked for (so it is reused in stream order and lives in a CUDA graph's pool under capture)."""
+    ctx.set_scratch_allocator(
+        lambda n, stream: torch.cuda.caching_allocator_alloc(n, index, stream),
+        lambda ptr, n, stream: torch.cuda.caching_allocator_delete(ptr),
+    )
 
 
 def _ctx(device: torch.device):
@@ -158,8 +179,11 @@ def _ctx(device: torch.device):
     if ctx is None:
         ctx = context(device)
     if device.type == "cuda":
-        # Interim: the library runs on its own stream, so wait for PyTorch's work on the inputs.
-        torch.cuda.current_stream(device).synchronize()
+        # Our work queues on PyTorch's current stream: ordered after the inputs are written and
+        # before the outputs are read, with no wait (and capturable in a CUDA graph).
+        # PyTorch's default stream has handle 0, which to the library means "your own stream":
+        # name it cudaStreamLegacy (0x1), the same queue.
+        ctx.stream = torch.cuda.current_stream(device).cuda_stream or 1
     return ctx
 
 
@@ -327,27 +351,98 @@ def _(rowptr, col, n_cols, Q, K, V, scale):
     return V.new_empty((rowptr.shape[0] - 1, V.shape[1]))
 
 
+_transposes: dict = {}
+_TRANSPOSE_CACHE = 8  # graphs whose transposes are kept (oldest dropped first)
+
+
+def _transpose_key(rowptr: Tensor, col: Tensor, n_cols: int):
+    return (rowptr.device, rowptr.data_ptr(), col.data_ptr(), rowptr.shape[0], col.shape[0], n_cols, rowptr._version,
+            col._version)
+
+
+def _cached_transpose(rowptr: Tensor, col: Tensor, n_cols: int, fallback):
+    hit = _transposes.get(_transpose_key(rowptr, col, n_cols))
+    if hit is None:  # a non-contiguous index array was copied on the way in: no stable address
+        return fallback
+    return hit[2], hit[3], hit[4]
+
+
 @torch.library.custom_op("sparseport::csr_transpose", mutates_args=())
 def _csr_transpose(rowptr: Tensor, col: Tensor, n_cols: int) -> Tuple[Tensor, Tensor, Tensor]:
     """(rowptr, col, perm) of A's transpose; entry t of the transpose is entry perm[t] of A (int64)."""
     device = rowptr.device
     rowptr, col, _, itag = _csr_parts(rowptr, col, None, device, "csr_transpose")
-    nnz = col.shape[0]
-    if nnz > 2**53:
-        raise ValueError(f"sparseport.csr_transpose: {nnz} entries are more than float64 entry ids hold exactly (2^53)")
-    # The library carries values through the transpose; float64 entry ids come out as the permutation.
-    ids = torch.arange(nnz, dtype=torch.float64, device=device)
-    t_rowptr = torch.empty((n_cols + 1,), dtype=rowptr.dtype, device=device)
-    t_col = torch.empty((nnz,), dtype=col.dtype, device=device)
-    t_ids = torch.empty((nnz,), dtype=torch.float64, device=device)
-    _C.csr_transpose(_ctx(device), rowptr.shape[0] - 1, n_cols, nnz, rowptr.data_ptr(), col.data_ptr(),
-                     ids.data_ptr(), itag, t_rowptr.data_ptr(), t_col.data_ptr(), t_ids.data_ptr())
-    return t_rowptr, t_col, t_ids.to(torch.int64)
+    # A graph's transpose is built once: every backward needing A^T (spmm dB, sddmm dY, attention
+    # dK/dV) then copies it instead of sorting A again, and a step captured in a CUDA graph after a
+    # warm-up call needs no allocation outside PyTorch's. The key holds the arrays' addresses and
+    # version counters, so an in-place change of rowptr or col builds a new one.
+    key = _transpose_key(rowptr, col, n_cols)
+    hit = _transposes.get(key)
+    if hit is None:
+        nnz = col.shape[0]
+        t_rowptr = torch.empty((n_cols + 1,), dtype=rowptr.dtype, device=device)
+        t_col = torch.empty((nnz,), dtype=col.dtype, device=device)
+        perm = torch.empty((nnz,), dtype=col.dtype, device=device)
+        _C.csr_transpose(_ctx(device), rowptr.shape[0] - 1, n_cols, nnz, rowptr.data_ptr(), col.data_ptr(), itag,
+                         t_rowptr.data_ptr(), t_col.data_ptr(), perm.data_ptr())
+        # The cache keeps A's arrays alive too, so their addresses cannot be reused by another A.
+        hit = (rowptr, col, t_rowptr, t_col, perm.long())
+        if len(_transposes) >= _TRANSPOSE_CACHE:
+            _transposes.pop(next(iter(_transposes)))
+        _transposes[key] = hit
+    # Copies: a custom op's outputs must not alias anything that outlives the call.
+    return hit[2].clone(), hit[3].clone(), hit[4].clone()
 
 
 @_csr_transpose.register_fake
 def _(rowptr, col, n_cols):
     return rowptr.new_empty((n_cols + 1,)), col.new_empty(col.shape), col.new_empty(col.shape, dtype=torch.int64)
+
+
+@torch.library.custom_op("sparseport::spmm_arg", mutates_args=())
+def _spmm_arg(rowptr: Tensor, col: Tensor, values: Optional[Tensor], n_cols: int, B: Tensor,
+              reduce: str) -> Tuple[Tensor, Tensor]:
+    """spmm max/min and, per output element, the A entry that won it (A's index dtype; -1: empty row)."""
+    device = _same_device("spmm", B)
+    rowptr, col, values, itag = _csr_parts(rowptr, col, values, device, "spmm")
+    B, b_ld = _mat(B, "B", "spmm")
+    rows, f = rowptr.shape[0] - 1, B.shape[1]
+    out = torch.empty((rows, f), dtype=B.dtype, device=device)
+    arg = torch.empty((rows, f), dtype=col.dtype, device=device)
+    btag = _VALUE_TAG[B.dtype]
+    _C.spmm_arg(_ctx(device), rows, n_cols, col.shape[0], rowptr.data_ptr(), col.data_ptr(),
+                0 if values is None else values.data_ptr(), itag, btag if values is None else _VALUE_TAG[values.dtype],
+                B.data_ptr(), B.shape[0], b_ld, f, btag, out.data_ptr(), arg.data_ptr(), _REDUCE[reduce])
+    return out, arg
+
+
+@_spmm_arg.register_fake
+def _(rowptr, col, values, n_cols, B, reduce):
+    rows = rowptr.shape[0] - 1
+    return B.new_empty((rows, B.shape[1])), col.new_empty((rows, B.shape[1]))
+
+
+@torch.library.custom_op("sparseport::spmm_arg_backward", mutates_args=())
+def _spmm_arg_backward(rowptr: Tensor, col: Tensor, values: Optional[Tensor], n_cols: int, B: Tensor, grad: Tensor,
+                       arg: Tensor, reduce: str, need_b: bool, need_values: bool) -> Tuple[Tensor, Tensor]:
+    """(dB, dvalues) of spmm max/min through arg; an output not needed comes back empty (0 rows)."""
+    device = _same_device("spmm", B, grad, arg)
+    rowptr, col, values, itag = _csr_parts(rowptr, col, values, device, "spmm")
+    B, grad, arg = B.contiguous(), grad.contiguous(), arg.contiguous()
+    f, vtag = B.shape[1], _VALUE_TAG[B.dtype]
+    d_b = torch.empty((n_cols, f) if need_b else (0, f), dtype=B.dtype, device=device)
+    d_v = torch.empty((col.shape[0],) if need_values else (0,), dtype=B.dtype, device=device)
+    _C.spmm_arg_backward(_ctx(device), rowptr.shape[0] - 1, n_cols, col.shape[0], rowptr.data_ptr(), col.data_ptr(),
+                         0 if values is None else values.data_ptr(), itag, vtag, B.data_ptr(), max(f, 1), f,
+                         grad.data_ptr(), arg.data_ptr(), d_b.data_ptr() if need_b else 0,
+                         d_v.data_ptr() if need_values else 0, _REDUCE[reduce])
+    return d_b, d_v
+
+
+@_spmm_arg_backward.register_fake
+def _(rowptr, col, values, n_cols, B, grad, arg, reduce, need_b, need_values):
+    f = B.shape[1]
+    return B.new_empty((n_cols, f) if need_b else (0, f)), B.new_empty((col.shape[0],) if need_values else (0,))
 
 
 # ---- autograd ------------------------------------------------------------------------------------
@@ -363,15 +458,25 @@ def _row_of_entries(rowptr: Tensor, nnz) -> Tensor:
 
 
 def _transpose(rowptr: Tensor, col: Tensor, n_cols: int):
-    return _ops.csr_transpose(rowptr, col, n_cols)
+    t = _ops.csr_transpose(rowptr, col, n_cols)  # fills the cache on a miss
+    if torch.compiler.is_compiling():
+        return t
+    # Eager: the cached arrays themselves (read only here), so their addresses stay the same from
+    # call to call: the library's once-per-operand index check and its plans see a known operand,
+    # and a backward captured in a CUDA graph does no check (no host wait) after the warm-up.
+    # Traced (fake or functional tensors, which have no address): the op's copies.
+    try:
+        return _cached_transpose(rowptr, col, n_cols, t)
+    except RuntimeError:
+        return t
 
 
 def _winners(msg: Tensor, seg: Tensor, out: Tensor, num_segments) -> Tensor:
     """For max/min: winners[s, f] = the lowest entry e with seg[e] == s whose message msg[e, f]
     equals out[s, f] (torch_scatter's tie rule); E where segment s has no entry.
 
-    Interim: found with torch ops from the E x F messages. The C++ forward will record the
-    argmax/argmin instead, so that spmm's backward no longer materialises E x F."""
+    For segment/scatter max/min, whose E x F messages exist anyway (spmm records its winners in
+    the forward instead)."""
     E, F = msg.shape
     ids = torch.arange(E, device=msg.device)[:, None].expand(E, F)
     cand = ids.masked_fill(msg != out.index_select(0, seg), E)
@@ -382,46 +487,52 @@ def _winners(msg: Tensor, seg: Tensor, out: Tensor, num_segments) -> Tensor:
 def _spmm_setup(ctx, inputs, output):
     rowptr, col, values, n_cols, B, reduce = inputs
     ctx.n_cols, ctx.reduce = n_cols, reduce
-    ctx.save_for_backward(rowptr, col, values, B, output if reduce in ("max", "min") else None)
+    ctx.save_for_backward(rowptr, col, values, B)
+
+
+def _arg_grads(ctx, rowptr, col, values, B, grad, arg):
+    """The gradients of spmm max/min through the forward's winners (C++: spmm_backward)."""
+    need_values, need_b = ctx.needs_input_grad[2], ctx.needs_input_grad[4]
+    d_b, d_v = _ops.spmm_arg_backward(rowptr, col, values, ctx.n_cols, B, grad, arg, ctx.reduce, need_b,
+                                      need_values and values is not None)
+    return (None, None, d_v if need_values and values is not None else None, None, d_b if need_b else None, None)
 
 
 def _spmm_backward(ctx, grad):
-    rowptr, col, values, B, out = ctx.saved_tensors
+    rowptr, col, values, B = ctx.saved_tensors
     need_values, need_b = ctx.needs_input_grad[2], ctx.needs_input_grad[4]
     rows, n_cols, reduce = rowptr.shape[0] - 1, ctx.n_cols, ctx.reduce
     d_values = d_b = None
-    if reduce in ("sum", "mean"):
-        g = grad
-        if reduce == "mean":
-            deg = (rowptr[1:] - rowptr[:-1]).clamp_min(1).to(grad.dtype)
-            g = grad / deg[:, None]
-        if need_b:  # dB = A^T . dC (the transpose built once per call for now)
-            t_rowptr, t_col, perm = _transpose(rowptr, col, n_cols)
-            d_b = _ops.spmm(t_rowptr, t_col, None if values is None else values[perm], rows, g, "sum")
-        if need_values:  # dA.values = sddmm(pattern, dC, B)
-            d_values = _ops.sddmm(rowptr, col, None, n_cols, g, B)
-        return None, None, d_values, None, d_b, None
-    # max/min: only the winning entry of each output element gets its gradient.
-    E, F = col.shape[0], B.shape[1]
-    col64 = col.long()
-    if E == 0:
-        return None, None, None if values is None else torch.zeros_like(values), None, torch.zeros_like(B), None
-    msg = B.index_select(0, col64)  # interim: E x F (see _winners)
-    if values is not None:
-        msg = msg * values[:, None]
-    win = _winners(msg, _row_of_entries(rowptr, E), out, rows)
-    valid = win < E
-    e = win.clamp_max(E - 1)
-    g = grad * valid
-    src_col = col64[e]  # rows x F: the column of B each output element came from
-    if need_b:
-        w = g if values is None else g * values[e]
-        d_b = torch.zeros_like(B).scatter_add(0, src_col, w)
-    if need_values:
-        d_values = torch.zeros_like(values).index_add(0, e.reshape(-1), (g * B.gather(0, src_col)).reshape(-1))
+    if reduce in ("max", "min"):
+        # torch.ops.sparseport.spmm called directly: find the winners again (spmm() itself runs
+        # spmm_arg, which keeps them from the forward).
+        _, arg = _ops.spmm_arg(rowptr, col, values, n_cols, B, reduce)
+        return _arg_grads(ctx, rowptr, col, values, B, grad, arg)
+    g = grad
+    if reduce == "mean":
+        deg = (rowptr[1:] - rowptr[:-1]).clamp_min(1).to(grad.dtype)
+        g = grad / deg[:, None]
+    if need_b:  # dB = A^T . dC (the transpose built once per call for now)
+        t_rowptr, t_col, perm = _transpose(rowptr, col, n_cols)
+        d_b = _ops.spmm(t_rowptr, t_col, None if values is None else values[perm], rows, g, "sum")
+    if need_values:  # dA.values = sddmm(pattern, dC, B)
+        d_values = _ops.sddmm(rowptr, col, None, n_cols, g, B)
     return None, None, d_values, None, d_b, None
 
 
+def _spmm_arg_setup(ctx, inputs, output):
+    rowptr, col, values, n_cols, B, reduce = inputs
+    ctx.n_cols, ctx.reduce = n_cols, reduce
+    ctx.mark_non_differentiable(output[1])
+    ctx.save_for_backward(rowptr, col, values, B, output[1])
+
+
+def _spmm_arg_backward_rule(ctx, grad, _grad_arg):
+    rowptr, col, values, B, arg = ctx.saved_tensors
+    return _arg_grads(ctx, rowptr, col, values, B, grad, arg)
+
+
+_spmm_arg.register_autograd(_spmm_arg_backward_rule, setup_context=_spmm_arg_setup)
 _spmm.register_autograd(_spmm_backward, setup_context=_spmm_setup)
 
 
@@ -523,6 +634,9 @@ def spmm(A, B: Tensor, reduce: str = "sum") -> Tensor:
     Differentiable in B and A.values."""
     A = _as_csr(A, "spmm")
     _check_reduce(reduce, "spmm")
+    if reduce in ("max", "min"):
+        # The forward records each output element's winning entry; the backward follows it.
+        return _ops.spmm_arg(A.rowptr, A.col, A.values, A.shape[1], B, reduce)[0]
     return _ops.spmm(A.rowptr, A.col, A.values, A.shape[1], B, reduce)
 
 

@@ -3,8 +3,9 @@
 // Arrays cross as raw addresses (Python ints from Tensor.data_ptr()) plus shapes, leading
 // dimensions and the plugin ABI's type tags; sparseport/torch.py checks devices, dtypes and strides
 // before calling, the C++ front end checks shapes, types and index contents as for any caller.
-// Every op releases the GIL. On a device backend each op ends with the context's synchronize(), so
-// the result is complete before PyTorch's stream reads it (interim: no shared stream yet).
+// Every op releases the GIL. On a device backend sparseport.torch lends the context PyTorch's
+// current stream and caching allocator, so ops queue behind PyTorch's work and nothing waits; a
+// context on its own stream ends each op with synchronize() instead.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -13,6 +14,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -57,8 +60,35 @@ sp::DenseMutView dense_mut(int64_t rows, int64_t cols, int64_t ld, uintptr_t dat
   return {rows, cols, ld, mptr(data), value_type(vtype)};
 }
 
+// On a lent stream (PyTorch's current one) the op stays queued behind and before PyTorch's own
+// work: nothing to wait for. On the context's own stream the results must be there on return.
 void finish(const sp::Context& ctx) {
-  if (ctx.device_memory()) ctx.synchronize();
+  if (ctx.device_memory() && ctx.stream() == nullptr) ctx.synchronize();
+}
+
+// Scratch memory from Python callables (sparseport.torch lends PyTorch's caching allocator):
+// alloc(bytes, stream) -> pointer (0: none), release(pointer, bytes, stream). The ops run with the
+// GIL released, so each call takes it back for the callback.
+struct PyScratch {
+  nb::object alloc, release;
+};
+void* py_scratch_alloc(void* user, size_t bytes, void* stream) {
+  nb::gil_scoped_acquire gil;
+  try {
+    return reinterpret_cast<void*>(
+        nb::cast<uintptr_t>(static_cast<PyScratch*>(user)->alloc(bytes, reinterpret_cast<uintptr_t>(stream))));
+  } catch (nb::python_error& e) {
+    e.discard_as_unraisable("sparseport scratch allocation");
+    return nullptr;  // the plugin raises OutOfMemory
+  }
+}
+void py_scratch_release(void* user, void* ptr, size_t bytes, void* stream) {
+  nb::gil_scoped_acquire gil;
+  try {
+    static_cast<PyScratch*>(user)->release(reinterpret_cast<uintptr_t>(ptr), bytes, reinterpret_cast<uintptr_t>(stream));
+  } catch (nb::python_error& e) {
+    e.discard_as_unraisable("sparseport scratch release");
+  }
 }
 
 void translate(const std::exception_ptr& p, void*) {
@@ -127,6 +157,30 @@ NB_MODULE(_C, m) {
             if (v == "off") return c.set_validate(sp::ValidateMode::off);
             throw sp::InvalidArgument("sparseport: validate is once, always or off, not '" + v + "'");
           })
+      .def_prop_rw(
+          "stream", [](const sp::Context& c) { return reinterpret_cast<uintptr_t>(c.stream()); },
+          [](sp::Context& c, uintptr_t s) {
+            if (reinterpret_cast<void*>(s) != c.stream()) c.set_stream(mptr(s));
+          },
+          "the cudaStream_t (as an int) every op of this context is ordered on; 0: the context's own")
+      .def(
+          "set_scratch_allocator",
+          [](sp::Context& c, nb::object alloc, nb::object release) {
+            // One per context for the process's life (contexts live in sparseport.torch's cache).
+            static std::map<const void*, std::unique_ptr<PyScratch>> keep;
+            if (alloc.is_none()) {
+              c.set_scratch_allocator({});
+              keep.erase(c.exec().state);
+              return;
+            }
+            auto& slot = keep[c.exec().state];
+            auto next = std::make_unique<PyScratch>(PyScratch{std::move(alloc), std::move(release)});
+            c.set_scratch_allocator({&py_scratch_alloc, &py_scratch_release, next.get()});
+            slot = std::move(next);
+          },
+          nb::arg("alloc").none(), nb::arg("release").none(),
+          "scratch from Python: alloc(bytes, stream) -> int pointer, release(pointer, bytes, stream); None: the "
+          "backend's own")
       .def("synchronize", &sp::Context::synchronize, nb::call_guard<nb::gil_scoped_release>())
       .def("__repr__", [](const sp::Context& c) { return "<sparseport._C.Context " + c.backend() + ">"; });
 
@@ -214,23 +268,62 @@ NB_MODULE(_C, m) {
       "csr_attention(ctx, rows, cols, nnz, rowptr, colind, itype, Q, Q_rows, Q_ld, K, K_rows, K_ld, F, V, V_rows, "
       "V_ld, Fv, vtype, out, scale)");
 
-  // The transpose of A with float64 values (entry ids, exact below 2^53), written into
-  // caller-allocated arrays in ctx's memory: rowptr (cols + 1), colind (nnz), values (nnz).
+  // spmm max/min recording each output element's winning entry (sparseport::spmm_arg): arg is
+  // rows x F in A's index type, ld F.
+  m.def(
+      "spmm_arg",
+      [](const sp::Context& ctx, int64_t rows, int64_t cols, int64_t nnz, uintptr_t rowptr, uintptr_t colind,
+         uintptr_t values, int itype, int vtype, uintptr_t b, int64_t b_rows, int64_t b_ld, int64_t f, int btype,
+         uintptr_t c, uintptr_t arg, int reduce) {
+        sp::SpmmOptions opt;
+        opt.reduce = static_cast<sp::Reduce>(reduce);
+        const int64_t ld = f > 0 ? f : 1;
+        sp::spmm_arg(ctx, csr(rows, cols, nnz, rowptr, colind, values, itype, vtype), dense(b_rows, f, b_ld, b, btype),
+                     dense_mut(rows, f, ld, c, btype), {rows, f, ld, mptr(arg), index_type(itype)}, opt);
+        finish(ctx);
+      },
+      nb::call_guard<nb::gil_scoped_release>(),
+      "spmm_arg(ctx, rows, cols, nnz, rowptr, colind, values, itype, vtype, B, B_rows, B_ld, F, Btype, C, arg, reduce)");
+
+  // The gradients of spmm max/min through arg (sparseport::spmm_backward): dB (b_rows x F, ld F)
+  // and dvalues (nnz), each skipped when its pointer is 0. dC and B are contiguous.
+  m.def(
+      "spmm_arg_backward",
+      [](const sp::Context& ctx, int64_t rows, int64_t cols, int64_t nnz, uintptr_t rowptr, uintptr_t colind,
+         uintptr_t values, int itype, int vtype, uintptr_t b, int64_t b_ld, int64_t f, uintptr_t dc, uintptr_t arg,
+         uintptr_t db, uintptr_t dvalues, int reduce) {
+        const int64_t ld = f > 0 ? f : 1;
+        sp::SpmmBackwardOptions opt;
+        opt.reduce = static_cast<sp::Reduce>(reduce);
+        opt.arg = {rows, f, ld, cptr(arg), index_type(itype)};
+        const sp::SpmmGrads grads{db != 0 ? dense_mut(cols, f, ld, db, vtype) : sp::DenseMutView{},
+                                  dvalues != 0 ? dense_mut(nnz, 1, 1, dvalues, vtype) : sp::DenseMutView{}};
+        sp::spmm_backward(ctx, csr(rows, cols, nnz, rowptr, colind, values, itype, vtype), dense(cols, f, b_ld, b, vtype),
+                          dense(rows, f, ld, dc, vtype), grads, opt);
+        finish(ctx);
+      },
+      nb::call_guard<nb::gil_scoped_release>(),
+      "spmm_arg_backward(ctx, rows, cols, nnz, rowptr, colind, values, itype, vtype, B, B_ld, F, dC, arg, dB, dvalues, "
+      "reduce)");
+
+  // A^T as a pattern and the position in A of each of its entries (sparseport::Transpose), written
+  // into caller-allocated arrays in ctx's memory: rowptr (cols + 1), colind (nnz), positions (nnz),
+  // all of A's index type.
   m.def(
       "csr_transpose",
       [](const sp::Context& ctx, int64_t rows, int64_t cols, int64_t nnz, uintptr_t rowptr, uintptr_t colind,
-         uintptr_t values, int itype, uintptr_t out_rowptr, uintptr_t out_colind, uintptr_t out_values) {
-        const sp::CsrView a = csr(rows, cols, nnz, rowptr, colind, values, itype, SPARSEPORT_F64);
-        const sp::CsrMatrix t = sp::csr_transpose(ctx, a);
-        const size_t isz = static_cast<size_t>(sp::size_of(a.index_type));
+         int itype, uintptr_t out_rowptr, uintptr_t out_colind, uintptr_t out_positions) {
+        const sp::Transpose t(ctx, csr(rows, cols, nnz, rowptr, colind, 0, itype, SPARSEPORT_F32));
+        const size_t isz = static_cast<size_t>(sp::size_of(index_type(itype)));
+        const sp::CsrView p = t.pattern();
         // copy_to_backend copies within the backend's memory too (memcpy; cudaMemcpyDefault on cuda).
-        ctx.copy_to_backend(mptr(out_rowptr), t.rowptr.data(), static_cast<size_t>(cols + 1) * isz);
+        ctx.copy_to_backend(mptr(out_rowptr), p.rowptr, static_cast<size_t>(cols + 1) * isz);
         if (nnz > 0) {
-          ctx.copy_to_backend(mptr(out_colind), t.colind.data(), static_cast<size_t>(nnz) * isz);
-          if (values != 0) ctx.copy_to_backend(mptr(out_values), t.values.data(), static_cast<size_t>(nnz) * 8);
+          ctx.copy_to_backend(mptr(out_colind), p.colind, static_cast<size_t>(nnz) * isz);
+          ctx.copy_to_backend(mptr(out_positions), t.positions().data, static_cast<size_t>(nnz) * isz);
         }
         ctx.synchronize();  // before t's buffers go
       },
       nb::call_guard<nb::gil_scoped_release>(),
-      "csr_transpose(ctx, rows, cols, nnz, rowptr, colind, values_f64, itype, out_rowptr, out_colind, out_values)");
+      "csr_transpose(ctx, rows, cols, nnz, rowptr, colind, itype, out_rowptr, out_colind, out_positions)");
 }

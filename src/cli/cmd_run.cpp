@@ -318,8 +318,8 @@ int cmd_run(const std::vector<std::string>& argv) {
       .flag("--json", "one JSON object per result on stdout (progress and notes go to stderr)")
       .flag("--dist",
             "run over the MPI ranks (mpirun -np P sparseport run --dist ...): rank 0 loads the\n"
-            "                        graph and scatters it, rows balanced by entries; spmm and\n"
-            "                        gather_scatter only; needs a build with MPI")
+            "                        graph and scatters it, rows balanced by entries; spmm, sddmm,\n"
+            "                        gather_scatter and segment_reduce; needs a build with MPI")
       .flag("--quiet", "no progress on stderr", "-q")
       .positional("GRAPH", "a Matrix Market file or a generator spec (default: powerlaw)", false)
       .epilog(
@@ -340,6 +340,8 @@ int cmd_run(const std::vector<std::string>& argv) {
           "verified there; halo_bytes is one call's halo summed over the ranks (halo_bytes_predicted: the\n"
           "same from the partition alone); comm_ms (pack, post, the wait left after the local block) and\n"
           "compute_ms (local, remote and combine steps) are medians per call on the slowest rank.\n"
+          "sddmm's out and segment_reduce's messages are split by the entries of each rank's rows\n"
+          "(segment_reduce's messages live with their destination rows, so it moves no halo).\n"
           "\n"
           "Examples:\n"
           "  sparseport run --op spmm --json\n"
@@ -395,7 +397,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   opt.quiet = args.has("--quiet");
   opt.dist = args.has("--dist");
   if (opt.dist && !dist_supports(opt.op))
-    args.fail("--dist runs spmm and gather_scatter, not " + std::string(op_name(opt.op)));
+    args.fail(std::string("--dist runs ") + kDistOps + ", not " + op_name(opt.op));
   opt.graph = args.positional_value("GRAPH");
 
   // Flags that do not apply to the op are accepted (scripts loop over ops with one flag set) but

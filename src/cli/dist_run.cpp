@@ -147,15 +147,19 @@ std::string megabytes(int64_t bytes) {
   return buf;
 }
 
+// Which global starts a dense operand or result is split by: A's rows, B's rows (A's columns),
+// or the entries of each rank's rows.
+enum class Split { rows, cols, entries };
+
 template <class I, class V>
 class DistWork final : public Workload {
  public:
   DistWork(MpiSession& session, const Context& ctx, const HostCsr<I, V>& graph, const WorkloadSpec& spec)
       : session_(session), ctx_(ctx), spec_(spec) {
     if (!dist_supports(spec.op))
-      throw InvalidArgument(std::string("sparseport run --dist: runs spmm and gather_scatter, not ") +
-                            op_name(spec.op));
+      throw InvalidArgument(std::string("sparseport run --dist: runs ") + kDistOps + ", not " + op_name(spec.op));
     const bool root = session.rank() == 0;
+    const bool sddmm = spec.op == SPARSEPORT_OP_SDDMM, segment = spec.op == SPARSEPORT_OP_SEGMENT_REDUCE;
     // Rank 0's ordinary workload makes the operands from the seed and verifies the gathered result;
     // on the reference backend, whose memory is the host's.
     session.collective([&] {
@@ -164,13 +168,26 @@ class DistWork final : public Workload {
     // Each of these fails on every rank together (sparseport::dist agrees on bad arguments);
     // collective() tells the session so.
     session.collective([&] { a_ = dist::DistCsr<I, V>::scatter(MPI_COMM_WORLD, root ? &graph : nullptr); });
+    // Rank r's entries are the global entries [entry_starts[r], entry_starts[r+1]).
+    const int64_t mine = a_.local_nnz();
+    std::vector<int64_t> counts(static_cast<size_t>(session.ranks()));
+    MPI_Allgather(&mine, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, MPI_COMM_WORLD);
+    entry_starts_.assign(1, 0);
+    for (const int64_t c : counts) entry_starts_.push_back(entry_starts_.back() + c);
     const DenseView none{0, 0, 0, nullptr, value_type_of<V>()};
     session.collective([&] {
-      x_ = dist::scatter_rows<V>(MPI_COMM_WORLD, root ? *inner_->host_input() : none, a_.partition().col_starts);
+      x_ = dist::scatter_rows<V>(MPI_COMM_WORLD, root ? *inner_->host_input() : none,
+                                 starts(segment ? Split::entries : Split::cols));
     });
-    out_ = HostDense<V>(a_.local_rows(), spec.features);
+    if (sddmm)
+      session.collective([&] {
+        x_rows_ = dist::scatter_rows<V>(MPI_COMM_WORLD, root ? *inner_->host_row_input() : none, starts(Split::rows));
+      });
+    out_split_ = sddmm ? Split::entries : Split::rows;
+    out_ = sddmm ? HostDense<V>(a_.local_nnz(), 1) : HostDense<V>(a_.local_rows(), spec.features);
     session.collective([&] {
-      if (root) predicted_ = dist::predict_halo(graph.view(), a_.partition()).bytes(spec.features, sizeof(V));
+      if (root && !segment)
+        predicted_ = dist::predict_halo(graph.view(), a_.partition()).bytes(spec.features, sizeof(V));
     });
   }
 
@@ -183,10 +200,19 @@ class DistWork final : public Workload {
   void run(const std::string& variant) override {
     dist::CallStats st;
     session_.collective([&] {
-      if (spec_.op == SPARSEPORT_OP_SPMM)
-        dist::spmm(ctx_, a_, x_.view(), out_.mut(), SpmmOptions{spec_.reduce, 1.0, 0.0, variant}, &st);
-      else
-        dist::gather_scatter(ctx_, a_, x_.view(), out_.mut(), ReduceOptions{spec_.reduce, variant}, &st);
+      switch (spec_.op) {
+        case SPARSEPORT_OP_SPMM:
+          dist::spmm(ctx_, a_, x_.view(), out_.mut(), SpmmOptions{spec_.reduce, 1.0, 0.0, variant}, &st);
+          break;
+        case SPARSEPORT_OP_SDDMM:
+          dist::sddmm(ctx_, a_, x_rows_.view(), x_.view(), out_.mut(), OpOptions{variant}, &st);
+          break;
+        case SPARSEPORT_OP_SEGMENT_REDUCE:
+          dist::segment_reduce(ctx_, a_, x_.view(), out_.mut(), ReduceOptions{spec_.reduce, variant}, &st);
+          break;
+        default:
+          dist::gather_scatter(ctx_, a_, x_.view(), out_.mut(), ReduceOptions{spec_.reduce, variant}, &st);
+      }
     });
     calls_.push_back(std::move(st));
   }
@@ -195,8 +221,7 @@ class DistWork final : public Workload {
     const bool root = session_.rank() == 0;
     const DenseMutView none{0, 0, 0, nullptr, value_type_of<V>()};
     session_.collective([&] {
-      dist::gather_rows<V>(MPI_COMM_WORLD, out_.view(), root ? *inner_->host_output() : none,
-                           a_.partition().row_starts);
+      dist::gather_rows<V>(MPI_COMM_WORLD, out_.view(), root ? *inner_->host_output() : none, starts(out_split_));
     });
     Verdict v;
     session_.collective([&] {
@@ -255,12 +280,20 @@ class DistWork final : public Workload {
     MPI_Reduce(&sent, &halo_bytes_, 1, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
   }
 
+  const std::vector<int64_t>& starts(Split s) const {
+    return s == Split::rows ? a_.partition().row_starts : s == Split::cols ? a_.partition().col_starts : entry_starts_;
+  }
+
   MpiSession& session_;
   Context ctx_;
   WorkloadSpec spec_;
   std::unique_ptr<Workload> inner_;  // rank 0 only
   dist::DistCsr<I, V> a_;
-  HostDense<V> x_, out_;
+  std::vector<int64_t> entry_starts_;
+  // x_: the operand read through the pattern (B, x, Y; segment_reduce's messages, split by
+  // entries); x_rows_: sddmm's X; out_: C or out, split by rows (sddmm: by entries).
+  HostDense<V> x_, x_rows_, out_;
+  Split out_split_ = Split::rows;
   std::vector<dist::CallStats> calls_;
   int64_t predicted_ = 0, halo_bytes_ = 0;
   static constexpr size_t kFields = 6;

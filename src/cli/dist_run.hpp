@@ -39,12 +39,17 @@ std::unique_ptr<DistSession> start_dist_session();
 // The distributed workload: rank 0 passes the graph (the others an empty one), which it scatters
 // over the ranks, balanced by entries; every rank then runs its part of the op. verify() gathers
 // the result on rank 0 and checks it as make_workload's workload does (reference backend, double).
-// Ops: spmm and gather_scatter (InvalidArgument for others). Collective.
+// Ops: those of dist_supports (InvalidArgument for others); sddmm's out and segment_reduce's
+// messages are split by the entries of each rank's rows. Collective.
 template <class I, class V>
 std::unique_ptr<Workload> make_dist_workload(DistSession& session, const Context& ctx, const HostCsr<I, V>& graph,
                                              const WorkloadSpec& spec);
 
 // The ops --dist runs.
-inline bool dist_supports(sparseport_op op) { return op == SPARSEPORT_OP_SPMM || op == SPARSEPORT_OP_GATHER_SCATTER; }
+inline bool dist_supports(sparseport_op op) {
+  return op == SPARSEPORT_OP_SPMM || op == SPARSEPORT_OP_SDDMM || op == SPARSEPORT_OP_GATHER_SCATTER ||
+         op == SPARSEPORT_OP_SEGMENT_REDUCE;
+}
+inline constexpr const char* kDistOps = "spmm, sddmm, gather_scatter and segment_reduce";
 
 }  // namespace sparseport::cli

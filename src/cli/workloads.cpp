@@ -386,6 +386,8 @@ class SddmmWork final : public DenseOut<I, V> {
   }
   std::optional<double> flops() const override { return 2.0 * this->nnz() * static_cast<double>(this->features()); }
   double gathered_bytes() const override { return sizeof(V) * static_cast<double>(this->features()) * this->nnz(); }
+  std::optional<DenseView> host_input() const override { return y_.view(); }
+  std::optional<DenseView> host_row_input() const override { return x_.view(); }
 
  private:
   std::vector<double> expected(bool absolute) override {
@@ -443,6 +445,10 @@ class SegmentWork final : public DenseOut<I, V> {
   }
   std::optional<double> flops() const override { return this->nnz() * static_cast<double>(this->features()); }
   double gathered_bytes() const override { return sizeof(V) * static_cast<double>(this->features()) * this->nnz(); }
+  // Sorted, the messages are in the graph's storage order (message e belongs to entry e).
+  std::optional<DenseView> host_input() const override {
+    return sorted_ ? std::optional<DenseView>(src_.view()) : std::nullopt;
+  }
 
  private:
   std::vector<double> expected(bool absolute) override {

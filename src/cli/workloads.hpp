@@ -70,8 +70,11 @@ class Workload {
 
   // For a driver that runs the op elsewhere and only verifies here (`run --dist`), on a host
   // context: the dense operand the op reads through the sparse pattern (B of spmm, x of
-  // gather_scatter), and the output that verify() checks. nullopt where the op has no such driver.
+  // gather_scatter, Y of sddmm) or, for segment_reduce (sorted), the messages (one row per edge in
+  // the graph's storage order); the one it reads along the graph's rows (X of sddmm); and the
+  // output that verify() checks. nullopt where the op has no such driver.
   virtual std::optional<DenseView> host_input() const { return std::nullopt; }
+  virtual std::optional<DenseView> host_row_input() const { return std::nullopt; }
   virtual std::optional<DenseMutView> host_output() { return std::nullopt; }
   // What the report adds for this workload (the distributed one: ranks, halo, times), and the
   // decision behind the last run when the op's last call does not hold it (last_decision()).

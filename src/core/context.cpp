@@ -62,7 +62,8 @@ PluginInfo load(const detail::BuiltinPlugin& b) {
     const sparseport_variant& v = copy.variants[i];
     info.variants.push_back({static_cast<sparseport_op>(v.op), v.name, (v.flags & SPARSEPORT_VARIANT_DEFAULT) != 0,
                              (v.flags & SPARSEPORT_VARIANT_VENDOR) != 0, v.doc ? v.doc : "",
-                             (v.flags & SPARSEPORT_VARIANT_DETERMINISTIC) != 0});
+                             (v.flags & SPARSEPORT_VARIANT_DETERMINISTIC) != 0,
+                             (v.flags & SPARSEPORT_VARIANT_RECORDS_ARG) != 0});
   }
   info.status = PluginStatus::available;
   if (copy.device_count != nullptr) {
@@ -107,6 +108,19 @@ struct Context::Impl {
   ValidateMode validate = ValidateMode::once;
   bool deterministic = false;
   void* state = nullptr;
+  sparseport_external external{};  // what the caller lent (stream, scratch allocator)
+
+  // Hands external to the plugin; a plugin without the slot takes only "nothing lent".
+  void lend(const std::string& what, bool lending) {
+    if (plugin->table->set_external == nullptr) {
+      if (!lending) return;
+      throw Unsupported("sparseport::Context[" + backend + "]: " + what + " was given, but backend '" + plugin->name +
+                        "' has no stream or scratch memory to share (only a device backend does)");
+    }
+    sparseport_status st{};
+    if (plugin->table->set_external(state, &external, &st) != 0)
+      detail::throw_status(st, "sparseport::Context[" + backend + "]: " + what);
+  }
 
   ~Impl() {
     detail::forget_validated(state, nullptr, 0);
@@ -223,6 +237,22 @@ void Context::set_validate(ValidateMode mode) {
 ValidateMode Context::validate() const { return impl_->validate; }
 
 void Context::set_deterministic(bool on) { impl_->deterministic = on; }
+
+void Context::set_stream(void* stream) {
+  impl_->external.stream = stream;
+  impl_->lend("set_stream", stream != nullptr || impl_->external.alloc != nullptr);
+}
+void* Context::stream() const { return impl_->external.stream; }
+
+void Context::set_scratch_allocator(const ScratchAllocator& a) {
+  if ((a.alloc == nullptr) != (a.release == nullptr))
+    throw InvalidArgument("sparseport::Context[" + impl_->backend +
+                          "]: set_scratch_allocator needs both alloc and release, or neither");
+  impl_->external.alloc = a.alloc;
+  impl_->external.release = a.release;
+  impl_->external.user = a.user;
+  impl_->lend("set_scratch_allocator", a.alloc != nullptr || impl_->external.stream != nullptr);
+}
 bool Context::deterministic() const { return impl_->deterministic; }
 
 sparseport_exec Context::exec() const {

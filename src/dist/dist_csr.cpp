@@ -62,10 +62,12 @@ std::shared_ptr<typename DistCsr<I, V>::State> build(MPI_Comm& owned_comm, const
     rem.values.reserve(remote_entries);
     loc.values.reserve(mine.colind.size() - remote_entries);
   }
+  s->remote_entry.resize(mine.colind.size());
   for (int64_t i = 0; i < m; ++i) {
     for (I e = mine.rowptr[static_cast<size_t>(i)]; e < mine.rowptr[static_cast<size_t>(i) + 1]; ++e) {
       const I c = mine.colind[static_cast<size_t>(e)];
       const bool local = c >= c0 && c < c1;
+      s->remote_entry[static_cast<size_t>(e)] = !local;
       HostCsr<I, V>& blk = local ? loc : rem;
       blk.colind.push_back(
           local ? static_cast<I>(c - c0)
@@ -363,6 +365,10 @@ int64_t DistCsr<I, V>::first_col() const {
 template <class I, class V>
 int64_t DistCsr<I, V>::local_cols() const {
   return state().part.cols_of(state().rank);
+}
+template <class I, class V>
+int64_t DistCsr<I, V>::local_nnz() const {
+  return state().local.nnz() + state().remote.nnz();
 }
 template <class I, class V>
 const HostCsr<I, V>& DistCsr<I, V>::local_block() const {

@@ -69,6 +69,13 @@ struct DistCsr<I, V>::State {
   std::optional<HostCsr<I, V>> combine_pattern, combine_mean;
   // The blocks' rows as COO destinations, for gather_scatter. Made on first use.
   std::vector<I> local_dst, remote_dst;
+  // Per entry of this rank's rows in their original storage order (the order the rows had when
+  // the DistCsr was built): true when it went to the remote block. Each block keeps the original
+  // relative order of its entries, so this alone merges per-entry results of the two blocks back
+  // into the original order (sddmm). Made with the blocks.
+  std::vector<bool> remote_entry;
+  // The row of each entry in the original order, the segment index of segment_reduce. Made on first use.
+  std::vector<I> entry_row;
 
   State() = default;
   State(const State&) = delete;

@@ -2,6 +2,7 @@
 // The distributed ops: post the halo exchange, run the local block through the public op while it
 // flies, wait, run the remote block on the received rows, combine. Every block and the combine
 // step are calls of the public API on the caller's context (scheduler, any host backend).
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -46,6 +47,28 @@ void check_operands(const Context& ctx, const DistCsr<I, V>& a, const DenseView&
                             shape(a.local_rows(), x.cols) + " (this rank's rows x " + x_name + ".cols)");
 }
 
+// The checks of one dense operand, as sparseport's front end makes them, named for the distributed op.
+void check_dense_operand(const DenseView& d, ValueType want_type, int64_t rows, int64_t cols, const char* arg,
+                         const char* rule, const std::string& w) {
+  const auto shape = [](int64_t r, int64_t c) { return std::to_string(r) + "x" + std::to_string(c); };
+  if (d.value_type != want_type)
+    throw InvalidArgument(w + ": " + arg + " holds " + name(d.value_type) + " values but A holds " + name(want_type));
+  if (d.rows != rows || d.cols != cols)
+    throw DimensionMismatch(w + ": " + arg + " is " + shape(d.rows, d.cols) + " but must be " + shape(rows, cols) +
+                            " (" + rule + ")");
+  if (d.ld < d.cols || (d.rows > 1 && d.ld < 1))
+    throw InvalidArgument(w + ": " + arg + " has ld " + std::to_string(d.ld) + " for " + std::to_string(d.cols) +
+                          " columns (need ld >= cols, and ld >= 1 for more than one row)");
+  if (d.data == nullptr && d.rows > 0 && d.cols > 0) throw InvalidArgument(w + ": " + arg + ".data is null");
+}
+
+void check_host(const Context& ctx, const std::string& w) {
+  if (ctx.device_memory())
+    throw Unsupported(w +
+                      ": this context's ops take device memory; sparseport::dist works on host memory for now "
+                      "(reference, openmp, kokkos on the host)");
+}
+
 // rows x 2*rows: (i, 2i) when row i has local entries, (i, 2i+1) when it has remote ones; values
 // 1/degree(i) for mean, else a pattern.
 template <class I, class V>
@@ -73,24 +96,15 @@ const HostCsr<I, V>& combine_matrix(typename DistCsr<I, V>::State& s, bool mean,
   return *slot;
 }
 
-// The common skeleton of every distributed op. has_beta: the op accumulates into its output
-// (spmm), so sum needs no partial buffer.
+// The halo exchange of one call, in two halves around the local block. post_halo starts the receives
+// into the ghost buffer, packs the rows of x the plan sends and starts the sends; wait_halo waits
+// for both and records what moved. Between the two, an error must drain() the transport, so that
+// the other ranks' call completes too.
 template <class I, class V>
-void run_distributed(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x, const DenseMutView& out,
-                     Reduce reduce, double alpha, double beta, bool has_beta, const RunBlock& run_block,
-                     CallStats* stats, const std::string& w) {
-  typename DistCsr<I, V>::State& s = a.state();
-  const auto started = Clock::now();
-  CallStats st;
+void post_halo(typename DistCsr<I, V>::State& s, const DenseView& x, CallStats& st) {
   const int64_t f = x.cols;
-  if (f == 0) {  // nothing moves or is computed; every rank has the same F
-    if (stats != nullptr) *stats = st;
-    return;
-  }
   const int64_t row_bytes = f * static_cast<int64_t>(sizeof(V));
   detail::Transport& t = *s.transport;
-
-  // 1. Receives first, then pack and send.
   auto t0 = Clock::now();
   s.ghost_buf.resize(static_cast<size_t>(s.plan.recv_total() * f));
   s.send_buf.resize(static_cast<size_t>(s.plan.send_total() * f));
@@ -106,36 +120,70 @@ void run_distributed(const Context& ctx, const DistCsr<I, V>& a, const DenseView
     t0 = Clock::now();
     t.post_sends(s.send_buf.data(), row_bytes);
     st.post_ms += ms_since(t0);
+  } catch (...) {
+    t.drain();
+    throw;
+  }
+}
 
+template <class I, class V>
+void wait_halo(typename DistCsr<I, V>::State& s, CallStats& st) {
+  const auto tw = Clock::now();
+  const detail::Transport::Done d = s.transport->wait();
+  st.wait_ms = ms_since(tw);
+  st.bytes_sent = d.bytes_sent;
+  st.bytes_received = d.bytes_received;
+  st.messages_sent = d.messages_sent;
+  st.messages_received = d.messages_received;
+}
+
+// The ghost rows (valid after wait_halo) as the remote block's dense operand.
+template <class I, class V>
+DenseView ghost_rows(const typename DistCsr<I, V>::State& s, int64_t f) {
+  return make_dense<V>(s.remote.cols, f, std::max<int64_t>(f, 1), s.ghost_buf.data());
+}
+
+// fn(), then the context synchronised, its time added to into.
+void timed(const Context& ctx, double& into, const std::function<void()>& fn) {
+  const auto tc = Clock::now();
+  fn();
+  ctx.synchronize();
+  into += ms_since(tc);
+}
+
+// The common skeleton of spmm and gather_scatter. has_beta: the op accumulates into its output
+// (spmm), so sum needs no partial buffer.
+template <class I, class V>
+void run_distributed(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x, const DenseMutView& out,
+                     Reduce reduce, double alpha, double beta, bool has_beta, const RunBlock& run_block,
+                     CallStats* stats, const std::string& w) {
+  typename DistCsr<I, V>::State& s = a.state();
+  const auto started = Clock::now();
+  CallStats st;
+  const int64_t f = x.cols;
+  if (f == 0) {  // nothing moves or is computed; every rank has the same F
+    if (stats != nullptr) *stats = st;
+    return;
+  }
+
+  // 1. Receives first, then pack and send.
+  post_halo<I, V>(s, x, st);
+  try {
     // 2. The local block while the halo flies; 3. wait; 4. the remote block; 5. combine.
-    const DenseView ghosts = make_dense<V>(s.remote.cols, f, f, s.ghost_buf.data());
+    const DenseView ghosts = ghost_rows<I, V>(s, f);
     const bool has_local = s.local.nnz() > 0, has_remote = s.remote.nnz() > 0;
-    const auto wait = [&] {
-      const auto tw = Clock::now();
-      const detail::Transport::Done d = t.wait();
-      st.wait_ms = ms_since(tw);
-      st.bytes_sent = d.bytes_sent;
-      st.bytes_received = d.bytes_received;
-      st.messages_sent = d.messages_sent;
-      st.messages_received = d.messages_received;
-    };
-    const auto timed = [&](double& into, const std::function<void()>& fn) {
-      const auto tc = Clock::now();
-      fn();
-      ctx.synchronize();
-      into += ms_since(tc);
-    };
+    const auto wait = [&] { wait_halo<I, V>(s, st); };
     if (!has_remote) {
       // Every row's entries are local here: one op with the caller's reduce (its degree is the full one).
-      timed(st.local_ms, [&] { run_block(Block::local, x, out, reduce, alpha, beta); });
+      timed(ctx, st.local_ms, [&] { run_block(Block::local, x, out, reduce, alpha, beta); });
       wait();
     } else if (!has_local) {
       wait();
-      timed(st.remote_ms, [&] { run_block(Block::remote, ghosts, out, reduce, alpha, beta); });
+      timed(ctx, st.remote_ms, [&] { run_block(Block::remote, ghosts, out, reduce, alpha, beta); });
     } else if (reduce == Reduce::sum && has_beta) {
-      timed(st.local_ms, [&] { run_block(Block::local, x, out, Reduce::sum, alpha, beta); });
+      timed(ctx, st.local_ms, [&] { run_block(Block::local, x, out, Reduce::sum, alpha, beta); });
       wait();
-      timed(st.remote_ms, [&] { run_block(Block::remote, ghosts, out, Reduce::sum, alpha, 1.0); });
+      timed(ctx, st.remote_ms, [&] { run_block(Block::remote, ghosts, out, Reduce::sum, alpha, 1.0); });
     } else {
       // Partials side by side: row i of the local result in columns [0, F), of the remote in [F, 2F);
       // seen as a (2 rows) x F matrix they are rows 2i and 2i+1, which the combine matrix reduces.
@@ -143,17 +191,18 @@ void run_distributed(const Context& ctx, const DistCsr<I, V>& a, const DenseView
       s.partials.resize(static_cast<size_t>(2 * m * f));
       V* p = s.partials.data();
       const Reduce part = reduce == Reduce::mean ? Reduce::sum : reduce;
-      timed(st.local_ms, [&] { run_block(Block::local, x, make_dense<V>(m, f, 2 * f, p), part, 1.0, 0.0); });
+      timed(ctx, st.local_ms, [&] { run_block(Block::local, x, make_dense<V>(m, f, 2 * f, p), part, 1.0, 0.0); });
       wait();
-      timed(st.remote_ms, [&] { run_block(Block::remote, ghosts, make_dense<V>(m, f, 2 * f, p + f), part, 1.0, 0.0); });
-      timed(st.combine_ms, [&] {
+      timed(ctx, st.remote_ms,
+            [&] { run_block(Block::remote, ghosts, make_dense<V>(m, f, 2 * f, p + f), part, 1.0, 0.0); });
+      timed(ctx, st.combine_ms, [&] {
         const HostCsr<I, V>& k = combine_matrix<I, V>(s, reduce == Reduce::mean, w);
         sparseport::spmm(ctx, k.view(), make_dense<V>(2 * m, f, f, static_cast<const V*>(p)), out,
                          SpmmOptions{reduce == Reduce::mean ? Reduce::sum : reduce, alpha, beta, {}});
       });
     }
   } catch (...) {
-    t.drain();  // what was posted completes, so the other ranks' call finishes too
+    s.transport->drain();  // what was posted completes, so the other ranks' call finishes too
     throw;
   }
   st.total_ms = ms_since(started);
@@ -207,12 +256,114 @@ void gather_scatter(const Context& ctx, const DistCsr<I, V>& edges, const DenseV
   if (stats != nullptr) stats->local_decision = std::move(local);
 }
 
+template <class I, class V>
+void sddmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local, const DenseView& y_local,
+           const DenseMutView& out_local, const OpOptions& opt, CallStats* stats) {
+  const std::string w = detail::where(ctx, "sddmm");
+  typename DistCsr<I, V>::State& s = a.state();
+  check_host(ctx, w);
+  // y_local is read here (packing) before any op checks it; all three are checked before anything is posted.
+  const ValueType vt = value_type_of<V>();
+  check_dense_operand(y_local, vt, a.local_cols(), y_local.cols, "y_local", "this rank's rows of Y: local_cols x F", w);
+  check_dense_operand(x_local, vt, a.local_rows(), y_local.cols, "x_local",
+                      "this rank's rows of X: local_rows x F, F = y_local.cols", w);
+  check_dense_operand(out_local, vt, a.local_nnz(), 1, "out_local", "one value per entry of this rank's rows", w);
+
+  const auto started = Clock::now();
+  CallStats st;
+  const int64_t f = y_local.cols;
+  const bool exchange = f > 0;  // every rank has the same F; with none, nothing moves (the ops still write 0s)
+  Decision local;
+  const auto run = [&](Block blk, const DenseView& y, const DenseMutView& out) {
+    sparseport::sddmm(ctx, blk == Block::local ? s.local.view() : s.remote.view(), x_local, y, out, opt);
+    if (stats != nullptr && (blk == Block::local || local.variant.empty())) local = last_decision();
+  };
+  if (exchange) post_halo<I, V>(s, y_local, st);
+  try {
+    const DenseView ghosts = ghost_rows<I, V>(s, f);
+    const int64_t nl = s.local.nnz(), nr = s.remote.nnz();
+    const auto wait = [&] {
+      if (exchange) wait_halo<I, V>(s, st);
+    };
+    if (nr == 0) {
+      // The local block's entries are all of this rank's, in the original order: straight into out.
+      timed(ctx, st.local_ms, [&] { run(Block::local, y_local, out_local); });
+      wait();
+    } else if (nl == 0) {
+      wait();
+      timed(ctx, st.remote_ms, [&] { run(Block::remote, ghosts, out_local); });
+    } else {
+      // Each block into its part of a per-entry buffer, then merged back into the original order:
+      // entry e of the rows came from the remote block when remote_entry[e], and each block kept
+      // its entries' relative order.
+      s.partials.resize(static_cast<size_t>(nl + nr));
+      V* pl = s.partials.data();
+      V* pr = pl + nl;
+      timed(ctx, st.local_ms, [&] { run(Block::local, y_local, make_dense<V>(nl, 1, 1, pl)); });
+      wait();
+      timed(ctx, st.remote_ms, [&] { run(Block::remote, ghosts, make_dense<V>(nr, 1, 1, pr)); });
+      const auto tc = Clock::now();
+      V* o = static_cast<V*>(out_local.data);
+      const std::vector<bool>& from_remote = s.remote_entry;
+      const int64_t ld = out_local.ld;
+      int64_t l = 0, r = 0;
+      for (size_t e = 0; e < from_remote.size(); ++e)
+        o[static_cast<int64_t>(e) * ld] = from_remote[e] ? pr[r++] : pl[l++];
+      st.combine_ms = ms_since(tc);
+    }
+  } catch (...) {
+    s.transport->drain();  // what was posted completes, so the other ranks' call finishes too
+    throw;
+  }
+  st.total_ms = ms_since(started);
+  st.local_decision = std::move(local);
+  if (stats != nullptr) *stats = std::move(st);
+}
+
+template <class I, class V>
+void segment_reduce(const Context& ctx, const DistCsr<I, V>& segments, const DenseView& src_local,
+                    const DenseMutView& out_local, const ReduceOptions& opt, CallStats* stats) {
+  const std::string w = detail::where(ctx, "segment_reduce");
+  typename DistCsr<I, V>::State& s = segments.state();
+  check_host(ctx, w);
+  const ValueType vt = value_type_of<V>();
+  check_dense_operand(src_local, vt, segments.local_nnz(), src_local.cols, "src_local",
+                      "one message per entry of this rank's rows: local_nnz x F", w);
+  check_dense_operand(out_local, vt, segments.local_rows(), src_local.cols, "out_local",
+                      "this rank's rows x src_local.cols", w);
+  const auto started = Clock::now();
+  CallStats st;
+  const size_t n = static_cast<size_t>(segments.local_nnz());
+  if (s.entry_row.size() != n) {
+    // Row i's entries are rowptr_local[i] + rowptr_remote[i] onwards in the original order.
+    s.entry_row.resize(n);
+    for (int64_t i = 0; i < s.local.rows; ++i) {
+      const size_t i0 = static_cast<size_t>(i);
+      const size_t e0 = static_cast<size_t>(s.local.rowptr[i0]) + static_cast<size_t>(s.remote.rowptr[i0]);
+      const size_t e1 = static_cast<size_t>(s.local.rowptr[i0 + 1]) + static_cast<size_t>(s.remote.rowptr[i0 + 1]);
+      std::fill(s.entry_row.begin() + static_cast<std::ptrdiff_t>(e0),
+                s.entry_row.begin() + static_cast<std::ptrdiff_t>(e1), static_cast<I>(i));
+    }
+  }
+  timed(ctx, st.local_ms, [&] {
+    sparseport::segment_reduce(ctx, make_index<I>(static_cast<int64_t>(n), s.entry_row.data()), src_local, out_local,
+                               opt);
+    if (stats != nullptr) st.local_decision = last_decision();
+  });
+  st.total_ms = ms_since(started);
+  if (stats != nullptr) *stats = std::move(st);
+}
+
 const char* transport_name() { return "mpi"; }
 
 #define SPARSEPORT_DIST_OPS(I, V)                                                                                 \
   template void spmm<I, V>(const Context&, const DistCsr<I, V>&, const DenseView&, const DenseMutView&,           \
                            const SpmmOptions&, CallStats*);                                                       \
   template void gather_scatter<I, V>(const Context&, const DistCsr<I, V>&, const DenseView&, const DenseMutView&, \
+                                     const ReduceOptions&, CallStats*);                                           \
+  template void sddmm<I, V>(const Context&, const DistCsr<I, V>&, const DenseView&, const DenseView&,             \
+                            const DenseMutView&, const OpOptions&, CallStats*);                                   \
+  template void segment_reduce<I, V>(const Context&, const DistCsr<I, V>&, const DenseView&, const DenseMutView&, \
                                      const ReduceOptions&, CallStats*);
 SPARSEPORT_DIST_OPS(int32_t, float)
 SPARSEPORT_DIST_OPS(int32_t, double)

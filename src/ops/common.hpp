@@ -63,6 +63,10 @@ std::optional<sparseport_gather_scatter_args> gather_scatter_args(const Context&
                                                                   const DenseMutView& out, const ReduceOptions& opt,
                                                                   bool structure);
 
+// csr_transpose, also writing perm (a.nnz entries of A's index type) where non-null: the position
+// in A of each entry of the result.
+CsrMatrix transpose(const Context& ctx, const std::string& w, const CsrView& a, void* perm, const std::string& variant);
+
 // Lets the scheduler pick the variant (or honours `requested`) and run it; a failed status
 // becomes the matching exception. Host memory running out on this side of the plugin table (the
 // scheduler's own vectors) is OutOfMemory too; inside a plugin, guarded() already turned it into a

@@ -98,7 +98,7 @@ SpmmPlan::SpmmPlan(const Context& ctx, const CsrView& a, int64_t features, const
   const int32_t vt = static_cast<int32_t>(a.value_type);
   const sparseport_spmm_args probe_shape{ops::to_abi(a), {a.cols, features, features, nullptr, vt},
                                          {a.rows, features, features, nullptr, vt}, static_cast<int32_t>(opt.reduce),
-                                         opt.alpha, opt.beta};
+                                         opt.alpha, opt.beta, nullptr, 0};
   state_ = csr_plan_state(ctx, SPARSEPORT_OP_SPMM, w, a, features, opt.variant, probe_shape, sched);
 }
 

@@ -14,7 +14,8 @@ std::optional<sparseport_spmm_args> spmm_args(const Context& ctx, const std::str
   check_same_type(w, "C", c.value_type, a.value_type);
   check_reduce(w, opt.reduce);
   if (c.rows == 0 || c.cols == 0) return std::nullopt;
-  return sparseport_spmm_args{to_abi(a), to_abi(b), to_abi(c), static_cast<int32_t>(opt.reduce), opt.alpha, opt.beta};
+  return sparseport_spmm_args{to_abi(a), to_abi(b), to_abi(c), static_cast<int32_t>(opt.reduce), opt.alpha, opt.beta,
+                              nullptr, 0};
 }
 }  // namespace ops
 

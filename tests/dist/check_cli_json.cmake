@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-# `sparseport run --dist --json` on 2 ranks: exactly one JSON object on stdout (rank 0's), with the
-# usual fields of `run --json` plus the distributed ones; the result verified against the
-# single-process reference; the measured halo equal to the one predicted from the partition.
-# Then `--dist` with an op it does not run is a usage error (exit 2).
+# `sparseport run --dist --json` on 2 ranks, for spmm (mean), sddmm and segment_reduce (max): exactly
+# one JSON object on stdout (rank 0's), with the usual fields of `run --json` plus the distributed
+# ones; the result verified against the single-process reference; the measured halo equal to the
+# one predicted from the partition (none for segment_reduce). Then `--dist` with an op it does not
+# run is a usage error (exit 2).
 # -DLAUNCHER=mpiexec|-n|2|flags... (| for ;)  -DCLI=path/to/sparseport
 string(REPLACE "|" ";" launcher "${LAUNCHER}")
 
@@ -19,37 +20,57 @@ macro(expect cond what)
   cmake_language(EVAL CODE "if(NOT (${cond}))\nmessage(FATAL_ERROR [==[${what}]==])\nendif()")
 endmacro()
 
-# A 1000-vertex RMAT-like graph with hubs: every rank has local and remote entries, and mean
-# needs the combine step.
-run_cli(out rc run --dist --op spmm --reduce mean --F 16 --reps 3 --backend openmp --json --quiet rmat:10:8)
-expect("rc EQUAL 0" "run --dist exited with ${rc}")
-string(STRIP "${out}" out)
-string(REGEX MATCHALL "\n" newlines "${out}")
-list(LENGTH newlines n)
-expect("n EQUAL 0" "expected exactly one line on stdout (rank 0's JSON object), got:\n${out}")
+# One `run --dist --json` on 2 ranks: exactly one JSON object on stdout, every field present, the
+# op and options echoed, the result verified, the halo as predicted (halo: "some" for more than 0
+# bytes, whole rows of F floats; "none" for exactly 0). reduce: "-" for an op without one.
+function(check_dist_run op reduce halo)
+  set(reduce_args "")
+  if(NOT reduce STREQUAL "-")
+    set(reduce_args --reduce ${reduce})
+  endif()
+  run_cli(out rc run --dist --op ${op} ${reduce_args} --F 16 --reps 3 --backend openmp --json --quiet rmat:10:8)
+  expect("rc EQUAL 0" "run --dist --op ${op} exited with ${rc}")
+  string(STRIP "${out}" out)
+  string(REGEX MATCHALL "\n" newlines "${out}")
+  list(LENGTH newlines n)
+  expect("n EQUAL 0" "expected exactly one line on stdout (rank 0's JSON object), got:\n${out}")
 
-foreach(key op backend variant graph n nnz F dtype index reduce reps threads ms ms_min gflops gbps_gathered verified
-            err_over_tol reference ranks halo_bytes halo_bytes_predicted comm_ms compute_ms transport)
-  string(JSON value ERROR_VARIABLE e GET "${out}" ${key})
-  expect("NOT e" "JSON field '${key}' is missing: ${e}")
-  set(j_${key} "${value}")
-endforeach()
-expect("j_op STREQUAL spmm" "op is '${j_op}'")
-expect("j_backend STREQUAL openmp" "backend is '${j_backend}'")
-expect("j_reduce STREQUAL mean" "reduce is '${j_reduce}'")
-expect("j_F EQUAL 16" "F is ${j_F}")
-expect("j_n EQUAL 1024" "n is ${j_n}")
-expect("j_ranks EQUAL 2" "ranks is ${j_ranks}")
-expect("j_transport STREQUAL mpi" "transport is '${j_transport}'")
-expect("j_verified STREQUAL ON" "verified is ${j_verified}")
-expect("j_halo_bytes GREATER 0" "halo_bytes is ${j_halo_bytes}")
-expect("j_halo_bytes EQUAL j_halo_bytes_predicted" "halo_bytes ${j_halo_bytes} != predicted ${j_halo_bytes_predicted}")
-math(EXPR rows_moved "${j_halo_bytes} % (16 * 4)")
-expect("rows_moved EQUAL 0" "halo_bytes ${j_halo_bytes} is not whole rows of 16 floats")
-foreach(key ms comm_ms compute_ms)
-  expect("j_${key} MATCHES \"^[0-9.eE+-]+$\"" "${key} is not a number: ${j_${key}}")
-endforeach()
+  foreach(key op backend variant graph n nnz F dtype index reduce reps threads ms ms_min gflops gbps_gathered verified
+              err_over_tol reference ranks halo_bytes halo_bytes_predicted comm_ms compute_ms transport)
+    string(JSON value ERROR_VARIABLE e GET "${out}" ${key})
+    expect("NOT e" "${op}: JSON field '${key}' is missing: ${e}")
+    set(j_${key} "${value}")
+  endforeach()
+  expect("j_op STREQUAL ${op}" "op is '${j_op}', expected ${op}")
+  expect("j_backend STREQUAL openmp" "${op}: backend is '${j_backend}'")
+  expect("j_F EQUAL 16" "${op}: F is ${j_F}")
+  expect("j_n EQUAL 1024" "${op}: n is ${j_n}")
+  expect("j_ranks EQUAL 2" "${op}: ranks is ${j_ranks}")
+  expect("j_transport STREQUAL mpi" "${op}: transport is '${j_transport}'")
+  expect("j_verified STREQUAL ON" "${op}: verified is ${j_verified}")
+  expect("j_halo_bytes EQUAL j_halo_bytes_predicted"
+         "${op}: halo_bytes ${j_halo_bytes} != predicted ${j_halo_bytes_predicted}")
+  if(halo STREQUAL "some")
+    expect("j_halo_bytes GREATER 0" "${op}: halo_bytes is ${j_halo_bytes}")
+    math(EXPR rows_moved "${j_halo_bytes} % (16 * 4)")
+    expect("rows_moved EQUAL 0" "${op}: halo_bytes ${j_halo_bytes} is not whole rows of 16 floats")
+  else()
+    expect("j_halo_bytes EQUAL 0" "${op}: halo_bytes is ${j_halo_bytes}, expected none")
+  endif()
+  foreach(key ms comm_ms compute_ms)
+    expect("j_${key} MATCHES \"^[0-9.eE+-]+$\"" "${op}: ${key} is not a number: ${j_${key}}")
+  endforeach()
+  set(j_reduce "${j_reduce}" PARENT_SCOPE)
+endfunction()
+
+# A 1000-vertex RMAT-like graph with hubs: every rank has local and remote entries, so mean needs
+# spmm's combine step and sddmm merges its two blocks' entries back into the rows' order.
+check_dist_run(spmm mean some)
+expect("j_reduce STREQUAL mean" "spmm: reduce is '${j_reduce}'")
+check_dist_run(sddmm - some)
+check_dist_run(segment_reduce max none)
+expect("j_reduce STREQUAL max" "segment_reduce: reduce is '${j_reduce}'")
 
 # An op --dist does not run: a usage error (found before MPI starts, so each rank says it).
-run_cli(out rc run --dist --op sddmm --quiet rmat:8:4)
-expect("rc EQUAL 2" "--dist --op sddmm exited with ${rc}, expected 2 (usage error)")
+run_cli(out rc run --dist --op csr_attention --quiet rmat:8:4)
+expect("rc EQUAL 2" "--dist --op csr_attention exited with ${rc}, expected 2 (usage error)")

@@ -5,7 +5,8 @@
 // traffic against predict_halo. Cases: empty rows, ranks that own no rows (3 rows on 4 ranks), rows
 // whose columns are all remote, a mega-row, a pattern, no entries at all, a rectangular A,
 // unsorted and repeated columns; int32/int64 indices, float/double, F = 1 and 33; spmm (also with
-// alpha and beta) and gather_scatter with sum, mean, max and min, on every host backend; the
+// alpha and beta) and gather_scatter with sum, mean, max and min, sddmm (per entry, in the rows'
+// original order), and segment_reduce over each rank's messages, on every host backend; the
 // matrix scattered from rank 0 and built from each rank's own rows.
 //
 // Every rank runs every test in the same order (the collectives must match): no ASSERT_ that
@@ -215,7 +216,7 @@ constexpr double kRelTol = std::is_same_v<V, float> ? 2e-5 : 1e-12;
 // Compares this rank's rows of the result with the expected global rows; returns the failures.
 template <class V>
 int64_t compare_rows(const sp::HostDense<V>& got, int64_t first_row, const sp::HostDense<double>& want,
-                     const sp::HostDense<double>& bound, const std::string& what) {
+                     const sp::HostDense<double>& bound, const std::string& what, const char* label = "C") {
   int64_t bad = 0;
   for (int64_t i = 0; i < got.rows; ++i)
     for (int64_t j = 0; j < got.cols; ++j) {
@@ -223,7 +224,7 @@ int64_t compare_rows(const sp::HostDense<V>& got, int64_t first_row, const sp::H
       const double tol = kRelTol<V> * bound(first_row + i, j) + 1e-30;
       if (std::fabs(g - w) <= tol) continue;
       if (bad++ == 0)
-        ADD_FAILURE() << what << ": C[" << first_row + i << "," << j << "] is " << g
+        ADD_FAILURE() << what << ": " << label << "[" << first_row + i << "," << j << "] is " << g
                       << " but the single-process result is " << w << " (tolerance " << tol << ")";
     }
   return bad;
@@ -378,6 +379,267 @@ TYPED_TEST(DistOps, NamedVariants) {
       }
     }
   }
+}
+
+// ---- sddmm and segment_reduce ----------------------------------------------------------------
+
+// Both ways in, as above: scattered from rank 0 (balanced by entries), and each rank's own rows
+// with an even split of the rows.
+template <class I, class V>
+std::vector<std::pair<std::string, dist::DistCsr<I, V>>> both_builds(const sp::HostCsr<I, V>& a) {
+  std::vector<int64_t> even(static_cast<size_t>(g_ranks) + 1);
+  for (int r = 0; r <= g_ranks; ++r) even[static_cast<size_t>(r)] = a.rows * r / g_ranks;
+  std::vector<std::pair<std::string, dist::DistCsr<I, V>>> builds;
+  builds.emplace_back("scattered", dist::DistCsr<I, V>::scatter(MPI_COMM_WORLD, g_rank == 0 ? &a : nullptr));
+  builds.emplace_back("from local rows",
+                      dist::DistCsr<I, V>::from_local_rows(
+                          MPI_COMM_WORLD,
+                          rows_of(a, even[static_cast<size_t>(g_rank)], even[static_cast<size_t>(g_rank) + 1]), even));
+  return builds;
+}
+
+// This rank's rows of a global dense matrix (every rank has the whole one: the inputs are seeded alike).
+template <class V>
+sp::HostDense<V> rows_of(const sp::HostDense<V>& g, int64_t r0, int64_t r1) {
+  sp::HostDense<V> m(r1 - r0, g.cols);
+  for (int64_t i = r0; i < r1; ++i)
+    for (int64_t j = 0; j < g.cols; ++j) m(i - r0, j) = g(i, j);
+  return m;
+}
+
+// out[e] = A.val[e] * X[row(e)] . Y[col(e)] on the whole matrix in double, and the same on |A|, |X|, |Y|.
+template <class I, class V>
+void expected_sddmm(const sp::HostCsr<I, V>& a, const sp::HostDense<V>& x, const sp::HostDense<V>& y,
+                    sp::HostDense<double>& want, sp::HostDense<double>& bound) {
+  for (const bool absolute : {false, true}) {
+    sp::HostDense<double> out(a.nnz(), 1);
+    sp::sddmm(reference_ctx(), to_f64(a, absolute).view(), to_f64(x, absolute).view(), to_f64(y, absolute).view(),
+              out.mut());
+    (absolute ? bound : want) = std::move(out);
+  }
+}
+
+// The row of each entry of a global CSR: segment_reduce's index for messages in storage order.
+template <class I, class V>
+std::vector<I> entry_rows(const sp::HostCsr<I, V>& a) {
+  std::vector<I> rows(static_cast<size_t>(a.nnz()));
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (I e = a.rowptr[static_cast<size_t>(i)]; e < a.rowptr[static_cast<size_t>(i) + 1]; ++e)
+      rows[static_cast<size_t>(e)] = static_cast<I>(i);
+  return rows;
+}
+
+// reduce over each row's entries of src (E x F, one row per entry) on the whole matrix in double,
+// and the bound from |src| (max for max and min, as in expected()).
+template <class I, class V>
+void expected_segments(const sp::HostCsr<I, V>& a, const sp::HostDense<V>& src, sp::Reduce r,
+                       sp::HostDense<double>& want, sp::HostDense<double>& bound) {
+  const std::vector<I> index = entry_rows(a);
+  for (const bool absolute : {false, true}) {
+    sp::HostDense<double> out(a.rows, src.cols);
+    const sp::Reduce rr = absolute && r == sp::Reduce::min ? sp::Reduce::max : r;
+    sp::segment_reduce(reference_ctx(), sp::make_index<I>(a.nnz(), index.data()), to_f64(src, absolute).view(),
+                       out.mut(), sp::ReduceOptions{rr, {}});
+    (absolute ? bound : want) = std::move(out);
+  }
+}
+
+TYPED_TEST(DistOps, SddmmMatchesOneProcess) {
+  using I = typename TypeParam::first_type;
+  using V = typename TypeParam::second_type;
+  const std::vector<std::string> backends = host_backends();
+  ASSERT_FALSE(backends.empty());
+  int64_t calls = 0;
+  for (const Case<I, V>& cs : make_cases<I, V>()) {
+    for (const auto& [how, d] : both_builds(cs.a)) {
+      const std::string where = cs.name + " (" + how + ", " + std::to_string(g_ranks) + " ranks)";
+      SCOPED_TRACE(where);
+      const int64_t e0 = cs.a.rowptr[static_cast<size_t>(d.first_row())];
+      EXPECT_EQ(d.local_nnz(), cs.a.rowptr[static_cast<size_t>(d.first_row() + d.local_rows())] - e0);
+      const dist::HaloVolume pred = dist::predict_halo(cs.a.view(), d.partition());
+      for (const std::string& backend : backends) {
+        const sp::Context ctx = sp::Context::create(backend);
+        for (const int64_t f : {int64_t{1}, int64_t{33}}) {
+          const std::string what = where + ", " + backend + ", sddmm, F " + std::to_string(f);
+          const sp::HostDense<V> x = make_dense<V>(cs.a.rows, f, Sign::mixed, g_seed + 21);
+          const sp::HostDense<V> y = make_dense<V>(cs.a.cols, f, Sign::mixed, g_seed + 22);
+          sp::HostDense<double> want, bound;
+          expected_sddmm(cs.a, x, y, want, bound);
+          const sp::HostDense<V> x_local = rows_of(x, d.first_row(), d.first_row() + d.local_rows());
+          const sp::HostDense<V> y_local = rows_of(y, d.first_col(), d.first_col() + d.local_cols());
+          // out with a leading dimension of 3: the merge honours ld.
+          sp::HostDense<V> out(d.local_nnz(), 1, 3, std::numeric_limits<V>::quiet_NaN());
+          dist::CallStats st;
+          dist::sddmm(ctx, d, x_local.view(), y_local.view(), out.mut(), {}, &st);
+          ++calls;
+          // Entry k of this rank is global entry e0 + k.
+          EXPECT_EQ(compare_rows(out, e0, want, bound, what, "out"), 0) << what;
+          const int64_t row_bytes = f * static_cast<int64_t>(sizeof(V));
+          EXPECT_EQ(st.bytes_sent, pred.sent_rows(g_rank) * row_bytes) << what;
+          EXPECT_EQ(st.bytes_received, pred.received_rows(g_rank) * row_bytes) << what;
+          EXPECT_EQ(sum_over_ranks(st.bytes_sent), pred.bytes(f, sizeof(V))) << what;
+
+          // The per-entry result is segment_reduce's input as it stands (F = 1): the rows' largest
+          // score, the first step of an edge softmax, against the same on the whole result.
+          if (f == 33) {
+            sp::HostDense<V> row_max(d.local_rows(), 1);
+            dist::segment_reduce(ctx, d, out.view(), row_max.mut(), sp::ReduceOptions{sp::Reduce::max, {}});
+            sp::HostDense<V> scores(cs.a.nnz(), 1);
+            for (int64_t e = 0; e < cs.a.nnz(); ++e) scores(e, 0) = static_cast<V>(want(e, 0));
+            sp::HostDense<double> want_max, bound_max;
+            expected_segments(cs.a, scores, sp::Reduce::max, want_max, bound_max);
+            // The scores themselves are rounded to V here and there: bound by the sddmm's bound.
+            sp::HostDense<double> tol(cs.a.rows, 1);
+            for (int64_t i = 0; i < cs.a.rows; ++i)
+              for (I e = cs.a.rowptr[static_cast<size_t>(i)]; e < cs.a.rowptr[static_cast<size_t>(i) + 1]; ++e)
+                tol(i, 0) = std::max(tol(i, 0), 2 * bound(e, 0));
+            EXPECT_EQ(compare_rows(row_max, d.first_row(), want_max, tol, what + " then segment_reduce max"), 0)
+                << what;
+          }
+        }
+      }
+    }
+  }
+  if (g_rank == 0) std::printf("[          ] %lld distributed sddmm calls checked\n", static_cast<long long>(calls));
+}
+
+TYPED_TEST(DistOps, SegmentReduceMatchesOneProcess) {
+  using I = typename TypeParam::first_type;
+  using V = typename TypeParam::second_type;
+  const std::vector<std::string> backends = host_backends();
+  ASSERT_FALSE(backends.empty());
+  for (const Case<I, V>& cs : make_cases<I, V>()) {
+    for (const auto& [how, d] : both_builds(cs.a)) {
+      const std::string where = cs.name + " (" + how + ", " + std::to_string(g_ranks) + " ranks)";
+      SCOPED_TRACE(where);
+      const int64_t e0 = cs.a.rowptr[static_cast<size_t>(d.first_row())];
+      for (const std::string& backend : backends) {
+        const sp::Context ctx = sp::Context::create(backend);
+        for (const int64_t f : {int64_t{1}, int64_t{33}}) {
+          for (const auto& [reduce, sign] :
+               std::vector<std::pair<sp::Reduce, Sign>>{{sp::Reduce::sum, Sign::mixed},
+                                                        {sp::Reduce::mean, Sign::mixed},
+                                                        {sp::Reduce::max, Sign::negative},
+                                                        {sp::Reduce::min, Sign::positive}}) {
+            const std::string what =
+                where + ", " + backend + ", segment_reduce, " + sp::name(reduce) + ", F " + std::to_string(f);
+            const sp::HostDense<V> src = make_dense<V>(cs.a.nnz(), f, sign, g_seed + 23);
+            sp::HostDense<double> want, bound;
+            expected_segments(cs.a, src, reduce, want, bound);
+            const sp::HostDense<V> src_local = rows_of(src, e0, e0 + d.local_nnz());
+            sp::HostDense<V> out(d.local_rows(), f, f, std::numeric_limits<V>::quiet_NaN());
+            dist::CallStats st;
+            dist::segment_reduce(ctx, d, src_local.view(), out.mut(), sp::ReduceOptions{reduce, {}}, &st);
+            EXPECT_EQ(compare_rows(out, d.first_row(), want, bound, what), 0) << what;
+            EXPECT_EQ(st.bytes_sent, 0) << what;  // no halo
+          }
+        }
+      }
+    }
+  }
+}
+
+// Every sddmm variant of every host backend, named explicitly (both blocks run it).
+TYPED_TEST(DistOps, SddmmNamedVariants) {
+  using I = typename TypeParam::first_type;
+  using V = typename TypeParam::second_type;
+  const std::vector<Case<I, V>> cases = make_cases<I, V>();
+  for (const Case<I, V>& cs : {cases[0], cases[3]}) {  // random, mega-row
+    const auto d = dist::DistCsr<I, V>::scatter(MPI_COMM_WORLD, g_rank == 0 ? &cs.a : nullptr);
+    const int64_t f = 8;
+    const sp::HostDense<V> x = make_dense<V>(cs.a.rows, f, Sign::mixed, g_seed + 24);
+    const sp::HostDense<V> y = make_dense<V>(cs.a.cols, f, Sign::mixed, g_seed + 25);
+    sp::HostDense<double> want, bound;
+    expected_sddmm(cs.a, x, y, want, bound);
+    const sp::HostDense<V> x_local = rows_of(x, d.first_row(), d.first_row() + d.local_rows());
+    const sp::HostDense<V> y_local = rows_of(y, d.first_col(), d.first_col() + d.local_cols());
+    const int64_t e0 = cs.a.rowptr[static_cast<size_t>(d.first_row())];
+    for (const std::string& backend : host_backends()) {
+      const sp::Context ctx = sp::Context::create(backend);
+      for (const std::string& variant : ctx.plugin().variants_of(SPARSEPORT_OP_SDDMM)) {
+        const std::string what = cs.name + ", " + backend + " " + variant;
+        sp::HostDense<V> out(d.local_nnz(), 1);
+        bool refused = false;
+        try {
+          dist::sddmm(ctx, d, x_local.view(), y_local.view(), out.mut(), sp::OpOptions{variant});
+        } catch (const sp::Unsupported&) {
+          refused = true;
+        }
+        if (!all_ranks(!refused)) continue;
+        EXPECT_EQ(compare_rows(out, e0, want, bound, what, "out"), 0) << what;
+      }
+    }
+  }
+}
+
+// An InvalidArgument (or subclass E) whose message names the op and the argument.
+template <class E, class Fn>
+void expect_refusal(Fn&& fn, const std::string& op, const std::string& arg) {
+  try {
+    fn();
+    ADD_FAILURE() << op << ": no exception for a bad " << arg;
+  } catch (const E& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("sparseport::dist::" + op), std::string::npos) << msg;
+    EXPECT_NE(msg.find(arg), std::string::npos) << msg;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << op << ": a bad " << arg << " threw the wrong kind of error: " << e.what();
+  }
+}
+
+TEST(Dist, SddmmAndSegmentReduceRefuseBadOperands) {
+  // The same bad operand on every rank, so every rank throws before anything is posted; afterwards
+  // the matrix still works.
+  std::mt19937_64 rng(3);
+  using I = int32_t;
+  using V = float;
+  const auto a = random_csr<I, V>(20, 20, 4, 0.1, false, false, rng);
+  const auto d = dist::DistCsr<I, V>::scatter(MPI_COMM_WORLD, g_rank == 0 ? &a : nullptr);
+  const sp::Context ctx = sp::Context::create("reference");
+  const int64_t f = 4, m = d.local_rows(), k = d.local_cols(), n = d.local_nnz();
+  sp::HostDense<V> x(m, f), y(k, f), out(n, 1);
+  sp::HostDense<V> x_short(m + 1, f), y_long(k + 1, f), x_narrow(m, f - 1), out_short(n + 1, 1), out_wide(n, 2);
+  sp::HostDense<double> y_f64(k, f);
+  using DM = sp::DimensionMismatch;
+  expect_refusal<DM>([&] { dist::sddmm(ctx, d, x.view(), y_long.view(), out.mut()); }, "sddmm", "y_local");
+  expect_refusal<DM>([&] { dist::sddmm(ctx, d, x_short.view(), y.view(), out.mut()); }, "sddmm", "x_local");
+  expect_refusal<DM>([&] { dist::sddmm(ctx, d, x_narrow.view(), y.view(), out.mut()); }, "sddmm", "x_local");
+  expect_refusal<DM>([&] { dist::sddmm(ctx, d, x.view(), y.view(), out_short.mut()); }, "sddmm", "out_local");
+  expect_refusal<DM>([&] { dist::sddmm(ctx, d, x.view(), y.view(), out_wide.mut()); }, "sddmm", "out_local");
+  expect_refusal<sp::InvalidArgument>([&] { dist::sddmm(ctx, d, x.view(), y_f64.view(), out.mut()); }, "sddmm",
+                                      "y_local");
+  sp::DenseView bad_ld = y.view();
+  bad_ld.ld = f - 1;
+  expect_refusal<sp::InvalidArgument>([&] { dist::sddmm(ctx, d, x.view(), bad_ld, out.mut()); }, "sddmm", "y_local");
+
+  sp::HostDense<V> src(n, f), src_short(n + 1, f), seg(m, f), seg_wide(m, f + 1), seg_long(m + 1, f);
+  expect_refusal<DM>([&] { dist::segment_reduce(ctx, d, src_short.view(), seg.mut()); }, "segment_reduce",
+                     "src_local");
+  expect_refusal<DM>([&] { dist::segment_reduce(ctx, d, src.view(), seg_wide.mut()); }, "segment_reduce",
+                     "out_local");
+  expect_refusal<DM>([&] { dist::segment_reduce(ctx, d, src.view(), seg_long.mut()); }, "segment_reduce",
+                     "out_local");
+
+  // Still usable: a correct call after the refusals.
+  const sp::HostDense<V> xg = make_dense<V>(a.rows, f, Sign::mixed, g_seed + 26);
+  const sp::HostDense<V> yg = make_dense<V>(a.cols, f, Sign::mixed, g_seed + 27);
+  sp::HostDense<double> want, bound;
+  expected_sddmm(a, xg, yg, want, bound);
+  dist::sddmm(ctx, d, rows_of(xg, d.first_row(), d.first_row() + m).view(),
+              rows_of(yg, d.first_col(), d.first_col() + k).view(), out.mut());
+  const int64_t e0 = a.rowptr[static_cast<size_t>(d.first_row())];
+  EXPECT_EQ(compare_rows(out, e0, want, bound, "sddmm after refusals", "out"), 0);
+
+  // F = 0 (views with ld 1): nothing moves, and every entry is A.val * (an empty dot) = 0.
+  const V none = 0;
+  const sp::DenseView x0 = sp::make_dense<V>(m, 0, 1, &none), y0 = sp::make_dense<V>(k, 0, 1, &none);
+  std::fill(out.data.begin(), out.data.end(), std::numeric_limits<V>::quiet_NaN());
+  dist::CallStats st;
+  dist::sddmm(ctx, d, x0, y0, out.mut(), {}, &st);
+  EXPECT_EQ(st.bytes_sent, 0);
+  int64_t nonzero = 0;
+  for (int64_t e = 0; e < n; ++e) nonzero += out(e, 0) != V(0);
+  EXPECT_EQ(nonzero, 0) << "sddmm with F = 0";
 }
 
 // The rest of the suite runs with SPARSEPORT_SCHEDULER=off (CTest); here the scheduler chooses each

@@ -190,7 +190,9 @@ struct Problem {
         {c.rows, c.cols, c.ld, c.data.data(), SPARSEPORT_F32},
         SPARSEPORT_REDUCE_SUM,
         1.0,
-        0.0};
+        0.0,
+            nullptr,
+            0};
   }
 };
 
