@@ -43,7 +43,7 @@ The index tensors a user keeps per graph (int64 row/col for gather/scatter, the 
 transpose for the cached variant) are built once, outside the timing, as edge_index would be;
 sparseport's own per-call work (its interim transpose in backward) is inside it.
 
-Graphs: ``--graph powerlaw`` uses examples/gnn/graphs.py's generator (a degree-corrected block
+Graphs: ``--graph powerlaw`` uses examples/gnn/twins.py's generator (a degree-corrected block
 model: power-law degrees, communities in id order; --nodes 200000 --avg-degree 83.5 is exactly its
 "200k" twin, issue 15's GAT graph) or, when that file is missing, a small generator here of the
 same kind; ``--graph er`` a uniform random graph. Defaults: the 200k-node, 16.7M-entry power-law
@@ -80,29 +80,29 @@ import sparseport.torch as spt
 warnings.filterwarnings("ignore", message=".*[Ss]parse.*")  # torch's beta / invariant-check notices
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-GRAPHS_PY = os.path.join(ROOT, "examples", "gnn", "graphs.py")
+TWINS_PY = os.path.join(ROOT, "examples", "gnn", "twins.py")
 
 
 # ---- graphs --------------------------------------------------------------------------------------
 
 
 def _load_graphs_module():
-    """examples/gnn/graphs.py as a module, or None when it is missing or does not load."""
-    if not os.path.exists(GRAPHS_PY):
-        return None, "examples/gnn/graphs.py not found"
-    name = "_sparseport_examples_gnn_graphs"
+    """examples/gnn/twins.py as a module, or None when it is missing or does not load."""
+    if not os.path.exists(TWINS_PY):
+        return None, "examples/gnn/twins.py not found"
+    name = "_sparseport_examples_gnn_twins"
     try:
-        spec = importlib.util.spec_from_file_location(name, GRAPHS_PY)
+        spec = importlib.util.spec_from_file_location(name, TWINS_PY)
         mod = importlib.util.module_from_spec(spec)
         sys.modules[name] = mod  # dataclasses look their module up here
         spec.loader.exec_module(mod)
         for attr in ("SIZES", "Size", "generate"):
             if not hasattr(mod, attr):
-                return None, f"examples/gnn/graphs.py has no {attr}"
+                return None, f"examples/gnn/twins.py has no {attr}"
         return mod, None
     except Exception as e:
         sys.modules.pop(name, None)
-        return None, f"examples/gnn/graphs.py failed to load: {type(e).__name__}: {e}"
+        return None, f"examples/gnn/twins.py failed to load: {type(e).__name__}: {e}"
 
 
 def _csr_from_keys(keys: torch.Tensor, n: int):
@@ -123,7 +123,7 @@ def er_graph(n: int, avg_degree: float, seed: int):
 
 
 def powerlaw_graph_fallback(n: int, avg_degree: float, seed: int, gamma: float = 2.3):
-    """A power-law graph when examples/gnn/graphs.py is absent: out-degrees from a Pareto tail
+    """A power-law graph when examples/gnn/twins.py is absent: out-degrees from a Pareto tail
     (pdf ~ d^-gamma, mean avg_degree, clipped), 80% of each row's columns near the row in id order
     (Laplace offsets, scale n / 200: community locality), 20% uniform; repeats merged."""
     g = torch.Generator().manual_seed(seed)
@@ -171,13 +171,13 @@ def make_graph(kind: str, n: int, avg_degree: float, seed: int):
             try:
                 gr = mod.generate(name, seed, edge_index=False)
                 return (gr.rowptr.long(), gr.col.long(),
-                        f"powerlaw (examples/gnn/graphs.py generate('{name}'), seed {seed})")
+                        f"powerlaw (examples/gnn/twins.py generate('{name}'), seed {seed})")
             except Exception as e:  # e.g. blocks too small for the degrees: clip harder
                 last = e
                 if name == "200k":
                     break
                 mod.SIZES[name] = dataclasses.replace(mod.SIZES[name], d_max=max(2, mod.SIZES[name].d_max // 2))
-        why = f"examples/gnn/graphs.py generate failed: {type(last).__name__}: {last}"
+        why = f"examples/gnn/twins.py generate failed: {type(last).__name__}: {last}"
     rowptr, col = powerlaw_graph_fallback(n, avg_degree, seed)
     return rowptr, col, f"powerlaw (fallback generator in this script: {why})"
 

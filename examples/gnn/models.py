@@ -22,7 +22,7 @@ import sparseport.torch as spt
 
 
 def csr_of(graph) -> spt.CSR:
-    """The pattern CSR (values None) of a graphs.Graph."""
+    """The pattern CSR (values None) of a twins.Graph."""
     return spt.CSR(graph.rowptr, graph.col, None, (graph.n, graph.n))
 
 
@@ -77,7 +77,7 @@ class SAGE(nn.Module):
 
 class GATConv(nn.Module):
     """PyG's GATConv math (concat=True, negative_slope=0.2, dropout=0, bias=True) on a graph that
-    already holds its self loops (build it with graphs.add_self_loops; the PyG twin then runs with
+    already holds its self loops (build it with twins.add_self_loops; the PyG twin then runs with
     add_self_loops=False on the same edges):
 
         h = x W^T (n x H*C);  a_src = <h_j, att_src>, a_dst = <h_i, att_dst> per head (n x H)

@@ -19,7 +19,7 @@ Implementations: ``sparseport`` (models.SAGE / models.GAT on a sparseport.torch.
 torch.sparse_csr_tensor, PyG's fastest full-batch path for mean aggregation; torch.compile cannot
 trace sparse tensors, so its compiled run breaks the graph around them: the report counts the graphs
 and graph breaks dynamo made in every compiled run). GAT runs
-on the graph with self loops added once (graphs.add_self_loops), PyG's GATConv with
+on the graph with self loops added once (twins.add_self_loops), PyG's GATConv with
 add_self_loops=False on those same edges.
 """
 from __future__ import annotations
@@ -40,7 +40,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import graphs  # noqa: E402
+import twins  # noqa: E402
 import models  # noqa: E402
 import sparseport.torch as spt  # noqa: E402
 
@@ -105,7 +105,7 @@ class Inputs:
     """What the models read, on the device: x, y, the CSR (+ row index for GAT), edge_index and,
     for pyg-csr, the adjacency as a torch sparse CSR tensor."""
 
-    def __init__(self, g: graphs.Graph, device: torch.device, need_sparse_csr: bool, need_row: bool = True):
+    def __init__(self, g: twins.Graph, device: torch.device, need_sparse_csr: bool, need_row: bool = True):
         self.n = g.n
         self.x = g.x.to(device)
         self.y = g.y.to(device)
@@ -156,7 +156,7 @@ def make_model(kind: str, impl: str, init_state: Dict[str, torch.Tensor], args, 
     return ours if impl == "sparseport" else models.pyg_twin(ours)
 
 
-def run_one(kind: str, impl: str, mode: str, init_state, args, inp: Inputs, g: graphs.Graph,
+def run_one(kind: str, impl: str, mode: str, init_state, args, inp: Inputs, g: twins.Graph,
             device: torch.device) -> Dict:
     rec = dict(model=kind, impl=impl, mode=mode, status="ok", error=None, epoch_s=[], losses=[])
     model = opt = fwd = None
@@ -225,7 +225,7 @@ def run_one(kind: str, impl: str, mode: str, init_state, args, inp: Inputs, g: g
 
 
 @torch.no_grad()
-def init_forward_check(kind: str, init_state, args, inp: Inputs, g: graphs.Graph, device, impls) -> Dict:
+def init_forward_check(kind: str, init_state, args, inp: Inputs, g: twins.Graph, device, impls) -> Dict:
     """Forward of the sparseport model vs each PyG twin at the initial weights."""
     ours = make_model(kind, "sparseport", init_state, args, g.x.shape[1], g.num_classes, device)
     ref = forward_fn(kind, "sparseport", ours, inp)()
@@ -315,7 +315,7 @@ def print_table(runs: List[Dict], comps: List[Dict], checks: Dict, device: torch
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--graph", default="tiny", choices=sorted(graphs.SIZES))
+    ap.add_argument("--graph", default="tiny", choices=sorted(twins.SIZES))
     ap.add_argument("--model", default="both", choices=["sage", "gat", "both"])
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--epochs", type=int, default=20)
@@ -354,7 +354,7 @@ def main(argv=None) -> Dict:
     modes = ["eager", "compile"] if args.compile else ["eager"]
 
     t = time.perf_counter()
-    g0 = graphs.load_or_generate(args.graph, args.seed, args.cache_dir)
+    g0 = twins.load_or_generate(args.graph, args.seed, args.cache_dir)
     gen_s = time.perf_counter() - t
     print(f"graph {args.graph} (seed {args.seed}) ready in {gen_s:.1f} s: {g0.seconds}")
     result = dict(
@@ -371,7 +371,7 @@ def main(argv=None) -> Dict:
         print(g0.summary())
 
     for kind in kinds:
-        g = graphs.add_self_loops(g0) if kind == "gat" else g0
+        g = twins.add_self_loops(g0) if kind == "gat" else g0
         impls = [i for i in impls_all if not (i == "pyg-csr" and kind != "sage")]
         inp = Inputs(g, device, "pyg-csr" in impls, need_row=kind == "gat")
         init = models.build(kind, g.x.shape[1], g.num_classes, layers=args.layers, hidden=args.hidden,

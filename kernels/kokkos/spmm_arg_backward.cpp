@@ -21,6 +21,7 @@
 
 #include "kernels/kokkos/common.hpp"
 #include "kernels/kokkos/kernels.hpp"
+#include "src/core/arg_backward_path.hpp"
 #include "src/core/plugin_support.hpp"
 
 namespace sparseport::kokkos {
@@ -152,33 +153,16 @@ void db_atomic(const Backward<I, V>& p) {
 }
 
 // Which dB path. Device spaces: the gather with A^T, else the column scatter when deterministic,
-// else the atomic one (not measured against each other yet). Host spaces: the least time by the
-// openmp plugin's per-element cost model (kernels/openmp/spmm_arg_backward.cpp, pick_db): the
-// column blocks m F / blocks, the gather nnz F / threads, the atomics 5 m F / threads (Kokkos-OpenMP
-// on the 2-core dev machine, 200k x 200k, 16 random entries a row, F = 16, float: the blocks 44-65
-// ms on one thread, the atomics 87-94 ms and the gather 287-311 ms on two).
-// SPARSEPORT_ARG_BACKWARD_DB=columns|gather|atomic forces one where it applies (tests, tuning).
-enum class DbPath { columns, gather, atomic };
-
-inline DbPath pick_db(int64_t m, int64_t nnz, int64_t blocks, bool have_at, bool deterministic) {
-  if (const char* v = std::getenv("SPARSEPORT_ARG_BACKWARD_DB"); v != nullptr && *v != '\0') {
-    const std::string_view want = v;
-    if (want == "columns") return DbPath::columns;
-    if (want == "gather") return have_at ? DbPath::gather : DbPath::columns;
-    if (want == "atomic") return deterministic ? DbPath::columns : DbPath::atomic;
-    throw InvalidArgument(std::string("sparseport::spmm_arg_backward[kokkos]: SPARSEPORT_ARG_BACKWARD_DB='") + v +
-                          "' is not one of columns, gather, atomic");
-  }
-  if (kDeviceMemory) return have_at ? DbPath::gather : deterministic ? DbPath::columns : DbPath::atomic;
-  const double threads = static_cast<double>(std::max<int64_t>(1, ExecSpace().concurrency()));
-  const double columns = static_cast<double>(m) / static_cast<double>(std::min<int64_t>(blocks, ExecSpace().concurrency()));
-  const double gather = static_cast<double>(nnz) / threads;
-  const double atomic = 5.0 * static_cast<double>(m) / threads;
-  DbPath best = DbPath::columns;
-  double t = columns;
-  if (have_at && gather < t) best = DbPath::gather, t = gather;
-  if (!deterministic && atomic < t) best = DbPath::atomic;
-  return best;
+// else the atomic one (not measured against each other yet). Host spaces: the openmp plugin's cost
+// model (src/core/arg_backward_path.hpp), with the space's concurrency as the threads.
+inline detail::ArgDbPath pick_db(int64_t m, int64_t nnz, int64_t blocks, bool have_at, bool deterministic) {
+  using detail::ArgDbPath;
+  const char* forced = std::getenv("SPARSEPORT_ARG_BACKWARD_DB");
+  if (kDeviceMemory && (forced == nullptr || *forced == '\0'))
+    return have_at ? ArgDbPath::gather : deterministic ? ArgDbPath::columns : ArgDbPath::atomic;
+  const int64_t threads = std::max<int64_t>(1, ExecSpace().concurrency());
+  return detail::pick_arg_db_path("kokkos", m, nnz, static_cast<double>(threads),
+                                  static_cast<double>(std::min<int64_t>(blocks, threads)), have_at, deterministic);
 }
 
 template <class I, class V>
@@ -197,11 +181,11 @@ void run(const sparseport_spmm_arg_backward_args& args, bool deterministic) {
     const bool have_at = args.at_rowptr != nullptr && args.at_colind != nullptr && args.at_perm != nullptr;
     const int64_t width = kDeviceMemory ? 1 : std::max<int64_t>(1, 64 / static_cast<int64_t>(sizeof(V)));
     switch (pick_db(p.m, args.a.nnz, (p.f + width - 1) / width, have_at, deterministic)) {
-      case DbPath::columns: db_columns(p, width); break;
-      case DbPath::gather:
+      case detail::ArgDbPath::columns: db_columns(p, width); break;
+      case detail::ArgDbPath::gather:
         db_gather(p, detail::as<I>(args.at_rowptr), detail::as<I>(args.at_colind), detail::as<I>(args.at_perm));
         break;
-      case DbPath::atomic: db_atomic(p); break;
+      case detail::ArgDbPath::atomic: db_atomic(p); break;
     }
   }
   Kokkos::fence();

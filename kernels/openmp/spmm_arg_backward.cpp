@@ -3,7 +3,8 @@
 // C[i,f]'s gradient flows to the one entry that won it.
 //  dvalues: rows of A over threads (blocks of whole rows, as spmm.rows); a row's entries belong to
 //           its thread, which adds dC[i,f] * B[col(e),f] into dvalues[arg[i,f]] for f in order.
-//  dB, three ways, pick_db choosing by a cost model (SPARSEPORT_ARG_BACKWARD_DB=columns|gather|atomic
+//  dB, three ways, chosen by the cost model of src/core/arg_backward_path.hpp
+//  (SPARSEPORT_ARG_BACKWARD_DB=columns|gather|atomic
 //  forces one where it applies: tests, tuning); columns and gather give the same bits:
 //   columns: a scatter in A's row order with dB's columns split over threads in whole cache lines;
 //           each thread zeroes its columns, then walks every row of A for them. No atomics, each
@@ -15,11 +16,9 @@
 //           No atomics and the same order (so the same bits), every thread busy, but O(nnz F) work.
 //   atomic: rows of A over threads with atomic adds (an order that varies from run to run).
 // Every sum starts from +0 and adds in the reference's order, so double results match it bitwise.
-#include <cstdlib>
-#include <string>
-#include <string_view>
 
 #include "kernels/openmp/common.hpp"
+#include "src/core/arg_backward_path.hpp"
 #include "src/core/plugin_support.hpp"
 
 SPARSEPORT_OPENMP_BEGIN_ISA
@@ -144,36 +143,6 @@ void db_atomic(const Backward<I, V>& p, V* db, int64_t lddb, int threads) {
   });
 }
 
-// Which dB path: the least time by a per-element cost model, each path's elements over the threads
-// it keeps busy: the column split m F / parts, the gather nnz F / threads, the atomic scatter m F /
-// threads, the last two weighted by their cost per element relative to the column split's.
-// Measured on the 2-core dev machine (AMD EPYC, Zen 4), 200k x 200k, 16 random entries a row,
-// float, 2 threads: at F = 16 (one part) the column split took 22-31 ms, the atomic scatter 83-86
-// ms, the gather 290-330 ms; at F = 64 (two parts) the split 100-110 ms, the gather 550-640 ms.
-// kGatherCost = 1 favours the gather a little (it measured 1-1.5); it wins once there are more
-// threads than entries per row times parts. Atomics (a compare-and-swap loop per float) cost 5.
-enum class DbPath { columns, gather, atomic };
-constexpr double kGatherCost = 1.0, kAtomicCost = 5.0;
-
-inline DbPath pick_db(int64_t m, int64_t nnz, int threads, int64_t parts, bool have_at, bool deterministic) {
-  if (const char* v = std::getenv("SPARSEPORT_ARG_BACKWARD_DB"); v != nullptr && *v != '\0') {
-    const std::string_view want = v;
-    if (want == "columns") return DbPath::columns;
-    if (want == "gather") return have_at ? DbPath::gather : DbPath::columns;
-    if (want == "atomic") return deterministic ? DbPath::columns : DbPath::atomic;
-    throw InvalidArgument(std::string("sparseport::spmm_arg_backward[openmp]: SPARSEPORT_ARG_BACKWARD_DB='") + v +
-                          "' is not one of columns, gather, atomic");
-  }
-  const double columns = static_cast<double>(m) / static_cast<double>(parts);
-  const double gather = kGatherCost * static_cast<double>(nnz) / threads;
-  const double atomic = kAtomicCost * static_cast<double>(m) / threads;
-  DbPath best = DbPath::columns;
-  double t = columns;
-  if (have_at && gather < t) best = DbPath::gather, t = gather;
-  if (!deterministic && atomic < t) best = DbPath::atomic;
-  return best;
-}
-
 template <class I, class V>
 void run(const sparseport_spmm_arg_backward_args& args, int threads, bool deterministic) {
   Backward<I, V> p;
@@ -190,12 +159,13 @@ void run(const sparseport_spmm_arg_backward_args& args, int threads, bool determ
   if (p.F == 0) return;  // dB has no columns
   const bool have_at = args.at_rowptr != nullptr && args.at_colind != nullptr && args.at_perm != nullptr;
   const ColumnSplit split = column_split<V>(p.F, threads);
-  switch (pick_db(p.m, p.nnz, threads, split.parts, have_at, deterministic)) {
-    case DbPath::columns: return db_columns(p, db, args.db.ld, split);
-    case DbPath::gather:
+  switch (detail::pick_arg_db_path("openmp", p.m, p.nnz, threads, static_cast<double>(split.parts), have_at,
+                                    deterministic)) {
+    case detail::ArgDbPath::columns: return db_columns(p, db, args.db.ld, split);
+    case detail::ArgDbPath::gather:
       return db_gather(p, detail::as<I>(args.at_rowptr), detail::as<I>(args.at_colind), detail::as<I>(args.at_perm),
                        db, args.db.ld, threads);
-    case DbPath::atomic: return db_atomic(p, db, args.db.ld, threads);
+    case detail::ArgDbPath::atomic: return db_atomic(p, db, args.db.ld, threads);
   }
 }
 

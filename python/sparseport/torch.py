@@ -360,13 +360,6 @@ def _transpose_key(rowptr: Tensor, col: Tensor, n_cols: int):
             col._version)
 
 
-def _cached_transpose(rowptr: Tensor, col: Tensor, n_cols: int, fallback):
-    hit = _transposes.get(_transpose_key(rowptr, col, n_cols))
-    if hit is None:  # a non-contiguous index array was copied on the way in: no stable address
-        return fallback
-    return hit[2], hit[3], hit[4]
-
-
 @torch.library.custom_op("sparseport::csr_transpose", mutates_args=())
 def _csr_transpose(rowptr: Tensor, col: Tensor, n_cols: int) -> Tuple[Tensor, Tensor, Tensor]:
     """(rowptr, col, perm) of A's transpose; entry t of the transpose is entry perm[t] of A (int64)."""
@@ -458,17 +451,26 @@ def _row_of_entries(rowptr: Tensor, nnz) -> Tensor:
 
 
 def _transpose(rowptr: Tensor, col: Tensor, n_cols: int):
-    t = _ops.csr_transpose(rowptr, col, n_cols)  # fills the cache on a miss
-    if torch.compiler.is_compiling():
-        return t
     # Eager: the cached arrays themselves (read only here), so their addresses stay the same from
     # call to call: the library's once-per-operand index check and its plans see a known operand,
     # and a backward captured in a CUDA graph does no check (no host wait) after the warm-up.
-    # Traced (fake or functional tensors, which have no address): the op's copies.
-    try:
-        return _cached_transpose(rowptr, col, n_cols, t)
-    except RuntimeError:
+    # Traced (compile; fake or functional tensors, which have no address): the op's copies.
+    if not torch.compiler.is_compiling():
+        try:
+            hit = _transposes.get(_transpose_key(rowptr, col, n_cols))
+        except RuntimeError:
+            hit = None
+        if hit is not None:
+            return hit[2], hit[3], hit[4]
+    t = _ops.csr_transpose(rowptr, col, n_cols)  # fills the cache on a miss
+    if torch.compiler.is_compiling():
         return t
+    try:
+        hit = _transposes.get(_transpose_key(rowptr, col, n_cols))
+    except RuntimeError:
+        hit = None
+    # None: traced, or an index array was copied on the way in (no stable address to key by).
+    return t if hit is None else (hit[2], hit[3], hit[4])
 
 
 def _winners(msg: Tensor, seg: Tensor, out: Tensor, num_segments) -> Tensor:

@@ -12,7 +12,7 @@ import torch
 _GNN = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "examples", "gnn")
 sys.path.insert(0, os.path.abspath(_GNN))
 
-import graphs  # noqa: E402
+import twins  # noqa: E402
 import models  # noqa: E402
 import train_vs_pyg  # noqa: E402
 
@@ -24,22 +24,22 @@ needs_pyg = pytest.mark.skipif(_REASON is not None, reason=_REASON or "")
 
 @pytest.fixture(scope="module")
 def tiny():
-    return graphs.generate("tiny", seed=0)
+    return twins.generate("tiny", seed=0)
 
 
 def test_tiny_graph_is_a_symmetric_sorted_csr(tiny):
     g = tiny
     assert g.rowptr.dtype == g.col.dtype == torch.int32
-    assert int(g.rowptr[-1]) == g.nnz == graphs.SIZES["tiny"].nnz
+    assert int(g.rowptr[-1]) == g.nnz == twins.SIZES["tiny"].nnz
     row, col = g.row().long(), g.col.long()
     key = row * g.n + col
     assert bool((key[1:] > key[:-1]).all())  # rows sorted, columns sorted and distinct in a row
     assert not bool((row == col).any())
     assert bool(torch.equal(torch.sort(col * g.n + row).values, key))  # symmetric
     assert torch.equal(g.edge_index, torch.stack([col, row]))
-    again = graphs.generate("tiny", seed=0)
+    again = twins.generate("tiny", seed=0)
     assert torch.equal(again.col, g.col) and torch.equal(again.x, g.x)  # deterministic
-    s = graphs.add_self_loops(g)
+    s = twins.add_self_loops(g)
     assert s.nnz == g.nnz + g.n
     skey = s.row().long() * g.n + s.col.long()
     assert bool((skey[1:] > skey[:-1]).all())
@@ -50,7 +50,7 @@ def test_tiny_graph_is_a_symmetric_sorted_csr(tiny):
 def test_init_forward_equals_pyg(tiny):
     args = train_vs_pyg.parse_args([])
     for kind in ("sage", "gat"):
-        g = graphs.add_self_loops(tiny) if kind == "gat" else tiny
+        g = twins.add_self_loops(tiny) if kind == "gat" else tiny
         impls = ["sparseport", "pyg"] + (["pyg-csr"] if kind == "sage" else [])
         inp = train_vs_pyg.Inputs(g, torch.device("cpu"), kind == "sage")
         ours = models.build(kind, g.x.shape[1], g.num_classes, seed=0)

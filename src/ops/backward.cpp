@@ -249,15 +249,13 @@ void spmm_backward(const Context& ctx, const CsrView& a, const DenseView& b, con
     spmm(ctx, with_values(at->pattern(), at_values), dc, grads.db, SpmmOptions{Reduce::sum, 1.0, 0.0, opt.variant});
   }
   if (want_dv) {
-    const void* weights = nullptr;  // sddmm multiplies by A's values: here 1 (sum) or 1/deg (mean)
+    // sddmm multiplies by A's values: here 1 (sum: a pattern) or 1/deg (mean, built with A^T).
+    const void* weights = nullptr;
     if (mean) {
-      std::optional<Transpose> local;
-      const Transpose* t = at != nullptr ? at : &local.emplace(ctx, a);
-      TransposeState& s = detail::TransposeAccess::state(*t);
+      if (at == nullptr) at = &temp.emplace(ctx, a);
+      TransposeState& s = detail::TransposeAccess::state(*at);
       ensure_inverse_degree(s);
       weights = s.inv_deg_a.data();
-      sddmm(ctx, with_values(a, weights), dc, b, grads.dvalues);
-      return;
     }
     sddmm(ctx, with_values(a, weights), dc, b, grads.dvalues);
   }

@@ -16,28 +16,7 @@ const std::string kVariant = "spmm.team_rows";
 
 std::vector<Kind> kinds() { return {Kind::random, Kind::ties, Kind::nan_inf}; }
 
-// The backward on one dB path (SPARSEPORT_ARG_BACKWARD_DB), deterministic flags as in ex.
-template <class I, class V>
-Grads<I, V> forced(const char* path, const Context& ctx, const Problem<I, V>& p, const std::vector<I>& arg,
-                   bool with_at, sparseport_exec ex) {
-  sparseport_test::ScopedEnv force("SPARSEPORT_ARG_BACKWARD_DB", path);
-  return backward(ctx, p, p.b, p.dc, p.a, arg, with_at, ex);
-}
-
-TEST(KokkosArg, TeamRowsIsTheVariantThatRecordsArg) {
-  const sparseport::PluginInfo& p = sparseport::plugin("kokkos");
-  ASSERT_NE(p.table, nullptr);
-  EXPECT_NE(p.table->spmm_arg_backward, nullptr);
-  EXPECT_EQ(p.table->set_external, nullptr);
-  int flagged = 0;
-  for (int32_t k = 0; k < p.table->n_variants; ++k) {
-    const sparseport_variant& v = p.table->variants[k];
-    if ((v.flags & SPARSEPORT_VARIANT_RECORDS_ARG) == 0) continue;
-    ++flagged;
-    EXPECT_EQ(std::string(v.name), kVariant);
-  }
-  EXPECT_EQ(flagged, 1);
-}
+TEST(KokkosArg, TeamRowsIsTheVariantThatRecordsArg) { expect_only_recording_variant("kokkos", kVariant); }
 
 template <class I, class V>
 void check_against_reference() {

@@ -228,6 +228,23 @@ HostTranspose<I, V> transpose_of(const HostCsr<I, V>& a) {
   return t;
 }
 
+// The plugin lists exactly one spmm variant flagged RECORDS_ARG, `variant`, has the backward slot
+// and no set_external (a host plugin has no stream to lend).
+inline void expect_only_recording_variant(const std::string& plugin, const std::string& variant) {
+  const sparseport::PluginInfo& p = sparseport::plugin(plugin);
+  ASSERT_NE(p.table, nullptr);
+  EXPECT_NE(p.table->spmm_arg_backward, nullptr);
+  EXPECT_EQ(p.table->set_external, nullptr);
+  int flagged = 0;
+  for (int32_t k = 0; k < p.table->n_variants; ++k) {
+    const sparseport_variant& v = p.table->variants[k];
+    if ((v.flags & SPARSEPORT_VARIANT_RECORDS_ARG) == 0) continue;
+    ++flagged;
+    EXPECT_EQ(std::string(v.name), variant);
+  }
+  EXPECT_EQ(flagged, 1);
+}
+
 // ctx's csr_transpose (its first variant) with perm; checks rowptr, colind, values and perm against
 // the definition.
 template <class I, class V>
@@ -298,6 +315,14 @@ Grads<I, V> backward(const Context& ctx, const Problem<I, V>& p, const HostDense
   out.db = s.get(db, static_cast<size_t>(k * ld_db));
   out.dv = s.get(dv, static_cast<size_t>(nnz));
   return out;
+}
+
+// The backward on one dB path (SPARSEPORT_ARG_BACKWARD_DB), deterministic flags as in ex.
+template <class I, class V>
+Grads<I, V> forced(const char* path, const Context& ctx, const Problem<I, V>& p, const std::vector<I>& arg,
+                   bool with_at, sparseport_exec ex) {
+  sparseport_test::ScopedEnv force("SPARSEPORT_ARG_BACKWARD_DB", path);
+  return backward(ctx, p, p.b, p.dc, p.a, arg, with_at, ex);
 }
 
 template <class V>

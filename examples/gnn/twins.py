@@ -22,8 +22,8 @@ over the cluster, and the rest is uniform, with a heavy degree tail. Features ar
 embedding plus a community embedding; labels are the cluster's class, so neighbourhood aggregation
 helps (high label homophily) and a GNN can learn.
 
-    import graphs
-    g = graphs.generate("200k", seed=0)       # g.rowptr, g.col (int32 CSR), g.edge_index (int64)
+    import twins
+    g = twins.generate("200k", seed=0)       # g.rowptr, g.col (int32 CSR), g.edge_index (int64)
     print(g.summary())
 
 ``edge_index`` is PyG's layout: ``edge_index[0]`` the source j (the CSR column) and
