@@ -30,9 +30,22 @@
 // halo for Y, the two blocks' per-entry results put back in the rows' original entry order), and
 // segment_reduce (per-edge messages that live with their destination rows: no halo).
 //
-// Memory: host memory only for now (the reference, openmp and host-Kokkos backends). A context
-// whose ops take device pointers is refused with Unsupported; the halo buffers and the transport
-// are the seam where device buffers and NCCL go later (src/dist/transport.hpp).
+// Memory: the matrix is built on the host (as above); the ops run on any context. Operands (B, C,
+// X, Y, messages) live in the context's memory: host arrays for reference, openmp and host Kokkos,
+// device arrays for cuda ("cuda:N": one rank per GPU by default, cuda:LOCAL_RANK). A device
+// context gets copies of the blocks and helper matrices in its memory on its first call (kept
+// with the matrix) and device buffers for the halo; the send rows are packed on the device by one
+// spmm. The halo's transport is agreed by all ranks at the first exchange with a context (see
+// CallStats::transport):
+//   mpi             host buffers, persistent MPI point-to-point;
+//   nccl            device buffers, every rank on a GPU of its own, NCCL built in (ncclSend/Recv
+//                   in one group on a stream of the transport's, beside the local block's kernel);
+//   mpi-cuda-aware  device buffers handed to an MPI that takes them (MPIX_Query_cuda_support);
+//   host-staged     device buffers copied to the host, MPI, copied back (e.g. ranks sharing a GPU).
+// SPARSEPORT_DIST_TRANSPORT=auto (default), nccl, mpi-cuda-aware or host-staged forces one (the
+// same on every rank; a choice some rank cannot make throws InvalidArgument on every rank).
+// Changing a rank's backend between calls is collective too: every rank changes at the same call
+// (segment_reduce, which is not collective, never changes it).
 #pragma once
 
 #include <mpi.h>
@@ -155,7 +168,8 @@ struct HaloPlan {
 // What one distributed call did on this rank. Times in milliseconds (steady_clock).
 struct CallStats {
   int64_t bytes_sent = 0;      // halo bytes posted to the transport
-  int64_t bytes_received = 0;  // halo bytes the transport reported received (MPI_Get_count)
+  int64_t bytes_received = 0;  // halo bytes the transport reported received (MPI_Get_count; nccl: the plan's)
+  const char* transport = "";  // the halo's transport: mpi, nccl, mpi-cuda-aware or host-staged ("" if none moved)
   int messages_sent = 0, messages_received = 0;
   double pack_ms = 0;     // copying B rows into the send buffer
   double post_ms = 0;     // starting receives and sends
@@ -242,7 +256,7 @@ class DistCsr {
 // F (b_local.cols) on every rank; b_local and c_local must not alias.
 // Cost: halo_bytes(F) sent by this rank, the two blocks' ops, and for mean/max/min a rows x 2F
 // partial buffer (kept with the matrix) and one spmm with at most 2 entries per row.
-// Throws as sparseport::spmm (shapes, types), Unsupported for a device-memory context,
+// Throws as sparseport::spmm (shapes, types),
 // BackendError for an MPI failure; stats (optional) receives this rank's volumes and times.
 template <class I, class V>
 void spmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& b_local, const DenseMutView& c_local,
@@ -270,7 +284,7 @@ void gather_scatter(const Context& ctx, const DistCsr<I, V>& edges, const DenseV
 // must not alias inputs. Cost: halo_bytes(F) sent by this rank (as spmm), the two blocks' sddmm,
 // and for the merge a local_nnz buffer (kept with the matrix) and one pass over it.
 // Throws InvalidArgument (DimensionMismatch for shapes) naming the operand for a wrong type, shape,
-// ld or null data, before anything is posted; Unsupported for a device-memory context; as
+// ld or null data, before anything is posted; as
 // sparseport::sddmm from the blocks; BackendError for an MPI failure.
 template <class I, class V>
 void sddmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local, const DenseView& y_local,
@@ -289,7 +303,7 @@ void sddmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local,
 // (fused, never materialising E x F). So this sends nothing and is not collective: each rank may
 // call it on its own. Cost: one sparseport::segment_reduce on the rank's messages; the first call
 // makes the segment index (local_nnz entries, kept with the matrix). Throws InvalidArgument
-// (DimensionMismatch for shapes) naming the operand, Unsupported for a device-memory context, and
+// (DimensionMismatch for shapes) naming the operand, and
 // as sparseport::segment_reduce.
 template <class I, class V>
 void segment_reduce(const Context& ctx, const DistCsr<I, V>& segments, const DenseView& src_local,
@@ -305,7 +319,7 @@ template <class V>
 void gather_rows(MPI_Comm comm, const DenseView& local, const DenseMutView& global, const std::vector<int64_t>& starts,
                  int root = 0);
 
-// The transport the distributed ops use: "mpi".
-const char* transport_name();
+// True when sparseport::dist was built with NCCL (the nccl transport for device contexts).
+bool has_nccl();
 
 }  // namespace sparseport::dist

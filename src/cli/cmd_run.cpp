@@ -202,7 +202,7 @@ int run_typed(const RunOptions& opt, const Args& args, DistSession* dist) {
   };
   // The context first: a backend that is not compiled fails before a long load.
   std::optional<Context> made;
-  on_every_rank([&] { made = Context::create(opt.backend); });
+  on_every_rank([&] { made = Context::create(dist != nullptr ? dist->backend_of_rank(opt.backend) : opt.backend); });
   Context& ctx = *made;
   ctx.set_threads(opt.threads == 0 && dist != nullptr ? dist->default_threads() : opt.threads);
   const PluginInfo& plugin = ctx.plugin();

@@ -38,6 +38,12 @@ class MpiSession final : public DistSession {
     }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &ranks_);
+    MPI_Comm node = MPI_COMM_NULL;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+      MPI_Comm_rank(node, &node_rank_);
+      MPI_Comm_size(node, &node_size_);
+      MPI_Comm_free(&node);
+    }
   }
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
@@ -56,12 +62,7 @@ class MpiSession final : public DistSession {
   int default_threads() const override {
     const char* env = std::getenv("OMP_NUM_THREADS");
     if (env != nullptr && *env != '\0') return 0;
-    MPI_Comm node = MPI_COMM_NULL;
-    int here = 1;
-    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
-      MPI_Comm_size(node, &here);
-      MPI_Comm_free(&node);
-    }
+    const int here = node_size();
     const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     int allowed = cores;
 #ifdef __linux__
@@ -71,6 +72,22 @@ class MpiSession final : public DistSession {
 #endif
     if (allowed < cores) return allowed;
     return std::max(1, cores / std::max(1, here));
+  }
+
+  std::string backend_of_rank(const std::string& backend) const override {
+    const std::string resolved = Context::create(backend).backend();  // "cuda" -> "cuda:0"; "" -> the default
+    if (!Context::create(resolved).device_memory() || backend.find(':') != std::string::npos) return resolved;
+    const std::string family = resolved.substr(0, resolved.find(':'));
+    int devices = 0;  // the plugin refuses a device it does not have
+    for (bool more = true; more && devices < 1024;) {
+      try {
+        (void)Context::create(family + ":" + std::to_string(devices));
+        ++devices;
+      } catch (const InvalidArgument&) {
+        more = false;
+      }
+    }
+    return family + ":" + std::to_string(node_rank() % std::max(devices, 1));
   }
 
   int run(const std::function<int()>& body) override {
@@ -129,7 +146,11 @@ class MpiSession final : public DistSession {
   }
 
  private:
+  int node_rank() const { return node_rank_; }
+  int node_size() const { return node_size_; }
+
   int rank_ = 0, ranks_ = 1;
+  int node_rank_ = 0, node_size_ = 1;  // this rank's place among the ranks on its node, and their number
   bool owns_mpi_ = false;
   bool agreed_ = false;
 };
@@ -186,6 +207,11 @@ class DistWork final : public Workload {
     out_split_ = sddmm ? Split::entries : Split::rows;
     out_ = sddmm ? HostDense<V>(a_.local_nnz(), 1) : HostDense<V>(a_.local_rows(), spec.features);
     session.collective([&] {
+      to_context(x_, dev_x_);
+      to_context(x_rows_, dev_x_rows_);
+      to_context(out_, dev_out_);
+    });
+    session.collective([&] {
       if (root && !segment)
         predicted_ = dist::predict_halo(graph.view(), a_.partition()).bytes(spec.features, sizeof(V));
     });
@@ -193,25 +219,28 @@ class DistWork final : public Workload {
 
   void reset() override {
     std::fill(out_.data.begin(), out_.data.end(), std::numeric_limits<V>::quiet_NaN());
+    to_context(out_, dev_out_);
     calls_.clear();
   }
 
   // Ends with every rank's agreement, so a timed call lasts until the slowest rank is done.
   void run(const std::string& variant) override {
     dist::CallStats st;
+    const DenseView o = in_context(out_, dev_out_);
+    const DenseMutView out{o.rows, o.cols, o.ld, const_cast<void*>(o.data), o.value_type};
     session_.collective([&] {
       switch (spec_.op) {
         case SPARSEPORT_OP_SPMM:
-          dist::spmm(ctx_, a_, x_.view(), out_.mut(), SpmmOptions{spec_.reduce, 1.0, 0.0, variant}, &st);
+          dist::spmm(ctx_, a_, in_context(x_, dev_x_), out, SpmmOptions{spec_.reduce, 1.0, 0.0, variant}, &st);
           break;
         case SPARSEPORT_OP_SDDMM:
-          dist::sddmm(ctx_, a_, x_rows_.view(), x_.view(), out_.mut(), OpOptions{variant}, &st);
+          dist::sddmm(ctx_, a_, in_context(x_rows_, dev_x_rows_), in_context(x_, dev_x_), out, OpOptions{variant}, &st);
           break;
         case SPARSEPORT_OP_SEGMENT_REDUCE:
-          dist::segment_reduce(ctx_, a_, x_.view(), out_.mut(), ReduceOptions{spec_.reduce, variant}, &st);
+          dist::segment_reduce(ctx_, a_, in_context(x_, dev_x_), out, ReduceOptions{spec_.reduce, variant}, &st);
           break;
         default:
-          dist::gather_scatter(ctx_, a_, x_.view(), out_.mut(), ReduceOptions{spec_.reduce, variant}, &st);
+          dist::gather_scatter(ctx_, a_, in_context(x_, dev_x_), out, ReduceOptions{spec_.reduce, variant}, &st);
       }
     });
     calls_.push_back(std::move(st));
@@ -220,6 +249,10 @@ class DistWork final : public Workload {
   Verdict verify() override {
     const bool root = session_.rank() == 0;
     const DenseMutView none{0, 0, 0, nullptr, value_type_of<V>()};
+    session_.collective([&] {
+      if (ctx_.device_memory() && !out_.data.empty())
+        ctx_.copy_to_host(out_.data.data(), dev_out_.data(), out_.data.size() * sizeof(V));
+    });
     session_.collective([&] {
       dist::gather_rows<V>(MPI_COMM_WORLD, out_.view(), root ? *inner_->host_output() : none, starts(out_split_));
     });
@@ -247,19 +280,36 @@ class DistWork final : public Workload {
         .add("halo_bytes_predicted", predicted_)
         .add("comm_ms", ms_[0])
         .add("compute_ms", ms_[1])
-        .add("transport", dist::transport_name());
+        .add("transport", transport());
   }
   std::string report_line() const override {
     char buf[384];
     std::snprintf(buf, sizeof buf,
                   "  distributed over %d ranks (%s): halo %s per call (predicted %s); comm %.4f ms (waiting %.4f), "
                   "compute %.4f ms (local %.4f, remote %.4f, combine %.4f); medians per call, slowest rank",
-                  session_.ranks(), dist::transport_name(), megabytes(halo_bytes_).c_str(),
+                  session_.ranks(), transport(), megabytes(halo_bytes_).c_str(),
                   megabytes(predicted_).c_str(), ms_[0], ms_[2], ms_[1], ms_[3], ms_[4], ms_[5]);
     return buf;
   }
 
  private:
+  // The halo's transport of the last call ("none" where nothing moved: one rank, segment_reduce).
+  const char* transport() const {
+    return calls_.empty() || *calls_.back().transport == '\0' ? "none" : calls_.back().transport;
+  }
+
+  // A host operand in the context's memory: itself on the host, else its copy in dev (made by
+  // to_context, which copies the host values in).
+  DenseView in_context(const HostDense<V>& h, const Buffer& dev) const {
+    return ctx_.device_memory() ? make_dense<V>(h.rows, h.cols, h.ld, static_cast<const V*>(dev.data())) : h.view();
+  }
+  void to_context(const HostDense<V>& h, Buffer& dev) const {
+    if (!ctx_.device_memory() || h.data.empty()) return;
+    const size_t bytes = h.data.size() * sizeof(V);
+    if (dev.bytes() < bytes) dev = ctx_.allocate(bytes);
+    ctx_.copy_to_backend(dev.data(), h.data.data(), bytes);
+  }
+
   // The timed calls' medians on each rank (the warm-up left out), the slowest rank's on rank 0;
   // the halo bytes of one call summed over the ranks.
   void summarise() {
@@ -293,6 +343,7 @@ class DistWork final : public Workload {
   // x_: the operand read through the pattern (B, x, Y; segment_reduce's messages, split by
   // entries); x_rows_: sddmm's X; out_: C or out, split by rows (sddmm: by entries).
   HostDense<V> x_, x_rows_, out_;
+  Buffer dev_x_, dev_x_rows_, dev_out_;  // their copies in a device context's memory
   Split out_split_ = Split::rows;
   std::vector<dist::CallStats> calls_;
   int64_t predicted_ = 0, halo_bytes_ = 0;

@@ -21,6 +21,10 @@ class DistSession {
   // Threads per rank when --threads is not given: 0 (the backend's default) when OMP_NUM_THREADS
   // is set, else this node's cores shared among the ranks on it.
   virtual int default_threads() const = 0;
+  // The backend this rank runs: a device backend named without its device ("cuda") becomes this
+  // rank's device among the node's, cuda:(node-local rank mod devices): one rank per GPU, ranks
+  // sharing GPUs round-robin when there are more ranks than GPUs. Anything else as given.
+  virtual std::string backend_of_rank(const std::string& backend) const = 0;
   // Runs the command on this rank. A failure that every rank agreed on (raised inside the
   // workload's collective steps) or a usage error (every rank parses the same arguments) returns
   // or throws on every rank together, and only rank 0 prints it; any other failure is printed by

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,7 +22,7 @@ MPI_Datatype mpi_type() {
   return MPI_INT32_T;
 }
 
-// My rows of A (global columns) -> the state: blocks, ghosts, halo plan, transport. Collective.
+// My rows of A (global columns) -> the state: blocks, ghosts, halo plan, pack matrix. Collective.
 // Takes comm over (sets it to MPI_COMM_NULL): the state frees it, also when this throws.
 template <class I, class V>
 std::shared_ptr<typename DistCsr<I, V>::State> build(MPI_Comm& owned_comm, const HostCsr<I, V>& mine, Partition part,
@@ -124,7 +125,17 @@ std::shared_ptr<typename DistCsr<I, V>::State> build(MPI_Comm& owned_comm, const
   }
   const int64_t mine_nnz = mine.nnz();
   check_mpi(MPI_Allreduce(&mine_nnz, &s->nnz, 1, MPI_INT64_T, MPI_SUM, comm), "MPI_Allreduce", w);
-  s->transport = detail::make_mpi_transport(comm, plan);
+  // One spmm by this matrix packs the rows the plan sends (see State::pack).
+  detail::agree(comm, plan.send_total() > static_cast<int64_t>(std::numeric_limits<I>::max())
+                          ? w + ": rank " + std::to_string(s->rank) + " sends " + std::to_string(plan.send_total()) +
+                                " B rows per call, too many for " + name(index_type_of<I>()) + " indices; use int64"
+                          : std::string());
+  s->pack.rows = plan.send_total();
+  s->pack.cols = c1 - c0;
+  s->pack.colind.resize(plan.send_rows.size());
+  s->pack.rowptr.resize(plan.send_rows.size() + 1);
+  for (size_t k = 0; k <= plan.send_rows.size(); ++k) s->pack.rowptr[k] = static_cast<I>(k);
+  for (size_t k = 0; k < plan.send_rows.size(); ++k) s->pack.colind[k] = static_cast<I>(plan.send_rows[k]);
   return s;
 }
 

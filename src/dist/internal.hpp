@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sparseport/dist.hpp"
@@ -45,6 +46,50 @@ int to_int(int64_t n, const char* what, const std::string& where);
 // "sparseport::dist::spmm[openmp]".
 std::string where(const Context& ctx, const char* op);
 
+// The memory one call's ops work in. A host context reads the state's host arrays as they are; a
+// device context reads copies of them in its memory, each made on first use and kept. The
+// workspace (send, ghost and partial buffers) is allocated by the context, grown on demand. All of
+// it is made again when a call comes with a context of another backend or device than the last.
+class Space {
+ public:
+  enum Slot { send = 0, ghost = 1, partials = 2, slots = 3 };
+
+  // Binds to ctx. A context of another backend or device than the bound one drops the copies, the
+  // workspace and the transport first.
+  void use(const Context& ctx);
+  bool bound_to(const Context& ctx) const { return ctx_ && backend_ == ctx.backend(); }
+  bool device() const { return device_; }
+  const Context& context() const { return *ctx_; }
+
+  // A host array in the context's memory: the same pointer on the host, else its copy.
+  const void* place(const void* host, size_t bytes);
+  template <class T>
+  const T* place(const std::vector<T>& v) {
+    return static_cast<const T*>(place(v.data(), v.size() * sizeof(T)));
+  }
+  template <class I, class V>
+  CsrView place(const HostCsr<I, V>& a) {
+    CsrView v = a.view();
+    v.rowptr = place(a.rowptr);
+    v.colind = place(a.colind);
+    if (!a.is_pattern()) v.values = place(a.values);
+    return v;
+  }
+  // At least bytes of workspace in the context's memory (contents not kept when it grows).
+  void* workspace(Slot slot, size_t bytes);
+
+  // The halo's transport for this context's buffers, agreed by every rank at the first exchange
+  // after binding (choose_transport; null until then).
+  std::unique_ptr<Transport> transport;
+
+ private:
+  std::optional<Context> ctx_;
+  std::string backend_;
+  bool device_ = false;
+  std::vector<std::pair<const void*, Buffer>> copies_;  // by host address; few entries
+  Buffer work_[slots];
+};
+
 }  // namespace sparseport::dist::detail
 
 namespace sparseport::dist {
@@ -59,11 +104,14 @@ struct DistCsr<I, V>::State {
   HostCsr<I, V> local, remote;
   std::vector<int64_t> ghosts;
   HaloPlan plan;
-  std::unique_ptr<detail::Transport> transport;
+  // Where the last exchanging call's ops worked: the arrays below in its context's memory, the
+  // workspace of one call at a time (the transport's persistent requests are bound to its
+  // addresses) and the transport. Its transport goes before the communicator (see ~State).
+  detail::Space space;
 
-  // Workspace of one call at a time, grown on demand and kept (the transport's persistent requests
-  // are bound to these addresses).
-  std::vector<V> send_buf, ghost_buf, partials;
+  // The pack matrix: send_total x local_cols, row k a 1 at column send_rows[k], so that one spmm
+  // gathers the B rows the plan sends into the send buffer, on any backend. Made with the plan.
+  HostCsr<I, V> pack;
   // The combining matrices: rows x 2 rows, entry (i, 2i) when row i has local entries, (i, 2i+1)
   // when it has remote ones; a pattern for sum/max/min, 1/degree(i) for mean. Made on first use.
   std::optional<HostCsr<I, V>> combine_pattern, combine_mean;
@@ -74,6 +122,10 @@ struct DistCsr<I, V>::State {
   // relative order of its entries, so this alone merges per-entry results of the two blocks back
   // into the original order (sddmm). Made with the blocks.
   std::vector<bool> remote_entry;
+  // sddmm's merge as a matrix: local_nnz x local_nnz, entry e's row a 1 at column l (its index in
+  // the local block) or nl + r (in the remote block), applied by one spmm to the blocks' results
+  // side by side. Made on first use.
+  std::optional<HostCsr<I, V>> merge;
   // The row of each entry in the original order, the segment index of segment_reduce. Made on first use.
   std::vector<I> entry_row;
 
@@ -81,7 +133,7 @@ struct DistCsr<I, V>::State {
   State(const State&) = delete;
   State& operator=(const State&) = delete;
   ~State() {
-    transport.reset();  // frees its requests and datatype before the communicator
+    space.transport.reset();  // MPI requests and datatype, or NCCL's communicator, before the communicator
     detail::free_comm(comm);
   }
 };

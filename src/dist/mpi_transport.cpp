@@ -13,7 +13,7 @@ constexpr const char* kWhere = "sparseport::dist (mpi transport)";
 
 class MpiTransport final : public Transport {
  public:
-  MpiTransport(MPI_Comm comm, const HaloPlan& plan) : comm_(comm) {
+  MpiTransport(MPI_Comm comm, const HaloPlan& plan, const char* name) : comm_(comm), name_(name) {
     for (size_t p = 0; p < plan.send_peers.size(); ++p)
       sends_.push_back(
           {plan.send_peers[p], plan.send_displs[p], to_int(plan.send_counts[p], "a halo message (rows)", kWhere)});
@@ -33,7 +33,7 @@ class MpiTransport final : public Transport {
     if (row_type_ != MPI_DATATYPE_NULL) MPI_Type_free(&row_type_);
   }
 
-  const char* name() const override { return "mpi"; }
+  const char* name() const override { return name_; }
 
   void post_receives(void* recv, int64_t row_bytes) override {
     if (recvs_.empty()) return;
@@ -126,6 +126,7 @@ class MpiTransport final : public Transport {
   }
 
   MPI_Comm comm_;
+  const char* name_;
   std::vector<Peer> sends_, recvs_;
   std::vector<MPI_Request> send_req_, recv_req_;
   MPI_Datatype row_type_ = MPI_DATATYPE_NULL;
@@ -137,8 +138,8 @@ class MpiTransport final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_mpi_transport(MPI_Comm comm, const HaloPlan& plan) {
-  return std::make_unique<MpiTransport>(comm, plan);
+std::unique_ptr<Transport> make_mpi_transport(MPI_Comm comm, const HaloPlan& plan, const char* name) {
+  return std::make_unique<MpiTransport>(comm, plan, name);
 }
 
 }  // namespace sparseport::dist::detail

@@ -27,12 +27,8 @@ using RunBlock =
     std::function<void(Block, const DenseView& x, const DenseMutView& out, Reduce reduce, double alpha, double beta)>;
 
 template <class I, class V>
-void check_operands(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x, const DenseMutView& out,
-                    const char* x_name, const char* out_name, const std::string& w) {
-  if (ctx.device_memory())
-    throw Unsupported(w +
-                      ": this context's ops take device memory; sparseport::dist works on host memory for now "
-                      "(reference, openmp, kokkos on the host)");
+void check_operands(const DistCsr<I, V>& a, const DenseView& x, const DenseMutView& out, const char* x_name,
+                    const char* out_name, const std::string& w) {
   const auto shape = [](int64_t r, int64_t c) { return std::to_string(r) + "x" + std::to_string(c); };
   // x is read here (packing) before any op checks it, so its shape, type and pointer are checked first.
   if (x.value_type != value_type_of<V>() || out.value_type != value_type_of<V>())
@@ -62,13 +58,6 @@ void check_dense_operand(const DenseView& d, ValueType want_type, int64_t rows, 
   if (d.data == nullptr && d.rows > 0 && d.cols > 0) throw InvalidArgument(w + ": " + arg + ".data is null");
 }
 
-void check_host(const Context& ctx, const std::string& w) {
-  if (ctx.device_memory())
-    throw Unsupported(w +
-                      ": this context's ops take device memory; sparseport::dist works on host memory for now "
-                      "(reference, openmp, kokkos on the host)");
-}
-
 // rows x 2*rows: (i, 2i) when row i has local entries, (i, 2i+1) when it has remote ones; values
 // 1/degree(i) for mean, else a pattern.
 template <class I, class V>
@@ -96,51 +85,74 @@ const HostCsr<I, V>& combine_matrix(typename DistCsr<I, V>::State& s, bool mean,
   return *slot;
 }
 
-// The halo exchange of one call, in two halves around the local block. post_halo starts the receives
-// into the ghost buffer, packs the rows of x the plan sends and starts the sends; wait_halo waits
-// for both and records what moved. Between the two, an error must drain() the transport, so that
-// the other ranks' call completes too.
+// local_nnz x local_nnz: row e a 1 at column l when entry e (in the rows' original order) is the
+// local block's l-th, at nl + r when it is the remote block's r-th. Each block kept its entries'
+// relative order, so remote_entry alone gives the mapping.
 template <class I, class V>
-void post_halo(typename DistCsr<I, V>::State& s, const DenseView& x, CallStats& st) {
+const HostCsr<I, V>& merge_matrix(typename DistCsr<I, V>::State& s) {
+  if (s.merge) return *s.merge;
+  const int64_t n = static_cast<int64_t>(s.remote_entry.size()), nl = s.local.nnz();
+  HostCsr<I, V> k;
+  k.rows = k.cols = n;
+  k.rowptr.resize(static_cast<size_t>(n) + 1);
+  k.colind.resize(static_cast<size_t>(n));
+  int64_t l = 0, r = 0;
+  for (int64_t e = 0; e < n; ++e) {
+    k.rowptr[static_cast<size_t>(e)] = static_cast<I>(e);
+    k.colind[static_cast<size_t>(e)] = static_cast<I>(s.remote_entry[static_cast<size_t>(e)] ? nl + r++ : l++);
+  }
+  k.rowptr[static_cast<size_t>(n)] = static_cast<I>(n);
+  s.merge = std::move(k);
+  return *s.merge;
+}
+
+// The halo exchange of one call, in two halves around the local block. post_halo starts the receives
+// into the ghost buffer, packs the rows of x the plan sends (one spmm by the pack matrix, in the
+// context's memory) and starts the sends; it returns the ghost rows, valid after wait_halo, which
+// waits for both and records what moved. Between the two, an error must drain() the transport, so
+// that the other ranks' call completes too. The first exchange after the space was bound to a
+// context agrees the transport with every rank.
+template <class I, class V>
+DenseView post_halo(typename DistCsr<I, V>::State& s, const Context& ctx, const DenseView& x, CallStats& st,
+                    const std::string& w) {
+  detail::Space& sp = s.space;
+  auto t0 = Clock::now();
+  if (!sp.transport) sp.transport = detail::choose_transport(s.comm, s.plan, ctx, w);
+  detail::Transport& t = *sp.transport;
   const int64_t f = x.cols;
   const int64_t row_bytes = f * static_cast<int64_t>(sizeof(V));
-  detail::Transport& t = *s.transport;
-  auto t0 = Clock::now();
-  s.ghost_buf.resize(static_cast<size_t>(s.plan.recv_total() * f));
-  s.send_buf.resize(static_cast<size_t>(s.plan.send_total() * f));
-  t.post_receives(s.ghost_buf.data(), row_bytes);
+  V* ghost = static_cast<V*>(sp.workspace(detail::Space::ghost, static_cast<size_t>(s.plan.recv_total() * row_bytes)));
+  V* send = static_cast<V*>(sp.workspace(detail::Space::send, static_cast<size_t>(s.plan.send_total() * row_bytes)));
+  t.post_receives(ghost, row_bytes);
   st.post_ms += ms_since(t0);
   try {
     t0 = Clock::now();
-    const V* xb = static_cast<const V*>(x.data);
-    V* sb = s.send_buf.data();
-    for (size_t k = 0; k < s.plan.send_rows.size(); ++k)
-      std::memcpy(sb + static_cast<int64_t>(k) * f, xb + s.plan.send_rows[k] * x.ld, static_cast<size_t>(row_bytes));
+    if (s.plan.send_total() > 0) {
+      sparseport::spmm(ctx, sp.place(s.pack), x, make_dense<V>(s.plan.send_total(), f, f, send),
+                       SpmmOptions{Reduce::sum, 1.0, 0.0, {}});
+      ctx.synchronize();  // the transport reads the send buffer from here on
+    }
     st.pack_ms = ms_since(t0);
     t0 = Clock::now();
-    t.post_sends(s.send_buf.data(), row_bytes);
+    t.post_sends(send, row_bytes);
     st.post_ms += ms_since(t0);
   } catch (...) {
     t.drain();
     throw;
   }
+  return make_dense<V>(s.remote.cols, f, std::max<int64_t>(f, 1), static_cast<const V*>(ghost));
 }
 
 template <class I, class V>
 void wait_halo(typename DistCsr<I, V>::State& s, CallStats& st) {
   const auto tw = Clock::now();
-  const detail::Transport::Done d = s.transport->wait();
+  const detail::Transport::Done d = s.space.transport->wait();
   st.wait_ms = ms_since(tw);
   st.bytes_sent = d.bytes_sent;
   st.bytes_received = d.bytes_received;
   st.messages_sent = d.messages_sent;
   st.messages_received = d.messages_received;
-}
-
-// The ghost rows (valid after wait_halo) as the remote block's dense operand.
-template <class I, class V>
-DenseView ghost_rows(const typename DistCsr<I, V>::State& s, int64_t f) {
-  return make_dense<V>(s.remote.cols, f, std::max<int64_t>(f, 1), s.ghost_buf.data());
+  st.transport = s.space.transport->name();
 }
 
 // fn(), then the context synchronised, its time added to into.
@@ -167,10 +179,9 @@ void run_distributed(const Context& ctx, const DistCsr<I, V>& a, const DenseView
   }
 
   // 1. Receives first, then pack and send.
-  post_halo<I, V>(s, x, st);
+  const DenseView ghosts = post_halo<I, V>(s, ctx, x, st, w);
   try {
     // 2. The local block while the halo flies; 3. wait; 4. the remote block; 5. combine.
-    const DenseView ghosts = ghost_rows<I, V>(s, f);
     const bool has_local = s.local.nnz() > 0, has_remote = s.remote.nnz() > 0;
     const auto wait = [&] { wait_halo<I, V>(s, st); };
     if (!has_remote) {
@@ -188,21 +199,20 @@ void run_distributed(const Context& ctx, const DistCsr<I, V>& a, const DenseView
       // Partials side by side: row i of the local result in columns [0, F), of the remote in [F, 2F);
       // seen as a (2 rows) x F matrix they are rows 2i and 2i+1, which the combine matrix reduces.
       const int64_t m = s.local.rows;
-      s.partials.resize(static_cast<size_t>(2 * m * f));
-      V* p = s.partials.data();
+      V* p = static_cast<V*>(s.space.workspace(detail::Space::partials, static_cast<size_t>(2 * m * f) * sizeof(V)));
       const Reduce part = reduce == Reduce::mean ? Reduce::sum : reduce;
       timed(ctx, st.local_ms, [&] { run_block(Block::local, x, make_dense<V>(m, f, 2 * f, p), part, 1.0, 0.0); });
       wait();
       timed(ctx, st.remote_ms,
             [&] { run_block(Block::remote, ghosts, make_dense<V>(m, f, 2 * f, p + f), part, 1.0, 0.0); });
       timed(ctx, st.combine_ms, [&] {
-        const HostCsr<I, V>& k = combine_matrix<I, V>(s, reduce == Reduce::mean, w);
-        sparseport::spmm(ctx, k.view(), make_dense<V>(2 * m, f, f, static_cast<const V*>(p)), out,
+        const CsrView k = s.space.place(combine_matrix<I, V>(s, reduce == Reduce::mean, w));
+        sparseport::spmm(ctx, k, make_dense<V>(2 * m, f, f, static_cast<const V*>(p)), out,
                          SpmmOptions{reduce == Reduce::mean ? Reduce::sum : reduce, alpha, beta, {}});
       });
     }
   } catch (...) {
-    s.transport->drain();  // what was posted completes, so the other ranks' call finishes too
+    s.space.transport->drain();  // what was posted completes, so the other ranks' call finishes too
     throw;
   }
   st.total_ms = ms_since(started);
@@ -216,11 +226,12 @@ void spmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& b_local, 
           const SpmmOptions& opt, CallStats* stats) {
   const std::string w = detail::where(ctx, "spmm");
   typename DistCsr<I, V>::State& s = a.state();
-  check_operands(ctx, a, b_local, c_local, "b_local", "c_local", w);
+  check_operands(a, b_local, c_local, "b_local", "c_local", w);
+  s.space.use(ctx);
   Decision local;
   const RunBlock run = [&](Block blk, const DenseView& x, const DenseMutView& out, Reduce r, double alpha,
                            double beta) {
-    const CsrView v = blk == Block::local ? s.local.view() : s.remote.view();
+    const CsrView v = s.space.place(blk == Block::local ? s.local : s.remote);
     sparseport::spmm(ctx, v, x, out, SpmmOptions{r, alpha, beta, opt.variant});
     if (stats != nullptr && (blk == Block::local || local.variant.empty())) local = last_decision();
   };
@@ -233,7 +244,8 @@ void gather_scatter(const Context& ctx, const DistCsr<I, V>& edges, const DenseV
                     const DenseMutView& out_local, const ReduceOptions& opt, CallStats* stats) {
   const std::string w = detail::where(ctx, "gather_scatter");
   typename DistCsr<I, V>::State& s = edges.state();
-  check_operands(ctx, edges, x_local, out_local, "x_local", "out_local", w);
+  check_operands(edges, x_local, out_local, "x_local", "out_local", w);
+  s.space.use(ctx);
   const auto dst_of = [](const HostCsr<I, V>& blk, std::vector<I>& dst) {
     if (static_cast<int64_t>(dst.size()) == blk.nnz()) return;
     dst.resize(static_cast<size_t>(blk.nnz()));
@@ -246,9 +258,9 @@ void gather_scatter(const Context& ctx, const DistCsr<I, V>& edges, const DenseV
   Decision local;
   const RunBlock run = [&](Block blk, const DenseView& x, const DenseMutView& out, Reduce r, double, double) {
     const HostCsr<I, V>& b = blk == Block::local ? s.local : s.remote;
-    const std::vector<I>& dst = blk == Block::local ? s.local_dst : s.remote_dst;
-    const CooView coo = make_coo<I, V>(b.rows, b.cols, b.nnz(), dst.data(), b.colind.data(),
-                                       b.is_pattern() ? nullptr : b.values.data());
+    const CsrView placed = s.space.place(b);
+    const CooView coo = make_coo<I, V>(b.rows, b.cols, b.nnz(), s.space.place(blk == Block::local ? s.local_dst : s.remote_dst),
+                                       static_cast<const I*>(placed.colind), static_cast<const V*>(placed.values));
     sparseport::gather_scatter(ctx, coo, x, out, ReduceOptions{r, opt.variant});
     if (stats != nullptr && (blk == Block::local || local.variant.empty())) local = last_decision();
   };
@@ -261,7 +273,6 @@ void sddmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local,
            const DenseMutView& out_local, const OpOptions& opt, CallStats* stats) {
   const std::string w = detail::where(ctx, "sddmm");
   typename DistCsr<I, V>::State& s = a.state();
-  check_host(ctx, w);
   // y_local is read here (packing) before any op checks it; all three are checked before anything is posted.
   const ValueType vt = value_type_of<V>();
   check_dense_operand(y_local, vt, a.local_cols(), y_local.cols, "y_local", "this rank's rows of Y: local_cols x F", w);
@@ -269,18 +280,19 @@ void sddmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local,
                       "this rank's rows of X: local_rows x F, F = y_local.cols", w);
   check_dense_operand(out_local, vt, a.local_nnz(), 1, "out_local", "one value per entry of this rank's rows", w);
 
+  s.space.use(ctx);
   const auto started = Clock::now();
   CallStats st;
   const int64_t f = y_local.cols;
   const bool exchange = f > 0;  // every rank has the same F; with none, nothing moves (the ops still write 0s)
   Decision local;
   const auto run = [&](Block blk, const DenseView& y, const DenseMutView& out) {
-    sparseport::sddmm(ctx, blk == Block::local ? s.local.view() : s.remote.view(), x_local, y, out, opt);
+    sparseport::sddmm(ctx, s.space.place(blk == Block::local ? s.local : s.remote), x_local, y, out, opt);
     if (stats != nullptr && (blk == Block::local || local.variant.empty())) local = last_decision();
   };
-  if (exchange) post_halo<I, V>(s, y_local, st);
+  const DenseView ghosts =
+      exchange ? post_halo<I, V>(s, ctx, y_local, st, w) : make_dense<V>(s.remote.cols, 0, 1, static_cast<const V*>(nullptr));
   try {
-    const DenseView ghosts = ghost_rows<I, V>(s, f);
     const int64_t nl = s.local.nnz(), nr = s.remote.nnz();
     const auto wait = [&] {
       if (exchange) wait_halo<I, V>(s, st);
@@ -293,26 +305,19 @@ void sddmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local,
       wait();
       timed(ctx, st.remote_ms, [&] { run(Block::remote, ghosts, out_local); });
     } else {
-      // Each block into its part of a per-entry buffer, then merged back into the original order:
-      // entry e of the rows came from the remote block when remote_entry[e], and each block kept
-      // its entries' relative order.
-      s.partials.resize(static_cast<size_t>(nl + nr));
-      V* pl = s.partials.data();
-      V* pr = pl + nl;
+      // Each block into its part of a per-entry buffer, then merged back into the original order by
+      // one spmm with the merge matrix (State::merge).
+      V* pl = static_cast<V*>(s.space.workspace(detail::Space::partials, static_cast<size_t>(nl + nr) * sizeof(V)));
       timed(ctx, st.local_ms, [&] { run(Block::local, y_local, make_dense<V>(nl, 1, 1, pl)); });
       wait();
-      timed(ctx, st.remote_ms, [&] { run(Block::remote, ghosts, make_dense<V>(nr, 1, 1, pr)); });
-      const auto tc = Clock::now();
-      V* o = static_cast<V*>(out_local.data);
-      const std::vector<bool>& from_remote = s.remote_entry;
-      const int64_t ld = out_local.ld;
-      int64_t l = 0, r = 0;
-      for (size_t e = 0; e < from_remote.size(); ++e)
-        o[static_cast<int64_t>(e) * ld] = from_remote[e] ? pr[r++] : pl[l++];
-      st.combine_ms = ms_since(tc);
+      timed(ctx, st.remote_ms, [&] { run(Block::remote, ghosts, make_dense<V>(nr, 1, 1, pl + nl)); });
+      timed(ctx, st.combine_ms, [&] {
+        sparseport::spmm(ctx, s.space.place(merge_matrix<I, V>(s)), make_dense<V>(nl + nr, 1, 1, static_cast<const V*>(pl)),
+                         out_local, SpmmOptions{Reduce::sum, 1.0, 0.0, {}});
+      });
     }
   } catch (...) {
-    s.transport->drain();  // what was posted completes, so the other ranks' call finishes too
+    if (s.space.transport) s.space.transport->drain();  // what was posted completes, so the other ranks' call finishes too
     throw;
   }
   st.total_ms = ms_since(started);
@@ -325,7 +330,6 @@ void segment_reduce(const Context& ctx, const DistCsr<I, V>& segments, const Den
                     const DenseMutView& out_local, const ReduceOptions& opt, CallStats* stats) {
   const std::string w = detail::where(ctx, "segment_reduce");
   typename DistCsr<I, V>::State& s = segments.state();
-  check_host(ctx, w);
   const ValueType vt = value_type_of<V>();
   check_dense_operand(src_local, vt, segments.local_nnz(), src_local.cols, "src_local",
                       "one message per entry of this rank's rows: local_nnz x F", w);
@@ -345,16 +349,28 @@ void segment_reduce(const Context& ctx, const DistCsr<I, V>& segments, const Den
                 s.entry_row.begin() + static_cast<std::ptrdiff_t>(e1), static_cast<I>(i));
     }
   }
+  // Not collective, so it must not rebind the matrix's space on this rank alone (the next exchange
+  // would then agree a transport that the other ranks do not): a context of another backend than
+  // the space's gets a space of its own for this call.
+  detail::Space own;
+  detail::Space& sp = !s.space.bound_to(ctx) && s.space.transport ? own : s.space;
+  sp.use(ctx);
   timed(ctx, st.local_ms, [&] {
-    sparseport::segment_reduce(ctx, make_index<I>(static_cast<int64_t>(n), s.entry_row.data()), src_local, out_local,
-                               opt);
+    sparseport::segment_reduce(ctx, make_index<I>(static_cast<int64_t>(n), sp.place(s.entry_row)), src_local,
+                               out_local, opt);
     if (stats != nullptr) st.local_decision = last_decision();
   });
   st.total_ms = ms_since(started);
   if (stats != nullptr) *stats = std::move(st);
 }
 
-const char* transport_name() { return "mpi"; }
+bool has_nccl() {
+#ifdef SPARSEPORT_HAVE_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
 
 #define SPARSEPORT_DIST_OPS(I, V)                                                                                 \
   template void spmm<I, V>(const Context&, const DistCsr<I, V>&, const DenseView&, const DenseMutView&,           \

@@ -1,19 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // The halo exchange's transport: moves B rows, packed by each sender in its halo plan's order, into
-// the receivers' ghost buffers. One object per DistCsr, made with its plan.
-//
-// The seam for later work: the MPI transport below works on host buffers. A device transport
-// (CUDA-aware MPI, or NCCL with ncclSend/ncclRecv in one group on the context's stream) implements
-// the same four calls on device buffers; ops.cpp then allocates the send and ghost buffers with
-// Context::allocate and packs with a device gather instead of its host loop. Nothing else changes:
-// the blocks already run through the public ops on the caller's context.
+// the receivers' ghost buffers. Host buffers go by MPI; device buffers (a cuda context) by NCCL,
+// by CUDA-aware MPI, or staged through host memory and MPI (choose_device_transport says which).
 #pragma once
 
 #include <mpi.h>
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
+#include "sparseport/context.hpp"
 #include "sparseport/dist.hpp"
 
 namespace sparseport::dist::detail {
@@ -32,14 +29,40 @@ class Transport {
     int64_t bytes_sent = 0, bytes_received = 0;
     int messages_sent = 0, messages_received = 0;
   };
-  // Waits for everything posted; the received bytes are those the transport counted on arrival.
+  // Waits for everything posted; the received bytes are those the transport counted on arrival
+  // (MPI_Get_count; NCCL counts nothing, so its are the plan's).
   virtual Done wait() = 0;
   // After an error between posting and waiting: completes what was posted. Never throws.
   virtual void drain() noexcept = 0;
 };
 
 // Persistent point-to-point requests (MPI_Recv_init / MPI_Send_init), made once per buffer
-// address and row size and started each call. comm must outlive the transport.
-std::unique_ptr<Transport> make_mpi_transport(MPI_Comm comm, const HaloPlan& plan);
+// address and row size and started each call. comm must outlive the transport. name: "mpi" for
+// host buffers, "mpi-cuda-aware" when the buffers are device memory handed to a CUDA-aware MPI.
+std::unique_ptr<Transport> make_mpi_transport(MPI_Comm comm, const HaloPlan& plan, const char* name = "mpi");
+
+// The transport every rank agrees on, for buffers in ctx's memory: MPI for a host context; for a
+// device context the choice below. Collective over comm: every rank calls it at the same call
+// (the first exchange after it bound a context, whatever its backend), so that ranks may run
+// different backends and still agree. For device memory, from SPARSEPORT_DIST_TRANSPORT (auto,
+// the default; nccl; mpi-cuda-aware; host-staged; read on every rank, must agree):
+//   nccl            every rank has a device context, NCCL was built in, and no two ranks share a
+//                   GPU (NCCL refuses that): ncclSend/ncclRecv in one group on a stream of its own;
+//   mpi-cuda-aware  this rank's MPI says it takes device pointers (MPIX_Query_cuda_support);
+//   host-staged     otherwise: device -> host copy of the send rows, MPI on host buffers, host ->
+//                   device copy of the ghost rows after the wait.
+// A forced choice that some rank cannot make throws InvalidArgument on every rank (detail::agree).
+std::unique_ptr<Transport> choose_transport(MPI_Comm comm, const HaloPlan& plan, const Context& ctx,
+                                                   const std::string& where);
+
+#ifdef SPARSEPORT_HAVE_NCCL
+// NCCL on ctx's device: the communicator made from comm (ncclGetUniqueId on rank 0, broadcast,
+// ncclCommInitRank; collective), a non-blocking stream and an event of its own. Buffers must be
+// ready when post_sends is called (the caller synchronised its context after packing).
+std::unique_ptr<Transport> make_nccl_transport(MPI_Comm comm, const HaloPlan& plan, int device,
+                                               const std::string& where);
+// "host/PCI bus id" of a CUDA device: two ranks with the same one share a GPU.
+std::string cuda_device_identity(int device);
+#endif
 
 }  // namespace sparseport::dist::detail

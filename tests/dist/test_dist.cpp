@@ -185,16 +185,82 @@ int64_t sum_over_ranks(int64_t v) {
   return s;
 }
 
-// Host backends compiled in and usable here.
-std::vector<std::string> host_backends() {
+// Backends compiled in and usable here: the host ones, and cuda where a GPU is (every rank on the
+// same node sees the same plugins, so the list is the same on every rank). Device contexts take
+// their operands through InContext, and pick "cuda:(rank mod GPUs)" as `run --dist` does.
+std::vector<std::string> test_backends() {
   std::vector<std::string> out;
   for (const sp::PluginInfo& p : sp::plugins()) {
     if (p.status != sp::PluginStatus::available) continue;
-    if (sp::Context::create(p.name).device_memory()) continue;
     out.push_back(p.name);
   }
   return out;
 }
+
+sp::Context make_context(const std::string& backend) {
+  sp::Context ctx = sp::Context::create(backend);
+  if (!ctx.device_memory()) return ctx;
+  int devices = 1;
+  while (devices < 64) {
+    try {
+      (void)sp::Context::create(backend + ":" + std::to_string(devices));
+      ++devices;
+    } catch (const sp::InvalidArgument&) {
+      break;
+    }
+  }
+  return sp::Context::create(backend + ":" + std::to_string(g_rank % devices));
+}
+
+// The transport a call with this context must have agreed on (SPARSEPORT_DIST_TRANSPORT unset or
+// forced by the CTest entry).
+std::string expected_transport(const sp::Context& ctx) {
+  if (!ctx.device_memory()) return "mpi";
+  const char* env = std::getenv("SPARSEPORT_DIST_TRANSPORT");
+  if (env != nullptr && *env != '\0' && std::string(env) != "auto") return env;
+  // One GPU here (the GPU machine of the tests): NCCL for one rank, host-staged for ranks sharing it.
+  return dist::has_nccl() && g_ranks == 1 ? "nccl" : "host-staged";
+}
+
+// Host operands in a context's memory: the arrays themselves for a host context; for a device
+// context, copies (inputs, and outputs with their starting values), the outputs copied back by
+// done(). Keeps the device buffers until it goes.
+class InContext {
+ public:
+  explicit InContext(const sp::Context& ctx) : ctx_(ctx) {}
+  template <class V>
+  sp::DenseView in(const sp::HostDense<V>& h) {
+    if (!ctx_.device_memory()) return h.view();
+    return sp::make_dense<V>(h.rows, h.cols, h.ld, static_cast<const V*>(copy(h.data.data(), h.data.size() * sizeof(V))));
+  }
+  template <class V>
+  sp::DenseMutView out(sp::HostDense<V>& h) {
+    if (!ctx_.device_memory()) return h.mut();
+    V* dev = static_cast<V*>(copy(h.data.data(), h.data.size() * sizeof(V)));
+    back_.push_back({h.data.data(), dev, h.data.size() * sizeof(V)});
+    return sp::make_dense<V>(h.rows, h.cols, h.ld, dev);
+  }
+  void done() {
+    for (const Back& b : back_)
+      if (b.bytes > 0) ctx_.copy_to_host(b.host, b.dev, b.bytes);
+    back_.clear();
+  }
+
+ private:
+  void* copy(const void* host, size_t bytes) {
+    held_.push_back(ctx_.allocate(std::max<size_t>(bytes, 1)));
+    if (bytes > 0) ctx_.copy_to_backend(held_.back().data(), host, bytes);
+    return held_.back().data();
+  }
+  struct Back {
+    void* host;
+    const void* dev;
+    size_t bytes;
+  };
+  sp::Context ctx_;
+  std::vector<sp::Buffer> held_;
+  std::vector<Back> back_;
+};
 
 // Each rank's rows of a global CSR, for from_local_rows.
 template <class I, class V>
@@ -249,7 +315,7 @@ TYPED_TEST_SUITE(DistOps, Types, TypeNames);
 TYPED_TEST(DistOps, EveryOpAndReduceMatchesOneProcess) {
   using I = typename TypeParam::first_type;
   using V = typename TypeParam::second_type;
-  const std::vector<std::string> backends = host_backends();
+  const std::vector<std::string> backends = test_backends();
   ASSERT_FALSE(backends.empty());  // the same on every rank
   int64_t calls = 0;
   for (const Case<I, V>& cs : make_cases<I, V>()) {
@@ -298,7 +364,7 @@ TYPED_TEST(DistOps, EveryOpAndReduceMatchesOneProcess) {
       EXPECT_EQ(static_cast<int64_t>(d.ghost_cols().size()), pred.received_rows(me));
 
       for (const std::string& backend : backends) {
-        const sp::Context ctx = sp::Context::create(backend);
+        const sp::Context ctx = make_context(backend);
         for (const int64_t f : {int64_t{1}, int64_t{33}}) {
           for (const auto& [reduce, sign] :
                std::vector<std::pair<sp::Reduce, Sign>>{{sp::Reduce::sum, Sign::mixed},
@@ -325,11 +391,14 @@ TYPED_TEST(DistOps, EveryOpAndReduceMatchesOneProcess) {
                 for (int64_t i = 0; i < c.rows; ++i)
                   for (int64_t j = 0; j < f; ++j) c(i, j) = c0(d.first_row() + i, j);
                 dist::CallStats st;
+                InContext on(ctx);
                 if (gs)
-                  dist::gather_scatter(ctx, d, b_local.view(), c.mut(), sp::ReduceOptions{reduce, {}}, &st);
+                  dist::gather_scatter(ctx, d, on.in(b_local), on.out(c), sp::ReduceOptions{reduce, {}}, &st);
                 else
-                  dist::spmm(ctx, d, b_local.view(), c.mut(), sp::SpmmOptions{reduce, alpha, beta, {}}, &st);
+                  dist::spmm(ctx, d, on.in(b_local), on.out(c), sp::SpmmOptions{reduce, alpha, beta, {}}, &st);
+                on.done();
                 ++calls;
+                EXPECT_EQ(std::string(st.transport), expected_transport(ctx)) << what;
                 EXPECT_EQ(compare_rows(c, d.first_row(), want, bound, what), 0) << what;
                 // Bytes actually moved (sent as posted, received as MPI counted them) against the prediction.
                 const int64_t row_bytes = f * static_cast<int64_t>(sizeof(V));
@@ -359,16 +428,18 @@ TYPED_TEST(DistOps, NamedVariants) {
   const sp::HostDense<V> b_local = dist::scatter_rows<V>(
       MPI_COMM_WORLD, g_rank == 0 ? b.view() : sp::DenseView{0, 0, 0, nullptr, sp::value_type_of<V>()},
       d.partition().col_starts);
-  for (const std::string& backend : host_backends()) {
-    const sp::Context ctx = sp::Context::create(backend);
+  for (const std::string& backend : test_backends()) {
+    const sp::Context ctx = make_context(backend);
     for (const std::string& variant : ctx.plugin().variants_of(SPARSEPORT_OP_SPMM)) {
       for (const sp::Reduce reduce : {sp::Reduce::sum, sp::Reduce::mean, sp::Reduce::max, sp::Reduce::min}) {
         const std::string what = backend + " " + variant + " " + sp::name(reduce);
         sp::HostDense<V> c(d.local_rows(), f);
         // A variant may refuse an input (Unsupported); every rank must then skip it together.
         bool refused = false;
+        InContext on(ctx);
         try {
-          dist::spmm(ctx, d, b_local.view(), c.mut(), sp::SpmmOptions{reduce, 1.0, 0.0, variant});
+          dist::spmm(ctx, d, on.in(b_local), on.out(c), sp::SpmmOptions{reduce, 1.0, 0.0, variant});
+          on.done();
         } catch (const sp::Unsupported&) {
           refused = true;
         }
@@ -447,7 +518,7 @@ void expected_segments(const sp::HostCsr<I, V>& a, const sp::HostDense<V>& src, 
 TYPED_TEST(DistOps, SddmmMatchesOneProcess) {
   using I = typename TypeParam::first_type;
   using V = typename TypeParam::second_type;
-  const std::vector<std::string> backends = host_backends();
+  const std::vector<std::string> backends = test_backends();
   ASSERT_FALSE(backends.empty());
   int64_t calls = 0;
   for (const Case<I, V>& cs : make_cases<I, V>()) {
@@ -458,7 +529,7 @@ TYPED_TEST(DistOps, SddmmMatchesOneProcess) {
       EXPECT_EQ(d.local_nnz(), cs.a.rowptr[static_cast<size_t>(d.first_row() + d.local_rows())] - e0);
       const dist::HaloVolume pred = dist::predict_halo(cs.a.view(), d.partition());
       for (const std::string& backend : backends) {
-        const sp::Context ctx = sp::Context::create(backend);
+        const sp::Context ctx = make_context(backend);
         for (const int64_t f : {int64_t{1}, int64_t{33}}) {
           const std::string what = where + ", " + backend + ", sddmm, F " + std::to_string(f);
           const sp::HostDense<V> x = make_dense<V>(cs.a.rows, f, Sign::mixed, g_seed + 21);
@@ -470,7 +541,10 @@ TYPED_TEST(DistOps, SddmmMatchesOneProcess) {
           // out with a leading dimension of 3: the merge honours ld.
           sp::HostDense<V> out(d.local_nnz(), 1, 3, std::numeric_limits<V>::quiet_NaN());
           dist::CallStats st;
-          dist::sddmm(ctx, d, x_local.view(), y_local.view(), out.mut(), {}, &st);
+          InContext on(ctx);
+          const sp::DenseMutView out_on = on.out(out);
+          dist::sddmm(ctx, d, on.in(x_local), on.in(y_local), out_on, {}, &st);
+          on.done();
           ++calls;
           // Entry k of this rank is global entry e0 + k.
           EXPECT_EQ(compare_rows(out, e0, want, bound, what, "out"), 0) << what;
@@ -483,7 +557,8 @@ TYPED_TEST(DistOps, SddmmMatchesOneProcess) {
           // score, the first step of an edge softmax, against the same on the whole result.
           if (f == 33) {
             sp::HostDense<V> row_max(d.local_rows(), 1);
-            dist::segment_reduce(ctx, d, out.view(), row_max.mut(), sp::ReduceOptions{sp::Reduce::max, {}});
+            dist::segment_reduce(ctx, d, out_on, on.out(row_max), sp::ReduceOptions{sp::Reduce::max, {}});
+            on.done();
             sp::HostDense<V> scores(cs.a.nnz(), 1);
             for (int64_t e = 0; e < cs.a.nnz(); ++e) scores(e, 0) = static_cast<V>(want(e, 0));
             sp::HostDense<double> want_max, bound_max;
@@ -506,7 +581,7 @@ TYPED_TEST(DistOps, SddmmMatchesOneProcess) {
 TYPED_TEST(DistOps, SegmentReduceMatchesOneProcess) {
   using I = typename TypeParam::first_type;
   using V = typename TypeParam::second_type;
-  const std::vector<std::string> backends = host_backends();
+  const std::vector<std::string> backends = test_backends();
   ASSERT_FALSE(backends.empty());
   for (const Case<I, V>& cs : make_cases<I, V>()) {
     for (const auto& [how, d] : both_builds(cs.a)) {
@@ -514,7 +589,7 @@ TYPED_TEST(DistOps, SegmentReduceMatchesOneProcess) {
       SCOPED_TRACE(where);
       const int64_t e0 = cs.a.rowptr[static_cast<size_t>(d.first_row())];
       for (const std::string& backend : backends) {
-        const sp::Context ctx = sp::Context::create(backend);
+        const sp::Context ctx = make_context(backend);
         for (const int64_t f : {int64_t{1}, int64_t{33}}) {
           for (const auto& [reduce, sign] :
                std::vector<std::pair<sp::Reduce, Sign>>{{sp::Reduce::sum, Sign::mixed},
@@ -529,7 +604,9 @@ TYPED_TEST(DistOps, SegmentReduceMatchesOneProcess) {
             const sp::HostDense<V> src_local = rows_of(src, e0, e0 + d.local_nnz());
             sp::HostDense<V> out(d.local_rows(), f, f, std::numeric_limits<V>::quiet_NaN());
             dist::CallStats st;
-            dist::segment_reduce(ctx, d, src_local.view(), out.mut(), sp::ReduceOptions{reduce, {}}, &st);
+            InContext on(ctx);
+            dist::segment_reduce(ctx, d, on.in(src_local), on.out(out), sp::ReduceOptions{reduce, {}}, &st);
+            on.done();
             EXPECT_EQ(compare_rows(out, d.first_row(), want, bound, what), 0) << what;
             EXPECT_EQ(st.bytes_sent, 0) << what;  // no halo
           }
@@ -554,14 +631,16 @@ TYPED_TEST(DistOps, SddmmNamedVariants) {
     const sp::HostDense<V> x_local = rows_of(x, d.first_row(), d.first_row() + d.local_rows());
     const sp::HostDense<V> y_local = rows_of(y, d.first_col(), d.first_col() + d.local_cols());
     const int64_t e0 = cs.a.rowptr[static_cast<size_t>(d.first_row())];
-    for (const std::string& backend : host_backends()) {
-      const sp::Context ctx = sp::Context::create(backend);
+    for (const std::string& backend : test_backends()) {
+      const sp::Context ctx = make_context(backend);
       for (const std::string& variant : ctx.plugin().variants_of(SPARSEPORT_OP_SDDMM)) {
         const std::string what = cs.name + ", " + backend + " " + variant;
         sp::HostDense<V> out(d.local_nnz(), 1);
         bool refused = false;
+        InContext on(ctx);
         try {
-          dist::sddmm(ctx, d, x_local.view(), y_local.view(), out.mut(), sp::OpOptions{variant});
+          dist::sddmm(ctx, d, on.in(x_local), on.in(y_local), on.out(out), sp::OpOptions{variant});
+          on.done();
         } catch (const sp::Unsupported&) {
           refused = true;
         }
@@ -645,7 +724,7 @@ TEST(Dist, SddmmAndSegmentReduceRefuseBadOperands) {
 // The rest of the suite runs with SPARSEPORT_SCHEDULER=off (CTest); here the scheduler chooses each
 // block's variant on each rank, and a second call replays the decision.
 TEST(Dist, SchedulerChoosesEachBlocksVariant) {
-  const sparseport_test::ScopedEnv on("SPARSEPORT_SCHEDULER", "auto");
+  const sparseport_test::ScopedEnv scheduler_on("SPARSEPORT_SCHEDULER", "auto");
   std::mt19937_64 rng(g_seed + 6);
   const auto a = random_csr<int32_t, float>(3000, 3000, 16, 0.05, false, false, rng);
   const auto d = dist::DistCsr<int32_t, float>::scatter(MPI_COMM_WORLD, g_rank == 0 ? &a : nullptr);
@@ -655,8 +734,8 @@ TEST(Dist, SchedulerChoosesEachBlocksVariant) {
   const sp::HostDense<float> b_local = dist::scatter_rows<float>(
       MPI_COMM_WORLD, g_rank == 0 ? b.view() : sp::DenseView{0, 0, 0, nullptr, sp::ValueType::f32},
       d.partition().col_starts);
-  for (const std::string& backend : host_backends()) {
-    const sp::Context ctx = sp::Context::create(backend);
+  for (const std::string& backend : test_backends()) {
+    const sp::Context ctx = make_context(backend);
     for (const sp::Reduce reduce : {sp::Reduce::sum, sp::Reduce::max}) {
       sp::HostDense<double> want, bound;
       expected(a, b, c0, reduce, 1.0, 0.0, want, bound);
@@ -664,7 +743,9 @@ TEST(Dist, SchedulerChoosesEachBlocksVariant) {
         const std::string what = backend + " " + sp::name(reduce) + " call " + std::to_string(call);
         sp::HostDense<float> c(d.local_rows(), f);
         dist::CallStats st;
-        dist::spmm(ctx, d, b_local.view(), c.mut(), sp::SpmmOptions{reduce, 1.0, 0.0, {}}, &st);
+        InContext on(ctx);
+        dist::spmm(ctx, d, on.in(b_local), on.out(c), sp::SpmmOptions{reduce, 1.0, 0.0, {}}, &st);
+        on.done();
         EXPECT_EQ(compare_rows(c, d.first_row(), want, bound, what), 0) << what;
         if (d.local_rows() > 0) {
           EXPECT_FALSE(st.local_decision.variant.empty()) << what;
@@ -672,6 +753,41 @@ TEST(Dist, SchedulerChoosesEachBlocksVariant) {
         }
       }
     }
+  }
+}
+
+// The transport is agreed by every rank: an unknown SPARSEPORT_DIST_TRANSPORT throws on every rank,
+// naming it; a forced nccl that some rank cannot make (a host context, ranks sharing a GPU) too;
+// then the same matrix works again with the default.
+TEST(Dist, TransportChoiceIsAgreedByEveryRank) {
+  std::mt19937_64 rng(g_seed + 8);
+  const auto a = random_csr<int32_t, float>(40, 40, 4, 0.1, false, false, rng);
+  const auto d = dist::DistCsr<int32_t, float>::scatter(MPI_COMM_WORLD, g_rank == 0 ? &a : nullptr);
+  const sp::HostDense<float> b = make_dense<float>(a.cols, 3, Sign::mixed, g_seed + 9);
+  const sp::HostDense<float> c0(a.rows, 3);
+  const sp::HostDense<float> b_local = dist::scatter_rows<float>(
+      MPI_COMM_WORLD, g_rank == 0 ? b.view() : sp::DenseView{0, 0, 0, nullptr, sp::ValueType::f32},
+      d.partition().col_starts);
+  sp::HostDense<double> want, bound;
+  expected(a, b, c0, sp::Reduce::sum, 1.0, 0.0, want, bound);
+  for (const std::string& backend : test_backends()) {
+    const sp::Context ctx = make_context(backend);
+    const auto call = [&](const char* transport) {
+      const sparseport_test::ScopedEnv env("SPARSEPORT_DIST_TRANSPORT", transport);
+      sp::HostDense<float> c(d.local_rows(), 3);
+      InContext on(ctx);
+      dist::spmm(ctx, d, on.in(b_local), on.out(c));
+      on.done();
+      EXPECT_EQ(compare_rows(c, d.first_row(), want, bound, backend), 0) << backend;
+    };
+    expect_refusal<sp::InvalidArgument>([&] { call("carrier-pigeon"); }, "spmm", "SPARSEPORT_DIST_TRANSPORT");
+    // nccl needs every rank on a GPU of its own: never so for host contexts, nor for ranks that
+    // share this machine's GPU.
+    const bool nccl_possible = ctx.device_memory() && dist::has_nccl() && g_ranks == 1;
+    if (!nccl_possible)
+      expect_refusal<sp::InvalidArgument>([&] { call("nccl"); }, "spmm", "SPARSEPORT_DIST_TRANSPORT=nccl");
+    call("auto");
+    if (ctx.device_memory()) call("host-staged");
   }
 }
 
