@@ -35,7 +35,9 @@ constexpr uint64_t kSeedRows = 11, kSeedCols = 12, kSeedCols2 = 13, kSeedMessage
 // The operands of one op on one graph at one F, shared by every backend and variant of that op.
 class OpCase {
  public:
-  OpCase(sparseport_op op, std::shared_ptr<const Graph> g, int64_t f) : op_(op), g_(std::move(g)), f_(f) {
+  // spmv: spmm's operands at F = 1, called through sparseport::spmv.
+  OpCase(sparseport_op op, std::shared_ptr<const Graph> g, int64_t f, bool spmv = false)
+      : op_(op), g_(std::move(g)), f_(f), spmv_(spmv) {
     const int64_t m = g_->csr.rows, k = g_->csr.cols, nnz = g_->csr.nnz();
     switch (op_) {
       case SPARSEPORT_OP_SPMM:
@@ -70,7 +72,10 @@ class OpCase {
       case SPARSEPORT_OP_SPMM: {
         SpmmOptions opt;
         opt.variant = variant;
-        spmm(ctx, a, in1_.view(), out_.mut(), opt);
+        if (spmv_)
+          spmv(ctx, a, in1_.view(), out_.mut(), opt);
+        else
+          spmm(ctx, a, in1_.view(), out_.mut(), opt);
         break;
       }
       case SPARSEPORT_OP_SDDMM: {
@@ -119,6 +124,7 @@ class OpCase {
   sparseport_op op_;
   std::shared_ptr<const Graph> g_;
   int64_t f_;
+  bool spmv_;
   HostDense<float> in1_, in2_, in3_, out_;
 };
 
@@ -174,32 +180,42 @@ std::string gross_difference(const std::vector<float>& got, const std::vector<fl
   return {};
 }
 
+// The first of baseline_candidates that runs on the input (the vendor for it), warmed up, with its
+// output for the check and its median time.
 BaselineRun measure_baseline(const BackendCtx& b, sparseport_op op, OpCase& c) {
   BaselineRun r;
-  r.which = baseline_for(b.ctx.plugin(), op);
-  if (r.which.variant.empty()) {
-    r.error = "no baseline variant";
-    return r;
-  }
-  try {
-    c.poison_output();
-    c.run(b.ctx, r.which.variant);  // warm-up, and the output the other variants are checked against
-    b.ctx.synchronize();
-    r.output = c.output();
-    // At least 3 calls and 0.05 s (at most 10^4 calls): a stable median without dominating the row.
-    std::vector<double> t;
-    double total = 0.0;
-    while (t.size() < 10000 && (t.size() < 3 || total < 0.05)) {
-      const auto t0 = Clock::now();
-      c.run(b.ctx, r.which.variant);
-      b.ctx.synchronize();
-      t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-      total += t.back();
+  for (const Baseline& candidate : baseline_candidates(b.ctx.plugin(), op)) {
+    r = BaselineRun{};
+    r.which = candidate;
+    if (r.which.variant.empty()) {
+      r.error = "no baseline variant";
+      return r;
     }
-    r.seconds = median(t);
-  } catch (const std::exception& ex) {
-    r.error = ex.what();
-    r.output.clear();
+    try {
+      c.poison_output();
+      c.run(b.ctx, r.which.variant);  // warm-up, and the output the other variants are checked against
+      b.ctx.synchronize();
+      r.output = c.output();
+      // At least 3 calls and 0.05 s (at most 10^4 calls): a stable median without dominating the row.
+      std::vector<double> t;
+      double total = 0.0;
+      while (t.size() < 10000 && (t.size() < 3 || total < 0.05)) {
+        const auto t0 = Clock::now();
+        c.run(b.ctx, r.which.variant);
+        b.ctx.synchronize();
+        t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        total += t.back();
+      }
+      r.seconds = median(t);
+      return r;
+    } catch (const Unsupported& ex) {  // does not apply to this input: the next candidate
+      r.error = ex.what();
+      r.output.clear();
+    } catch (const std::exception& ex) {
+      r.error = ex.what();
+      r.output.clear();
+      return r;
+    }
   }
   return r;
 }
@@ -210,6 +226,7 @@ struct RowSpec {
   std::string variant;
   DatasetSpec graph;
   int64_t features;
+  bool spmv = false;  // spmm at F = 1 through sparseport::spmv (kSpmvRow rows)
 };
 
 void run_row(benchmark::State& state, const Suite& suite, const RowSpec& row) {
@@ -232,11 +249,12 @@ void run_row(benchmark::State& state, const Suite& suite, const RowSpec& row) {
   }
 
   Slot& s = slot();
-  const std::string key = g->name + "|" + std::to_string(row.features) + "|" + op_name(row.op);
+  const std::string key =
+      g->name + "|" + std::to_string(row.features) + "|" + (row.spmv ? kSpmvRow : op_name(row.op));
   if (s.key != key) {
     s = Slot{};  // frees the previous operands first
     try {
-      s.op_case = std::make_unique<OpCase>(row.op, g, row.features);
+      s.op_case = std::make_unique<OpCase>(row.op, g, row.features, row.spmv);
     } catch (const std::exception& ex) {
       state.SkipWithError((std::string("building the operands failed: ") + ex.what()).c_str());
       return;
@@ -401,20 +419,28 @@ int real_main(int argc, char** argv) {
 
   // Graph, then F, then op outermost, so a graph is loaded when its first row runs and the
   // operands of one (graph, F, op) serve all its backends and variants (see Slot).
+  // At F = 1 the spmm rows are followed by the same variants through sparseport::spmv ("spmv/..."),
+  // timed against the backend's vendor (GraphBLAS, Kokkos Kernels: at one column both already run
+  // their matrix-vector kernels, plugins/openmp/README.md).
   const Suite* sp = suite.get();
   size_t rows = 0;
+  const auto add_rows = [&](const DatasetSpec& graph, int64_t f, sparseport_op op, bool spmv) {
+    for (size_t bi = 0; bi < suite->backends.size(); ++bi)
+      for (const std::string& variant : suite->backends[bi].ctx.plugin().variants_of(op)) {
+        const RowSpec row{op, bi, variant, graph, f, spmv};
+        const std::string n = spmv ? row_name(kSpmvRow, suite->backends[bi].name, variant, graph.name, f)
+                                   : row_name(op, suite->backends[bi].name, variant, graph.name, f);
+        benchmark::RegisterBenchmark(n.c_str(), [sp, row](benchmark::State& st) { run_row(st, *sp, row); })
+            ->UseManualTime()
+            ->Unit(benchmark::kMicrosecond);
+        ++rows;
+      }
+  };
   for (const DatasetSpec& graph : graphs)
-    for (int64_t f : suite->cfg.features)
-      for (sparseport_op op : benchmarked_ops())
-        for (size_t bi = 0; bi < suite->backends.size(); ++bi)
-          for (const std::string& variant : suite->backends[bi].ctx.plugin().variants_of(op)) {
-            const RowSpec row{op, bi, variant, graph, f};
-            const std::string n = row_name(op, suite->backends[bi].name, variant, graph.name, f);
-            benchmark::RegisterBenchmark(n.c_str(), [sp, row](benchmark::State& st) { run_row(st, *sp, row); })
-                ->UseManualTime()
-                ->Unit(benchmark::kMicrosecond);
-            ++rows;
-          }
+    for (int64_t f : suite->cfg.features) {
+      for (sparseport_op op : benchmarked_ops()) add_rows(graph, f, op, false);
+      if (f == 1) add_rows(graph, f, SPARSEPORT_OP_SPMM, true);
+    }
   if (rows == 0) {
     std::cerr << "sparseport_bench_cpu: nothing to run (" << graphs.size() << " graphs, " << suite->backends.size()
               << " host backends).\n";

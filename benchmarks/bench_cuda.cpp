@@ -454,9 +454,10 @@ class OpCase {
     return b;
   }
 
+  // spmv: spmm's operands at F = 1, called through sparseport::spmv.
   OpCase(const Context& ctx, cudaStream_t stream, sparseport_op op, std::shared_ptr<const DeviceGraph> g, int64_t f,
-         int copies)
-      : op_(op), g_(std::move(g)), copies_(copies), stream_(stream) {
+         int copies, bool spmv = false)
+      : op_(op), g_(std::move(g)), copies_(copies), stream_(stream), spmv_(spmv) {
     const auto shapes = role_shapes(op_, *g_->host, f);
     for (size_t i = 0; i < shapes.size(); ++i) {
       const auto& [r, c, seed] = shapes[i];
@@ -489,7 +490,10 @@ class OpCase {
       case SPARSEPORT_OP_SPMM: {
         SpmmOptions opt;
         opt.variant = variant;
-        spmm(ctx, a, roles_[0].view(copy), out.mut(copy), opt);
+        if (spmv_)
+          spmv(ctx, a, roles_[0].view(copy), out.mut(copy), opt);
+        else
+          spmm(ctx, a, roles_[0].view(copy), out.mut(copy), opt);
         break;
       }
       case SPARSEPORT_OP_SDDMM: {
@@ -600,6 +604,7 @@ class OpCase {
   std::shared_ptr<const DeviceGraph> g_;
   int copies_;
   cudaStream_t stream_;
+  bool spmv_;
   std::vector<Role> roles_;
   IndexView scatter_index_{};
 };
@@ -685,25 +690,36 @@ std::vector<double> time_variant(Suite& s, const std::string& variant, int64_t n
   return s.timer->time_calls(n, call, cost, idle);
 }
 
+// The first of baseline_candidates that runs on the input (at F = 1 with contiguous vectors
+// cusparseSpMV, else cusparseSpMM), warmed up, with its output for the check and its median time.
 BaselineRun measure_baseline(Suite& s, sparseport_op op) {
   BaselineRun r;
-  r.which = baseline_for(s.ctx->plugin(), op);
-  if (r.which.variant.empty()) {
-    r.error = "no baseline variant";
-    return r;
-  }
-  try {
-    OpCase& c = *s.slot.op_case;
-    c.poison_output();
-    c.run(*s.ctx, r.which.variant, 0);  // warm-up (plans), and the output the variants are checked against
-    r.output = c.output_sample();
-    // One timed call to size the sample: at least 3 calls and baseline_min_s of GPU time, at most 2000.
-    const double first = median(time_variant(s, r.which.variant, 1));
-    const int64_t n = std::clamp<int64_t>(static_cast<int64_t>(std::ceil(s.baseline_min_s / std::max(first, 1e-7))), 3, 2000);
-    r.seconds = median(time_variant(s, r.which.variant, n));
-  } catch (const std::exception& ex) {
-    r.error = ex.what();
-    r.output.clear();
+  for (const Baseline& candidate : baseline_candidates(s.ctx->plugin(), op)) {
+    r = BaselineRun{};
+    r.which = candidate;
+    if (r.which.variant.empty()) {
+      r.error = "no baseline variant";
+      return r;
+    }
+    try {
+      OpCase& c = *s.slot.op_case;
+      c.poison_output();
+      c.run(*s.ctx, r.which.variant, 0);  // warm-up (plans), and the output the variants are checked against
+      r.output = c.output_sample();
+      // One timed call to size the sample: at least 3 calls and baseline_min_s of GPU time, at most 2000.
+      const double first = median(time_variant(s, r.which.variant, 1));
+      const int64_t n =
+          std::clamp<int64_t>(static_cast<int64_t>(std::ceil(s.baseline_min_s / std::max(first, 1e-7))), 3, 2000);
+      r.seconds = median(time_variant(s, r.which.variant, n));
+      return r;
+    } catch (const Unsupported& ex) {  // does not apply to this input: the next candidate
+      r.error = ex.what();
+      r.output.clear();
+    } catch (const std::exception& ex) {
+      r.error = ex.what();
+      r.output.clear();
+      return r;
+    }
   }
   return r;
 }
@@ -713,6 +729,7 @@ struct RowSpec {
   std::string variant;
   DatasetSpec graph;
   int64_t features;
+  bool spmv = false;  // spmm at F = 1 through sparseport::spmv (kSpmvRow rows)
 };
 
 void run_row(benchmark::State& state, Suite& s, const RowSpec& row) {
@@ -742,7 +759,8 @@ void run_row(benchmark::State& state, Suite& s, const RowSpec& row) {
   }
 
   Slot& slot = s.slot;
-  const std::string key = g->name + "|" + std::to_string(row.features) + "|" + op_name(row.op);
+  const std::string key =
+      g->name + "|" + std::to_string(row.features) + "|" + (row.spmv ? kSpmvRow : op_name(row.op));
   if (slot.key != key) {
     slot = Slot{};  // frees the previous operands first
     try {
@@ -751,7 +769,7 @@ void run_row(benchmark::State& state, Suite& s, const RowSpec& row) {
         s.graph = std::make_shared<const DeviceGraph>(*s.ctx, g);
       }
       const int copies = s.rotation.copies_for(one_set);
-      slot.op_case = std::make_unique<OpCase>(*s.ctx, s.stream, row.op, s.graph, row.features, copies);
+      slot.op_case = std::make_unique<OpCase>(*s.ctx, s.stream, row.op, s.graph, row.features, copies, row.spmv);
     } catch (const std::exception& ex) {
       slot = Slot{};
       state.SkipWithError((std::string("building the device operands failed: ") + ex.what()).c_str());
@@ -1007,7 +1025,11 @@ void run_det_row(benchmark::State& state, Suite& s, const DetCase& dc, const Dat
 
 std::string joined(const std::vector<int64_t>& v) {
   std::string s;
-  for (int64_t x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  for (int64_t x : v) {
+    // Appended piece by piece: GCC 12's -Wrestrict misreads `"," + std::to_string(x)` here.
+    if (!s.empty()) s += ',';
+    s += std::to_string(x);
+  }
   return s;
 }
 
@@ -1028,12 +1050,19 @@ int real_main(int argc, char** argv) {
                 << "  GPU suite only:\n"
                    "                       SPARSEPORT_BENCH_DEADLINE_S  rows starting after this many seconds are skipped\n"
                    "                       SPARSEPORT_BENCH_ROTATE_L2   rotate operand copies past this many L2 sizes (default 3)\n"
+                   "                       SPARSEPORT_BENCH_SMALL_F     widths of the SpMV group (default 1,4,16; 1: the spmv rows; 0: none)\n"
                    "  defaults here: F = 32,64,128,256; --benchmark_min_time=0.01; the operand cap is 70% of the free device memory\n\n";
     if (a == "--benchmark_list_tests" || a == "--benchmark_list_tests=true" || a == "--benchmark_list_tests=1")
       listing_tests = true;
   }
   const bool f_given = env("SPARSEPORT_BENCH_F") != nullptr || arg_given(argc, argv, "--sp_f=");
   const bool cap_given = env("SPARSEPORT_BENCH_MAX_GB") != nullptr;
+  // The SpMV group (issue 14): after each graph's rows, every spmm variant through sparseport::spmv
+  // at F = 1 ("spmv/cuda/VARIANT/GRAPH/1", against cusparseSpMV) and through spmm at the other
+  // widths listed (against cusparseSpMM), those not among the suite's F already.
+  std::vector<int64_t> small_f = {1, 4, 16};
+  if (const char* v = env("SPARSEPORT_BENCH_SMALL_F"))
+    small_f = std::string(v) == "0" ? std::vector<int64_t>{} : parse_features("SPARSEPORT_BENCH_SMALL_F", v);
 
   auto suite = std::make_unique<Suite>();
   suite->cfg = parse_config(&argc, argv);
@@ -1137,6 +1166,7 @@ int real_main(int argc, char** argv) {
   benchmark::AddCustomContext("sparseport_bandwidth_unit", "TB/s");
   benchmark::AddCustomContext("sparseport_suite_size", name(suite->cfg.size));
   benchmark::AddCustomContext("sparseport_features", joined(suite->cfg.features));
+  benchmark::AddCustomContext("sparseport_small_f", small_f.empty() ? "(none)" : joined(small_f));
   benchmark::AddCustomContext("sparseport_graphs", graph_names.empty() ? "(none)" : graph_names);
   benchmark::AddCustomContext("sparseport_data_dir", suite->cfg.data_dir.empty() ? "(none)" : suite->cfg.data_dir);
   benchmark::AddCustomContext("sparseport_baselines", baseline_table);
@@ -1149,19 +1179,27 @@ int real_main(int argc, char** argv) {
   // (graph, F, op) serve all its variants (see Slot).
   Suite* sp = suite.get();
   size_t rows = 0;
-  const auto add_rows = [&](const DatasetSpec& graph, int64_t f, sparseport_op op) {
+  const auto add_rows = [&](const DatasetSpec& graph, int64_t f, sparseport_op op, bool spmv = false) {
     for (const std::string& variant : cuda.variants_of(op)) {
-      const RowSpec row{op, variant, graph, f};
-      const std::string n = row_name(op, "cuda", variant, graph.name, f);
+      const RowSpec row{op, variant, graph, f, spmv};
+      const std::string n =
+          spmv ? row_name(kSpmvRow, "cuda", variant, graph.name, f) : row_name(op, "cuda", variant, graph.name, f);
       benchmark::RegisterBenchmark(n.c_str(), [sp, row](benchmark::State& st) { run_row(st, *sp, row); })
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond);
       ++rows;
     }
   };
-  for (const DatasetSpec& graph : graphs)
+  for (const DatasetSpec& graph : graphs) {
     for (int64_t f : suite->cfg.features)
       for (sparseport_op op : benchmarked_ops()) add_rows(graph, f, op);
+    for (int64_t f : small_f) {
+      if (f == 1)
+        add_rows(graph, 1, SPARSEPORT_OP_SPMM, true);
+      else if (std::find(suite->cfg.features.begin(), suite->cfg.features.end(), f) == suite->cfg.features.end())
+        add_rows(graph, f, SPARSEPORT_OP_SPMM);
+    }
+  }
   // The extra inputs last, so the graphs' rows run as in earlier reports. Their operands (16 GB for
   // a 60M-message input at F = 64, one copy) are freed as every row's are: before the next
   // (graph, F, op) allocates its own, or at the end of the run.

@@ -49,6 +49,8 @@ double parse_positive_double(const std::string& what, const std::string& text) {
   return v;
 }
 
+}  // namespace
+
 std::vector<int64_t> parse_features(const std::string& what, const std::string& text) {
   std::vector<int64_t> out;
   std::stringstream ss(text);
@@ -57,6 +59,8 @@ std::vector<int64_t> parse_features(const std::string& what, const std::string& 
   if (out.empty()) throw InvalidArgument("sparseport_bench: " + what + " is empty; give F values such as 16,64.");
   return out;
 }
+
+namespace {
 
 double physical_memory_gb() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
@@ -186,6 +190,14 @@ const std::vector<std::string>& named_baselines(sparseport_op op) {
   }
 }
 
+std::vector<Baseline> baseline_candidates(const PluginInfo& plugin, sparseport_op op) {
+  std::vector<Baseline> out;
+  for (const VariantInfo& v : plugin.variants)
+    if (v.op == op && v.is_vendor) out.push_back({v.name, true});
+  if (out.empty()) out.push_back(baseline_for(plugin, op));
+  return out;
+}
+
 Baseline baseline_for(const PluginInfo& plugin, sparseport_op op) {
   if (std::string v = plugin.vendor_variant(op); !v.empty()) return {v, true};
   const std::vector<std::string> offered = plugin.variants_of(op);
@@ -290,7 +302,12 @@ double median(std::vector<double> v) {
 
 std::string row_name(sparseport_op op, const std::string& backend, const std::string& variant,
                      const std::string& graph, int64_t features) {
-  return std::string(op_name(op)) + "/" + backend + "/" + variant + "/" + graph + "/" + std::to_string(features);
+  return row_name(std::string(op_name(op)), backend, variant, graph, features);
+}
+
+std::string row_name(const std::string& op, const std::string& backend, const std::string& variant,
+                     const std::string& graph, int64_t features) {
+  return op + "/" + backend + "/" + variant + "/" + graph + "/" + std::to_string(features);
 }
 
 int effective_host_threads(int requested) {

@@ -37,6 +37,8 @@ struct BenchConfig {
 BenchConfig parse_config(int* argc, char** argv);
 // One line per flag and variable, for --help.
 std::string config_help();
+// "16,64" as {16, 64}; InvalidArgument naming `what` for anything but positive integers.
+std::vector<int64_t> parse_features(const std::string& what, const std::string& text);
 
 // ---- traffic and work per op --------------------------------------------------------------------
 //
@@ -73,6 +75,11 @@ struct Baseline {
   bool vendor = false;
 };
 Baseline baseline_for(const PluginInfo& plugin, sparseport_op op);
+// What a suite tries in order on a row's input, taking the first that runs (as the scheduler's
+// guardrail takes the first vendor variant that applies): every vendor variant in the backend's
+// order (specialised ones first, e.g. cuda's spmm.cusparse_spmv at F = 1), then baseline_for's
+// fallback when there is no vendor.
+std::vector<Baseline> baseline_candidates(const PluginInfo& plugin, sparseport_op op);
 // The table itself (what compilers or users write today), for the README and the context line.
 const std::vector<std::string>& named_baselines(sparseport_op op);
 
@@ -107,6 +114,12 @@ double median(std::vector<double> v);
 
 // Benchmark names: "op/backend/variant/graph/F".
 std::string row_name(sparseport_op op, const std::string& backend, const std::string& variant,
+                     const std::string& graph, int64_t features);
+
+// Rows of sparseport::spmv: spmm's variants at F = 1 called through spmv (x and y as vectors),
+// named "spmv/backend/variant/graph/1", with spmm's traffic model at F = 1.
+inline constexpr const char* kSpmvRow = "spmv";
+std::string row_name(const std::string& op, const std::string& backend, const std::string& variant,
                      const std::string& graph, int64_t features);
 
 // Hardware threads, OMP_NUM_THREADS, and the requested count, as one line for the context.

@@ -346,7 +346,7 @@ def render(rows, contexts, title, keep_order, commands=None, summary_only=False)
                        f"{fmt(min(sp)) if sp else ''} | {fmt(max(sp)) if sp else ''} | {fmt(geomean(any_sp))} |")
         out.append("")
         for (op, backend), items in best.items():
-            if op != "spmm":
+            if op not in ("spmm", "spmv"):
                 continue
             out += [f"### {op} on {backend}: the best variant other than the baseline, per input", "",
                     f"| graph | F | best variant | time | {bw_unit} | floor frac | baseline time | speedup |",

@@ -253,7 +253,7 @@ Ranking rank(const std::string& op, const std::vector<std::string>& applicable, 
   const OpModel* om = model != nullptr ? model->op(op) : nullptr;
   r.transfer = how.rfind("own", 0) != 0 && how != "SPARSEPORT_MODEL=off";
   const Correction corr = r.transfer && !deterministic ? load_correction(cache_dir, device_hash, op) : Correction{};
-  int predicted = 0;
+  int predicted = 0, own = 0;    // variants predicted at all, and by a tree of their own
   std::vector<double> ratios;  // predicted / estimate of the variants the model knows
   for (const std::string& v : applicable) {
     Decision::Candidate c;
@@ -263,10 +263,12 @@ Ranking rank(const std::string& op, const std::vector<std::string>& applicable, 
     if (om != nullptr) {
       std::vector<std::pair<std::string, double>> in = inputs;
       in.emplace_back(kEstimateInput, std::log2(std::max(c.estimate_ms * 1e-3, 1e-12) / floor_s));
-      if (const std::optional<double> y = model->predict(op, v, model->columns(in))) {
+      std::string tree;
+      if (const std::optional<double> y = model->predict(op, v, model->columns(in), &tree)) {
         r.raw[v] = *y;
         ratios.push_back(floor_s * std::exp2(*y) * 1e3 / c.estimate_ms);
         ++predicted;
+        own += tree == "own" ? 1 : 0;
       }
     }
     r.candidates.push_back(c);
@@ -294,7 +296,7 @@ Ranking rank(const std::string& op, const std::vector<std::string>& applicable, 
   r.margin = om != nullptr ? om->margin : 0;
   if (r.candidates.size() >= 2) r.lead = std::log2(r.candidates[1].predicted_ms / r.candidates[0].predicted_ms);
   // Only this device's own model decides alone: a borrowed one's margin was measured elsewhere.
-  r.confident = all_predicted && !r.transfer && r.margin > 0 && r.lead > r.margin;
+  r.confident = own == static_cast<int>(applicable.size()) && !r.transfer && r.margin > 0 && r.lead > r.margin;
   return r;
 }
 

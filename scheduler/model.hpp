@@ -98,13 +98,15 @@ struct Ranking {
   std::string model;                            // which model, and how (for the log and Decision::model)
   bool modelled = false;   // at least one variant predicted by a model (else: the estimate alone)
   bool transfer = false;   // not this device's own model: full-size measurements correct it
-  bool confident = false;  // this device's own model predicts every variant and leads by more than its margin
+  // this device's own model has a tree of its own for every variant and leads by more than its margin
+  bool confident = false;
   double lead = 0;         // log2(t(second) / t(best)), predicted
   double margin = 0;       // the op model's margin (0 without one)
 };
 // A variant the model has no tree for (not even its family's: a vendor library the training
 // machine lacked) is ranked by its estimate scaled by the median predicted/estimated ratio of the
-// others, and the model is then never confident. The transfer correction (load_correction) applies
+// others, and the model is then never confident. Nor is it when a variant is predicted by its
+// family's tree only (one added after the model was trained): its margin says nothing of that one. The transfer correction (load_correction) applies
 // to every prediction when the model is not the device's own, unless `deterministic`.
 Ranking rank(const std::string& op, const std::vector<std::string>& applicable, const std::vector<Estimate>& est,
              const std::vector<std::pair<std::string, double>>& inputs, double floor_s, const std::string& device_class,

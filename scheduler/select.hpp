@@ -8,8 +8,9 @@
 //   execute()  decides on first use when the cache missed (estimate, probe, guardrail), verifies
 //              a probed decision once at full size against the vendor, then runs the variant.
 //
-// Policy in one place: the vendor is the variant the plugin flags as vendor, else the op's
-// default variant (the plain one, e.g. spmm.rows), else the first that applies. Structural ops
+// Policy in one place: the vendor is the first variant the plugin flags as vendor that applies
+// (spmm.cusparse_spmv before spmm.cusparse on cuda, so SpMV is checked against cusparseSpMV), else
+// the op's default variant (the plain one, e.g. spmm.rows), else the first that applies. Structural ops
 // (slice, induced subgraph, transpose) are not probed: they run their default variant.
 #pragma once
 

@@ -47,7 +47,10 @@ struct PluginInfo {
 
   // Variant names this plugin offers for op, in its own order.
   std::vector<std::string> variants_of(sparseport_op op) const;
-  // The vendor baseline for op, or "" when there is none.
+  // The vendor baseline for op, or "" when there is none. A plugin may flag several vendor
+  // variants of an op: specialised ones that apply to fewer inputs first (cuda's
+  // spmm.cusparse_spmv, F == 1), the general one last. This names the general one; the scheduler's
+  // reference for an input is the first vendor variant that applies to it.
   std::string vendor_variant(sparseport_op op) const;
 };
 

@@ -43,6 +43,18 @@ struct SpmmOptions {
 // Cost: O(nnz * F) reads of B, one write of C.
 void spmm(const Context& ctx, const CsrView& a, const DenseView& b, const DenseMutView& c, const SpmmOptions& opt = {});
 
+// spmv takes spmm's options: it is spmm with one column.
+using SpmvOptions = SpmmOptions;
+
+// y = alpha * reduce_j(A[i,j] * x[j]) + beta * y (the classic SpMV with reduce sum).
+// A: m x k CSR; x: k x 1 and y: m x 1 dense views, whose ld is the stride between consecutive
+// values (make_vector). Runs spmm's variants at F = 1, chosen by the same scheduler (decisions are
+// shared with spmm at F = 1); on cuda the vendor reference is cusparseSpMV (spmm.cusparse_spmv)
+// where x and y are contiguous. For many products with one A (an iterative solver), an
+// SpmmPlan(ctx, A, 1) pays the lookup once. Throws as spmm does, naming x and y.
+// Cost: O(nnz) reads of x, one write of y.
+void spmv(const Context& ctx, const CsrView& a, const DenseView& x, const DenseMutView& y, const SpmvOptions& opt = {});
+
 struct OpOptions {
   std::string variant;
 };

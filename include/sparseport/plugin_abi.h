@@ -226,6 +226,9 @@ typedef struct sparseport_transpose_args {
   void* perm;
 } sparseport_transpose_args;
 
+/* VENDOR: the vendor library's kernel, the guardrail's reference. Several variants of an op may be
+ * flagged: the reference for an input is the first listed that applies to it, so a plugin lists a
+ * specialised one (e.g. cusparseSpMV, F == 1) before its general one (cusparseSpMM). */
 /* DETERMINISTIC (ABI 1.2): the variant gives bitwise-identical results run to run and for any
  * launch configuration or thread count on the same device; deterministic mode offers only these. */
 /* RECORDS_ARG (ABI 1.5, spmm): the variant writes sparseport_spmm_args.arg for max/min when asked. */

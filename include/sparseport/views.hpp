@@ -96,6 +96,16 @@ template <class V>
 DenseMutView make_dense(int64_t rows, int64_t cols, int64_t ld, V* data) {
   return {rows, cols, ld, data, value_type_of<V>()};
 }
+// A vector of n values as an n x 1 dense view (spmv's x and y); stride: elements from one value
+// to the next (the view's ld), 1 for a contiguous array.
+template <class V>
+DenseView make_vector(int64_t n, const V* data, int64_t stride = 1) {
+  return {n, 1, stride, data, value_type_of<V>()};
+}
+template <class V>
+DenseMutView make_vector(int64_t n, V* data, int64_t stride = 1) {
+  return {n, 1, stride, data, value_type_of<V>()};
+}
 
 // Owning host containers (std::vector storage). Handy for I/O, generators, tests and tools.
 template <class I, class V>

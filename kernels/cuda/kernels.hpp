@@ -24,6 +24,15 @@ inline bool vec4_rows(const void* data, int64_t ld, int64_t cols) {
 
 // The largest F for spmm.row_subwarp: a group of at most 16 lanes, one column each.
 constexpr int64_t kSubwarpMaxF = 16;
+// The largest F for spmm.vector_rows and spmm.merge_path: a lane holds all F columns of a product
+// in registers (spmm_small_f.cuh).
+constexpr int64_t kSmallFMaxF = 16;
+
+// spmm.cusparse_spmv: cusparseSpMV, so one column, and cuSPARSE's dense vectors are contiguous
+// (B and C with ld 1, or a single row).
+inline bool spmv_vectors(const sparseport_dense& b, const sparseport_dense_mut& c) {
+  return b.cols == 1 && (b.ld == 1 || b.rows <= 1) && (c.ld == 1 || c.rows <= 1);
+}
 
 // ---- spmm ----------------------------------------------------------------------------------------
 
@@ -40,9 +49,17 @@ void spmm_row_cache(const State& s, const sparseport_spmm_args& a);
 // in item order instead of by atomics: the same bits for every run, knob and launch shape.
 void spmm_hub_split(const State& s, const sparseport_spmm_args& a, bool deterministic = false);
 void spmm_nnz_balanced(const State& s, const sparseport_spmm_args& a);
+// F <= kSmallFMaxF. vector_rows: a group of 2 to 32 lanes per row (from the mean row length;
+// SPARSEPORT_SMALLF_LANES overrides it unless deterministic), lanes across the row's entries.
+// merge_path: equal path items (rows + entries) per warp, rows longer than a chunk split between
+// warps and finished by a second kernel in a fixed order; no atomics. Both run every reduction.
+void spmm_vector_rows(const State& s, const sparseport_spmm_args& a, bool deterministic = false);
+void spmm_merge_path(const State& s, const sparseport_spmm_args& a);
 // cusparseSpMM (sum only). The first call on a matrix builds a plan: descriptors, the buffer, and
 // a timing of CSR ALG2 against ALG3 (after its preprocessing); the faster one is kept and reused.
 void spmm_cusparse(const State& s, const sparseport_spmm_args& a);
+// cusparseSpMV (sum, F == 1, spmv_vectors): the faster of CSR ALG1 and ALG2, timed once per plan.
+void spmm_cusparse_spmv(const State& s, const sparseport_spmm_args& a);
 
 // The gradients of spmm max/min through the forward's arg (sparseport_spmm_arg_backward_args).
 // dvalues: a lane group per row of A, each entry's sum over the columns it won in a fixed order.

@@ -5,6 +5,11 @@
 // later calls only swap the operand pointers into the descriptors and run, so timed calls pay
 // neither descriptor creation nor preprocessing. SPARSEPORT_LOG=cuda prints each choice.
 //
+// spmm.cusparse_spmv: cusparseSpMV for F == 1 with contiguous vectors, the vendor baseline of
+// SpMV (cuSPARSE's SpMM with one column is not its SpMV kernel). The same kind of plan: CSR ALG1
+// against ALG2 timed once, alpha and beta passed to cuSPARSE (no epilogue), and no
+// cusparseSpMV_preprocess (the SpMM note below: a preprocessed plan called with another beta).
+//
 // Two things seen on an H100 with cuSPARSE 12.6.3 (tests/cuda, 2026-11) shape this file:
 //  - ALG3's preprocessing wrote far out of bounds (an illegal address, inside cusparse's
 //    do_reorder_ker) on a matrix whose rows repeat columns (a row longer than A has columns), so
@@ -15,7 +20,10 @@
 //    alpha or beta goes into scratch and one elementwise pass finishes C = alpha * T + beta * C.
 #include <algorithm>
 #include <cstdio>
+#include <initializer_list>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cuda/common.cuh"
@@ -26,26 +34,75 @@ namespace {
 
 constexpr int kTrialRuns = 3;  // timed runs per algorithm after one warm-up; the minimum counts
 
-class SpmmVendorPlan : public Plan {
+// What both vendor plans hold: A's descriptor (a pattern's values: an nnz-long array of ones)
+// and cuSPARSE's buffer.
+class VendorPlan : public Plan {
  public:
   // Frees on the state's stream of the moment (set_external may have changed it since).
-  explicit SpmmVendorPlan(const State& s) : state_(&s) {}
-  ~SpmmVendorPlan() override {
+  explicit VendorPlan(const State& s) : state_(&s) {}
+  ~VendorPlan() override {
     if (a_ != nullptr) (void)cusparseDestroySpMat(a_);
-    if (b_ != nullptr) (void)cusparseDestroyDnMat(b_);
-    if (c_ != nullptr) (void)cusparseDestroyDnMat(c_);
     if (buffer_ != nullptr) (void)cudaFreeAsync(buffer_, state_->stream());
     if (ones_ != nullptr) (void)cudaFreeAsync(ones_, state_->stream());
   }
+  // A's descriptor, on the plan's first call.
+  template <class I, class V>
+  void describe(const sparseport_csr& A) {
+    const void* values = A.values;
+    if (values == nullptr) {
+      check(cudaMallocFromPoolAsync(&ones_, static_cast<size_t>(A.nnz) * sizeof(V), state_->pool(), state_->stream()),
+            "cudaMallocFromPoolAsync (ones for a pattern)");
+      dense_fill(*state_, ones_, A.nnz, 1, 1, A.value_type, 1.0);
+      values = ones_;
+    }
+    bound_values_ = A.values;
+    const cusparseIndexType_t it = sizeof(I) == 8 ? CUSPARSE_INDEX_64I : CUSPARSE_INDEX_32I;
+    check(cusparseCreateCsr(&a_, A.rows, A.cols, A.nnz, const_cast<void*>(A.rowptr), const_cast<void*>(A.colind),
+                            const_cast<void*>(values), it, it, CUSPARSE_INDEX_BASE_ZERO, data_type<V>()),
+          "cusparseCreateCsr");
+  }
+  // A's values of this call (the structure is the plan's key, the values are not).
+  void bind_values(const sparseport_csr& A) {
+    if (A.values == nullptr || A.values == bound_values_) return;
+    check(cusparseCsrSetPointers(a_, const_cast<void*>(A.rowptr), const_cast<void*>(A.colind),
+                                 const_cast<void*>(A.values)),
+          "cusparseCsrSetPointers");
+    bound_values_ = A.values;
+  }
+  template <class V>
+  static cudaDataType data_type() {
+    return std::is_same_v<V, double> ? CUDA_R_64F : CUDA_R_32F;
+  }
+
   cusparseSpMatDescr_t a_ = nullptr;
-  cusparseDnMatDescr_t b_ = nullptr, c_ = nullptr;
   void* buffer_ = nullptr;
-  void* ones_ = nullptr;  // the values of a pattern
-  const void* bound_values_ = nullptr;
-  cusparseSpMMAlg_t alg_ = CUSPARSE_SPMM_CSR_ALG2;
 
  private:
   const State* state_;
+  void* ones_ = nullptr;
+  const void* bound_values_ = nullptr;
+};
+
+class SpmmVendorPlan : public VendorPlan {
+ public:
+  using VendorPlan::VendorPlan;
+  ~SpmmVendorPlan() override {
+    if (b_ != nullptr) (void)cusparseDestroyDnMat(b_);
+    if (c_ != nullptr) (void)cusparseDestroyDnMat(c_);
+  }
+  cusparseDnMatDescr_t b_ = nullptr, c_ = nullptr;
+  cusparseSpMMAlg_t alg_ = CUSPARSE_SPMM_CSR_ALG2;
+};
+
+class SpmvVendorPlan : public VendorPlan {
+ public:
+  using VendorPlan::VendorPlan;
+  ~SpmvVendorPlan() override {
+    if (x_ != nullptr) (void)cusparseDestroyDnVec(x_);
+    if (y_ != nullptr) (void)cusparseDestroyDnVec(y_);
+  }
+  cusparseDnVecDescr_t x_ = nullptr, y_ = nullptr;
+  cusparseSpMVAlg_t alg_ = CUSPARSE_SPMV_CSR_ALG1;
 };
 
 struct Events {
@@ -61,6 +118,7 @@ struct Events {
 };
 
 const char* alg_name(cusparseSpMMAlg_t alg) { return alg == CUSPARSE_SPMM_CSR_ALG3 ? "ALG3" : "ALG2"; }
+const char* alg_name(cusparseSpMVAlg_t alg) { return alg == CUSPARSE_SPMV_CSR_ALG2 ? "ALG2" : "ALG1"; }
 
 // Columns strictly increasing within every row (so no repeats); read back once per plan.
 template <class I>
@@ -88,24 +146,82 @@ __global__ void __launch_bounds__(kBlock) epilogue_kernel(const V* t, V* c, int6
   }
 }
 
-template <class I, class V>
-std::shared_ptr<SpmmVendorPlan> build_plan(const State& s, const sparseport_spmm_args& args) {
-  const size_t isz = sizeof(I);
-  const sparseport_csr& A = args.a;
-  const cudaDataType vt = std::is_same_v<V, double> ? CUDA_R_64F : CUDA_R_32F;
-  const cusparseIndexType_t it = isz == 8 ? CUSPARSE_INDEX_64I : CUSPARSE_INDEX_32I;
-  auto plan = std::make_shared<SpmmVendorPlan>(s);
-  const void* values = A.values;
-  if (values == nullptr) {
-    check(cudaMallocFromPoolAsync(&plan->ones_, static_cast<size_t>(A.nnz) * sizeof(V), s.pool(), s.stream()),
-          "cudaMallocFromPoolAsync (ones for a pattern)");
-    dense_fill(s, plan->ones_, A.nnz, 1, 1, args.a.value_type, 1.0);
-    values = plan->ones_;
+// Times each algorithm of `algs` on the plan's descriptors and keeps the fastest in plan->alg_
+// and plan->buffer_. bytes(alg, &n) sizes its buffer; start(alg, buffer) preprocesses where the
+// algorithm wants it and runs it once (the warm-up); run(alg, buffer) is one timed call. The
+// timings and the algorithms cuSPARSE refused are appended to the plan note's `report` and
+// `refused`; throws Unsupported when every algorithm was refused.
+template <class P, class Alg, class Bytes, class Start, class Run>
+void keep_fastest(const State& s, P& plan, std::initializer_list<Alg> algs, Bytes bytes, Start start, Run run,
+                  const char* call, std::string& report, std::string& refused) {
+  Events ev;
+  float best_ms = -1.0f;
+  for (Alg alg : algs) {
+    size_t n = 0;
+    cusparseStatus_t st = bytes(alg, &n);
+    void* buffer = nullptr;
+    if (st == CUSPARSE_STATUS_SUCCESS && n > 0)
+      check(cudaMallocFromPoolAsync(&buffer, n, s.pool(), s.stream()), "cudaMallocFromPoolAsync (cuSPARSE buffer)");
+    if (st == CUSPARSE_STATUS_SUCCESS) st = start(alg, buffer);
+    if (st != CUSPARSE_STATUS_SUCCESS) {
+      if (is_sticky(cudaPeekAtLastError())) raise(st, std::string(call) + " " + alg_name(alg));
+      refused += std::string(refused.empty() ? "" : "; ") + alg_name(alg) + ": " + cusparseGetErrorName(st);
+      if (buffer != nullptr) (void)cudaFreeAsync(buffer, s.stream());
+      continue;
+    }
+    float ms = 0.0f, best_run = 0.0f;
+    for (int t = 0; t < kTrialRuns; ++t) {
+      check(cudaEventRecord(ev.start, s.stream()), "cudaEventRecord");
+      check(run(alg, buffer), call);
+      check(cudaEventRecord(ev.stop, s.stream()), "cudaEventRecord");
+      check(cudaEventSynchronize(ev.stop), "cudaEventSynchronize");
+      check(cudaEventElapsedTime(&ms, ev.start, ev.stop), "cudaEventElapsedTime");
+      best_run = t == 0 ? ms : std::min(best_run, ms);
+    }
+    char line[96];
+    std::snprintf(line, sizeof line, "%s%s %.4f ms", report.empty() ? "" : ", ", alg_name(alg), best_run);
+    report += line;
+    if (best_ms < 0.0f || best_run < best_ms) {
+      if (plan.buffer_ != nullptr) (void)cudaFreeAsync(plan.buffer_, s.stream());
+      plan.buffer_ = buffer;
+      plan.alg_ = alg;
+      best_ms = best_run;
+    } else if (buffer != nullptr) {
+      (void)cudaFreeAsync(buffer, s.stream());
+    }
   }
-  plan->bound_values_ = A.values;
-  check(cusparseCreateCsr(&plan->a_, A.rows, A.cols, A.nnz, const_cast<void*>(A.rowptr), const_cast<void*>(A.colind),
-                          const_cast<void*>(values), it, it, CUSPARSE_INDEX_BASE_ZERO, vt),
-        "cusparseCreateCsr");
+  if (best_ms < 0.0f)
+    throw Unsupported(std::string(call) + " runs none of its CSR algorithms on this input (" + refused + ")");
+}
+
+// The plan's note (SPARSEPORT_LOG=cuda, diagnostics): what was timed and what runs.
+template <class Alg>
+void announce(const State& s, const char* variant, const sparseport_csr& A, int64_t F, const std::string& report,
+              Alg chosen, const std::string& refused) {
+  char head[192];
+  std::snprintf(head, sizeof head, "%s plan for %lldx%lld, nnz %lld, F %lld: ", variant, static_cast<long long>(A.rows),
+                static_cast<long long>(A.cols), static_cast<long long>(A.nnz), static_cast<long long>(F));
+  std::string note = head + report + " -> " + alg_name(chosen);
+  if (!refused.empty()) note += " (refused: " + refused + ")";
+  if (log_enabled()) std::fprintf(stderr, "sparseport cuda: %s\n", note.c_str());
+  s.set_note(note);
+}
+
+// The key of a plan over A's structure and the dense operands' shapes.
+std::string plan_key(const char* variant, const sparseport_spmm_args& a, size_t isz, size_t vsz) {
+  return std::string(variant) + "|" + std::to_string(reinterpret_cast<uintptr_t>(a.a.rowptr)) + "|" +
+         std::to_string(reinterpret_cast<uintptr_t>(a.a.colind)) + "|" + std::to_string(a.a.rows) + "|" +
+         std::to_string(a.a.cols) + "|" + std::to_string(a.a.nnz) + "|" + std::to_string(a.b.cols) + "|" +
+         std::to_string(a.b.ld) + "|" + std::to_string(a.c.ld) + "|" + std::to_string(isz) + "|" +
+         std::to_string(vsz) + "|" + (a.a.values == nullptr ? "pattern" : "values");
+}
+
+template <class I, class V>
+std::shared_ptr<SpmmVendorPlan> build_spmm_plan(const State& s, const sparseport_spmm_args& args) {
+  const sparseport_csr& A = args.a;
+  const cudaDataType vt = VendorPlan::data_type<V>();
+  auto plan = std::make_shared<SpmmVendorPlan>(s);
+  plan->describe<I, V>(A);
   check(cusparseCreateDnMat(&plan->b_, args.b.rows, args.b.cols, args.b.ld, const_cast<void*>(args.b.data), vt,
                             CUSPARSE_ORDER_ROW),
         "cusparseCreateDnMat (B)");
@@ -116,69 +232,71 @@ std::shared_ptr<SpmmVendorPlan> build_plan(const State& s, const sparseport_spmm
     trial_c = Scratch(s, static_cast<size_t>(args.c.rows * args.c.ld) * sizeof(V));
     target = trial_c.get();
   }
-  const bool alg3_ok = canonical<I>(s, A);
   check(cusparseCreateDnMat(&plan->c_, args.c.rows, args.c.cols, args.c.ld, target, vt, CUSPARSE_ORDER_ROW),
         "cusparseCreateDnMat (C)");
   const V one = 1, zero = 0;
   const cusparseOperation_t N = CUSPARSE_OPERATION_NON_TRANSPOSE;
-  Events ev;
-  double best_ms = -1.0;
   std::string report, refused;
-  for (cusparseSpMMAlg_t alg : {CUSPARSE_SPMM_CSR_ALG2, CUSPARSE_SPMM_CSR_ALG3}) {
-    if (alg == CUSPARSE_SPMM_CSR_ALG3 && !alg3_ok) {
-      refused += std::string(refused.empty() ? "" : "; ") + "ALG3: not tried, columns not strictly increasing in every row";
-      continue;
-    }
-    size_t bytes = 0;
-    cusparseStatus_t st = cusparseSpMM_bufferSize(s.sparse(), N, N, &one, plan->a_, plan->b_, &zero, plan->c_, vt,
-                                                  alg, &bytes);
-    void* buffer = nullptr;
-    if (st == CUSPARSE_STATUS_SUCCESS && bytes > 0)
-      check(cudaMallocFromPoolAsync(&buffer, bytes, s.pool(), s.stream()), "cudaMallocFromPoolAsync (cuSPARSE buffer)");
-    if (st == CUSPARSE_STATUS_SUCCESS && alg == CUSPARSE_SPMM_CSR_ALG3)
+  const bool alg3_ok = canonical<I>(s, A);
+  if (!alg3_ok) refused = "ALG3: not tried, columns not strictly increasing in every row";
+  const auto bytes = [&](cusparseSpMMAlg_t alg, size_t* n) {
+    return cusparseSpMM_bufferSize(s.sparse(), N, N, &one, plan->a_, plan->b_, &zero, plan->c_, vt, alg, n);
+  };
+  const auto run = [&](cusparseSpMMAlg_t alg, void* buffer) {
+    return cusparseSpMM(s.sparse(), N, N, &one, plan->a_, plan->b_, &zero, plan->c_, vt, alg, buffer);
+  };
+  const auto start = [&](cusparseSpMMAlg_t alg, void* buffer) {
+    cusparseStatus_t st = CUSPARSE_STATUS_SUCCESS;
+    if (alg == CUSPARSE_SPMM_CSR_ALG3)
       st = cusparseSpMM_preprocess(s.sparse(), N, N, &one, plan->a_, plan->b_, &zero, plan->c_, vt, alg, buffer);
-    if (st == CUSPARSE_STATUS_SUCCESS)
-      st = cusparseSpMM(s.sparse(), N, N, &one, plan->a_, plan->b_, &zero, plan->c_, vt, alg, buffer);  // warm-up
-    if (st != CUSPARSE_STATUS_SUCCESS) {
-      if (is_sticky(cudaPeekAtLastError())) raise(st, std::string("cusparseSpMM ") + alg_name(alg));
-      refused += std::string(refused.empty() ? "" : "; ") + alg_name(alg) + ": " + cusparseGetErrorName(st);
-      if (buffer != nullptr) (void)cudaFreeAsync(buffer, s.stream());
-      continue;
-    }
-    float ms = 0.0f, best_run = 0.0f;
-    for (int t = 0; t < kTrialRuns; ++t) {
-      check(cudaEventRecord(ev.start, s.stream()), "cudaEventRecord");
-      check(cusparseSpMM(s.sparse(), N, N, &one, plan->a_, plan->b_, &zero, plan->c_, vt, alg, buffer),
-            "cusparseSpMM (timing trial)");
-      check(cudaEventRecord(ev.stop, s.stream()), "cudaEventRecord");
-      check(cudaEventSynchronize(ev.stop), "cudaEventSynchronize");
-      check(cudaEventElapsedTime(&ms, ev.start, ev.stop), "cudaEventElapsedTime");
-      best_run = t == 0 ? ms : std::min(best_run, ms);
-    }
-    char line[96];
-    std::snprintf(line, sizeof line, "%s%s %.4f ms", report.empty() ? "" : ", ", alg_name(alg), best_run);
-    report += line;
-    if (best_ms < 0.0 || best_run < best_ms) {
-      if (plan->buffer_ != nullptr) (void)cudaFreeAsync(plan->buffer_, s.stream());
-      plan->buffer_ = buffer;
-      plan->alg_ = alg;
-      best_ms = best_run;
-    } else if (buffer != nullptr) {
-      (void)cudaFreeAsync(buffer, s.stream());
-    }
+    return st == CUSPARSE_STATUS_SUCCESS ? run(alg, buffer) : st;
+  };
+  if (alg3_ok)
+    keep_fastest(s, *plan, {CUSPARSE_SPMM_CSR_ALG2, CUSPARSE_SPMM_CSR_ALG3}, bytes, start, run, "cusparseSpMM", report,
+                 refused);
+  else
+    keep_fastest(s, *plan, {CUSPARSE_SPMM_CSR_ALG2}, bytes, start, run, "cusparseSpMM", report, refused);
+  announce(s, "spmm.cusparse", A, args.b.cols, report, plan->alg_, refused);
+  plan->watch(A.rowptr, static_cast<size_t>(A.rows + 1) * sizeof(I));
+  plan->watch(A.colind, static_cast<size_t>(A.nnz) * sizeof(I));
+  return plan;
+}
+
+template <class I, class V>
+std::shared_ptr<SpmvVendorPlan> build_spmv_plan(const State& s, const sparseport_spmm_args& args) {
+  const sparseport_csr& A = args.a;
+  const cudaDataType vt = VendorPlan::data_type<V>();
+  auto plan = std::make_shared<SpmvVendorPlan>(s);
+  plan->describe<I, V>(A);
+  check(cusparseCreateDnVec(&plan->x_, args.b.rows, const_cast<void*>(args.b.data), vt), "cusparseCreateDnVec (x)");
+  // Trials write a vector of their own: y keeps its contents until the call proper.
+  Scratch trial_y(s, static_cast<size_t>(args.c.rows) * sizeof(V));
+  check(cusparseCreateDnVec(&plan->y_, args.c.rows, trial_y.get(), vt), "cusparseCreateDnVec (y)");
+  const V one = 1, zero = 0;
+  const cusparseOperation_t N = CUSPARSE_OPERATION_NON_TRANSPOSE;
+  const auto bytes = [&](cusparseSpMVAlg_t alg, size_t* n) {
+    return cusparseSpMV_bufferSize(s.sparse(), N, &one, plan->a_, plan->x_, &zero, plan->y_, vt, alg, n);
+  };
+  const auto run = [&](cusparseSpMVAlg_t alg, void* buffer) {
+    return cusparseSpMV(s.sparse(), N, &one, plan->a_, plan->x_, &zero, plan->y_, vt, alg, buffer);
+  };
+  std::string report, refused;
+  keep_fastest(s, *plan, {CUSPARSE_SPMV_CSR_ALG1, CUSPARSE_SPMV_CSR_ALG2}, bytes, run, run, "cusparseSpMV", report,
+               refused);
+  announce(s, "spmm.cusparse_spmv", A, 1, report, plan->alg_, refused);
+  plan->watch(A.rowptr, static_cast<size_t>(A.rows + 1) * sizeof(I));
+  plan->watch(A.colind, static_cast<size_t>(A.nnz) * sizeof(I));
+  return plan;
+}
+
+// The vendor plan of `key`, built on first use.
+template <class P, class Build>
+std::shared_ptr<P> vendor_plan(const State& s, const std::string& key, Build build) {
+  std::shared_ptr<P> plan = std::static_pointer_cast<P>(s.plans().find(key));
+  if (plan == nullptr) {
+    plan = build();
+    s.plans().insert(key, plan);
   }
-  if (best_ms < 0.0)
-    throw Unsupported("cusparseSpMM runs neither CSR ALG2 nor ALG3 on this input (" + refused + ")");
-  char head[160];
-  std::snprintf(head, sizeof head, "spmm.cusparse plan for %lldx%lld, nnz %lld, F %lld: ",
-                static_cast<long long>(A.rows), static_cast<long long>(A.cols), static_cast<long long>(A.nnz),
-                static_cast<long long>(args.b.cols));
-  std::string note = head + report + " -> " + alg_name(plan->alg_);
-  if (!refused.empty()) note += " (refused: " + refused + ")";
-  if (log_enabled()) std::fprintf(stderr, "sparseport cuda: %s\n", note.c_str());
-  s.set_note(note);
-  plan->watch(A.rowptr, static_cast<size_t>(A.rows + 1) * isz);
-  plan->watch(A.colind, static_cast<size_t>(A.nnz) * isz);
   return plan;
 }
 
@@ -188,24 +306,9 @@ void spmm_cusparse(const State& s, const sparseport_spmm_args& a) {
   dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
-    const std::string key = "spmm.cusparse|" + std::to_string(reinterpret_cast<uintptr_t>(a.a.rowptr)) + "|" +
-                            std::to_string(reinterpret_cast<uintptr_t>(a.a.colind)) + "|" + std::to_string(a.a.rows) +
-                            "|" + std::to_string(a.a.cols) + "|" + std::to_string(a.a.nnz) + "|" +
-                            std::to_string(a.b.cols) + "|" + std::to_string(a.b.ld) + "|" + std::to_string(a.c.ld) +
-                            "|" + std::to_string(sizeof(I)) + "|" + std::to_string(sizeof(V)) + "|" +
-                            (a.a.values == nullptr ? "pattern" : "values");
-    std::shared_ptr<SpmmVendorPlan> plan = std::static_pointer_cast<SpmmVendorPlan>(s.plans().find(key));
-    if (plan == nullptr) {
-      plan = build_plan<I, V>(s, a);
-      s.plans().insert(key, plan);
-    }
-    const cudaDataType vt = std::is_same_v<V, double> ? CUDA_R_64F : CUDA_R_32F;
-    if (a.a.values != nullptr && a.a.values != plan->bound_values_) {
-      check(cusparseCsrSetPointers(plan->a_, const_cast<void*>(a.a.rowptr), const_cast<void*>(a.a.colind),
-                                   const_cast<void*>(a.a.values)),
-            "cusparseCsrSetPointers");
-      plan->bound_values_ = a.a.values;
-    }
+    const auto plan = vendor_plan<SpmmVendorPlan>(s, plan_key("spmm.cusparse", a, sizeof(I), sizeof(V)),
+                                                  [&] { return build_spmm_plan<I, V>(s, a); });
+    plan->bind_values(a.a);
     check(cusparseDnMatSetValues(plan->b_, const_cast<void*>(a.b.data)), "cusparseDnMatSetValues (B)");
     // cuSPARSE runs as planned (alpha 1, beta 0); other scalars are applied by the epilogue.
     const bool plain = a.alpha == 1.0 && a.beta == 0.0;
@@ -214,7 +317,7 @@ void spmm_cusparse(const State& s, const sparseport_spmm_args& a) {
     check(cusparseDnMatSetValues(plan->c_, plain ? a.c.data : t.get()), "cusparseDnMatSetValues (C)");
     const V one = 1, zero = 0;
     check(cusparseSpMM(s.sparse(), CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, plan->a_,
-                       plan->b_, &zero, plan->c_, vt, plan->alg_, plan->buffer_),
+                       plan->b_, &zero, plan->c_, VendorPlan::data_type<V>(), plan->alg_, plan->buffer_),
           "cusparseSpMM");
     if (!plain) {
       epilogue_kernel<V><<<blocks_for(a.c.rows * a.c.cols), kBlock, 0, s.stream()>>>(
@@ -222,6 +325,23 @@ void spmm_cusparse(const State& s, const sparseport_spmm_args& a) {
           static_cast<V>(a.beta));
       check_launch("spmm.cusparse (alpha, beta)");
     }
+  });
+}
+
+void spmm_cusparse_spmv(const State& s, const sparseport_spmm_args& a) {
+  dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
+    using I = decltype(i);
+    using V = decltype(v);
+    const auto plan = vendor_plan<SpmvVendorPlan>(s, plan_key("spmm.cusparse_spmv", a, sizeof(I), sizeof(V)),
+                                                  [&] { return build_spmv_plan<I, V>(s, a); });
+    plan->bind_values(a.a);
+    check(cusparseDnVecSetValues(plan->x_, const_cast<void*>(a.b.data)), "cusparseDnVecSetValues (x)");
+    check(cusparseDnVecSetValues(plan->y_, a.c.data), "cusparseDnVecSetValues (y)");
+    // beta == 0: cuSPARSE does not read y (NaN in it stays out; tests/conformance/spmv.cpp checks it).
+    const V alpha = static_cast<V>(a.alpha), beta = static_cast<V>(a.beta);
+    check(cusparseSpMV(s.sparse(), CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, plan->a_, plan->x_, &beta, plan->y_,
+                       VendorPlan::data_type<V>(), plan->alg_, plan->buffer_),
+          "cusparseSpMV");
   });
 }
 

@@ -6,6 +6,7 @@
 //  merge_path: the same path of rows + nonzeros cut into equal pieces regardless of rows (merge
 //              path); a row cut by a piece boundary leaves a raw partial per side, combined in
 //              piece order afterwards and only then finished.
+//  F = 1 (spmv): both fold a whole row in a scalar loop inlined into the row loop (rows_f1).
 //  rows with arg (max/min, args.arg non-null; ABI 1.5): loops of their own, so the path above stays
 //              as it was when no arg is asked for. Register tiles as above, each holding the fold
 //              and the position of the entry that holds it per column: a strictly better product
@@ -85,6 +86,39 @@ void rows(const Problem<I, V>& p, const Src& src, int threads) {
       }
       FinishSink<V> sink{p.fin, c, static_cast<V>(e1 - e0)};
       reduce_rows<R>(src, e0, e1, p.F, sink);
+    }
+  });
+}
+
+// F = 1 (SpMV): one value per row, so the row loop is the whole kernel: the fold of a row's
+// messages inlined into it, without the register tiles, the sink and their dispatch per row. On
+// the 2-core dev machine, through a plan (no per-call index check), float, best of 15 calls: band:
+// 1000000:16 6.5-6.7 -> 5.0-5.7 ms, er:200000:2e-5 1.7-1.8 -> 1.2-1.3 ms, rmat:18:16 3.7-3.8 ->
+// 3.2-3.3 ms (a plain `omp parallel for` over the rows: 5.0-5.3, 1.0-1.2, 4.3-4.4 ms);
+// merge_path's whole rows the same way: 6.5-6.7 -> 5.8-6.0, 1.7-1.8 -> 1.4-1.5, 3.7-3.8 -> 3.3-3.7.
+template <Op R, class Src>
+inline typename Src::value_type fold_column(const Src& src, int64_t e0, int64_t e1) {
+  using V = typename Src::value_type;
+  V acc = identity<R, V>();
+  for (int64_t e = e0; e < e1; ++e) {
+    if constexpr (Src::weighted)
+      acc = combine<R>(acc, src.weight(e) * src.row(e)[0]);
+    else
+      acc = combine<R>(acc, src.row(e)[0]);
+  }
+  return acc;
+}
+
+template <Op R, class I, class V, class Src>
+void rows_f1(const Problem<I, V>& p, const Src& src, int threads) {
+  parallel_row_blocks(threads, p.rowptr, p.m, p.nnz, [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i) {
+      const int64_t e0 = p.rowptr[i], e1 = p.rowptr[i + 1];
+      V* c = p.c + i * p.ldc;
+      if (e0 == e1)
+        finish_empty(p.fin, c, 1);
+      else
+        *c = p.fin.value(fold_column<R>(src, e0, e1), static_cast<V>(e1 - e0), *c);
     }
   });
 }
@@ -251,6 +285,10 @@ void merge_path(const Problem<I, V>& p, const Src& src, int threads) {
         finish_empty(p.fin, c, F);
         continue;
       }
+      if (F == 1) {  // as rows_f1
+        *c = p.fin.value(fold_column<R>(src, start, end), static_cast<V>(end - start), *c);
+        continue;
+      }
       FinishSink<V> sink{p.fin, c, static_cast<V>(end - start)};
       reduce_rows<R>(src, start, end, F, sink);
     }
@@ -308,6 +346,8 @@ void run(const sparseport_spmm_args& args, SpmmVariant variant, int threads) {
     with_op(args.reduce, [&]<Op R>() {
       if (variant == SpmmVariant::merge_path)
         merge_path<R>(p, src, threads);
+      else if (p.F == 1)
+        rows_f1<R>(p, src, threads);
       else
         rows<R>(p, src, threads);
     });

@@ -47,6 +47,16 @@ const sparseport_variant kVariants[] = {
      "equal nonzero chunks per group, rows reduced in registers, atomics only for rows that cross a chunk; skew-independent"},
     {SPARSEPORT_OP_SPMM, "spmm.row_cache", kDet,
      "GE-SpMM coalesced row caching: a warp per row stages 32 (column, value) pairs and broadcasts them by shuffles"},
+    {SPARSEPORT_OP_SPMM, "spmm.vector_rows", kDet,
+     "F <= 16 (SpMV and a few vectors): 2 to 32 lanes per row by the mean row length, lanes across the row's entries, "
+     "each holding all F columns with several gathers in flight; a long row holds one group"},
+    {SPARSEPORT_OP_SPMM, "spmm.merge_path", kDet,
+     "F <= 16: equal rows + entries per warp (merge path), rows longer than a chunk split between warps and finished "
+     "in a fixed order by a second kernel, no atomics; for skewed rows"},
+    // Two vendor variants: the scheduler's reference for an input is the first that applies to it,
+    // so cusparseSpMV (F == 1) comes before cusparseSpMM; PluginInfo::vendor_variant names the last.
+    {SPARSEPORT_OP_SPMM, "spmm.cusparse_spmv", kVendor,
+     "cusparseSpMV CSR, the faster of ALG1 and ALG2 timed once per plan; F == 1 with contiguous vectors, sum only"},
     {SPARSEPORT_OP_SPMM, "spmm.cusparse", kVendor,
      "cusparseSpMM CSR, row-major B and C, the faster of ALG2 and ALG3 (preprocessed) timed once per plan; sum only"},
     {SPARSEPORT_OP_SDDMM, "sddmm.nnz_balanced", kDefault | kDet,
@@ -106,9 +116,16 @@ std::string why_not(int32_t op, std::string_view v, const void* args) {
              std::to_string(F) + ", B has " + dims(a.b) + " and C has " + dims(a.c);
     if (v == "spmm.row_subwarp" && F > cu::kSubwarpMaxF)
       return "spmm.row_subwarp serves F <= " + std::to_string(cu::kSubwarpMaxF) + " but F = " + std::to_string(F);
-    if (v == "spmm.cusparse" && a.reduce != SPARSEPORT_REDUCE_SUM)
-      return std::string("spmm.cusparse computes sums only (cuSPARSE has no mean, max or min), but reduce is ") +
+    if ((v == "spmm.vector_rows" || v == "spmm.merge_path") && F > cu::kSmallFMaxF)
+      return std::string(v) + " serves F <= " + std::to_string(cu::kSmallFMaxF) + " (all F columns of a product in a "
+             "lane's registers) but F = " + std::to_string(F);
+    if ((v == "spmm.cusparse" || v == "spmm.cusparse_spmv") && a.reduce != SPARSEPORT_REDUCE_SUM)
+      return std::string(v) + " computes sums only (cuSPARSE has no mean, max or min), but reduce is " +
              (a.reduce == SPARSEPORT_REDUCE_MEAN ? "mean" : a.reduce == SPARSEPORT_REDUCE_MAX ? "max" : "min");
+    if (v == "spmm.cusparse_spmv" && !cu::spmv_vectors(a.b, a.c))
+      return "spmm.cusparse_spmv multiplies one contiguous vector (cusparseSpMV): it needs F == 1 and B.ld == C.ld == "
+             "1, but F = " + std::to_string(F) + ", B.ld = " + std::to_string(a.b.ld) + " and C.ld = " +
+             std::to_string(a.c.ld);
   } else if (op == SPARSEPORT_OP_SDDMM) {
     const auto& a = *static_cast<const sparseport_sddmm_args*>(args);
     const int64_t F = a.x.cols;
@@ -187,7 +204,8 @@ int spmm(const sparseport_exec* x, const char* variant, const sparseport_spmm_ar
     need_dense(s, a->c.data, a->c.rows, a->c.cols, "spmm", "C");
     require_applies(SPARSEPORT_OP_SPMM, v, a);
     if (v != "spmm.row_warp_vec4" && v != "spmm.row_warp" && v != "spmm.row_subwarp" && v != "spmm.hub_split" &&
-        v != "spmm.nnz_balanced" && v != "spmm.row_cache" && v != "spmm.cusparse")
+        v != "spmm.nnz_balanced" && v != "spmm.row_cache" && v != "spmm.vector_rows" && v != "spmm.merge_path" &&
+        v != "spmm.cusparse_spmv" && v != "spmm.cusparse")
       unknown(v, "spmm");
     // arg (ABI 1.5) is written for max and min only, and only by the variants flagged kArg.
     if (a->arg != nullptr && (a->reduce == SPARSEPORT_REDUCE_MAX || a->reduce == SPARSEPORT_REDUCE_MIN)) {
@@ -212,6 +230,12 @@ int spmm(const sparseport_exec* x, const char* variant, const sparseport_spmm_ar
       cu::spmm_nnz_balanced(s, *a);
     } else if (v == "spmm.row_cache") {
       cu::spmm_row_cache(s, *a);
+    } else if (v == "spmm.vector_rows") {
+      cu::spmm_vector_rows(s, *a, deterministic(x));
+    } else if (v == "spmm.merge_path") {
+      cu::spmm_merge_path(s, *a);
+    } else if (v == "spmm.cusparse_spmv") {
+      cu::spmm_cusparse_spmv(s, *a);
     } else {
       cu::spmm_cusparse(s, *a);
     }

@@ -33,8 +33,8 @@ const sparseport_variant kVariants[] = {
      "rows cut into chunks of at most T entries (T from nnz and the space's concurrency, or SPARSEPORT_HUB_T); "
      "a row of several chunks combined with atomics in a scratch row, then finished"},
     {SPARSEPORT_OP_SPMM, "spmm.kokkoskernels", SPARSEPORT_VARIANT_VENDOR,
-     "KokkosSparse::spmv on rank-2 strided views (no copies; a pattern A gets an nnz-long array of ones); "
-     "reduce sum only"},
+     "KokkosSparse::spmv on rank-2 strided views (no copies; a pattern A gets an nnz-long array of ones; one column "
+     "runs its single-vector spmv); reduce sum only, a single column only contiguous"},
     {SPARSEPORT_OP_SDDMM, "sddmm.team_rows", kDefault | kDet,
      "a team thread per row of A, each nonzero's dot product a vector reduction across F"},
     {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.team_segments", kDefault | kDet,
@@ -75,7 +75,8 @@ void expect(const char* variant, std::string_view op, std::string_view only) {
   if (suffix(variant, op) != only) unknown(variant, op);
 }
 
-// Only spmm.kokkoskernels has conditions (sums only); every other variant takes every valid input.
+// Only spmm.kokkoskernels has conditions (sums only, no strided single column); every other
+// variant takes every valid input.
 int applies(int32_t op, const char* variant, const void* args, sparseport_status* why) {
   if (op != SPARSEPORT_OP_SPMM || variant == nullptr || std::string_view(variant) != "spmm.kokkoskernels") return 1;
   std::string reason;

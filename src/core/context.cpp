@@ -24,9 +24,10 @@ std::vector<std::string> PluginInfo::variants_of(sparseport_op op) const {
 }
 
 std::string PluginInfo::vendor_variant(sparseport_op op) const {
+  std::string last;  // specialised vendor variants are listed before the general one
   for (const VariantInfo& v : variants)
-    if (v.op == op && v.is_vendor) return v.name;
-  return {};
+    if (v.op == op && v.is_vendor) last = v.name;
+  return last;
 }
 
 namespace {

@@ -4,24 +4,49 @@
 namespace sparseport {
 
 namespace ops {
-std::optional<sparseport_spmm_args> spmm_args(const Context& ctx, const std::string& w, const CsrView& a,
-                                              const DenseView& b, const DenseMutView& c, const SpmmOptions& opt,
-                                              bool structure) {
+namespace {
+
+// The dense operands' names and rules in messages: spmm's B and C, spmv's x and y.
+struct DenseNames {
+  const char *b, *b_rule, *c, *c_rule;
+};
+constexpr DenseNames kSpmmNames{"B", "need B.rows == A.cols", "C", "need C.rows == A.rows and C.cols == B.cols"};
+constexpr DenseNames kSpmvNames{"x", "need x.rows == A.cols, one column", "y", "need y.rows == A.rows, one column"};
+
+// spmm's checks and ABI arguments; F: the width B must have (spmv: 1).
+std::optional<sparseport_spmm_args> checked_args(const Context& ctx, const std::string& w, const CsrView& a,
+                                                 const DenseView& b, const DenseMutView& c, const SpmmOptions& opt,
+                                                 bool structure, const DenseNames& n, int64_t F) {
   if (structure) check_csr(ctx, w, "A", a);
-  check_dense(w, "B", b, a.cols, b.cols, "need B.rows == A.cols");
-  check_dense(w, "C", c, a.rows, b.cols, "need C.rows == A.rows and C.cols == B.cols");
-  check_same_type(w, "B", b.value_type, a.value_type);
-  check_same_type(w, "C", c.value_type, a.value_type);
+  check_dense(w, n.b, b, a.cols, F, n.b_rule);
+  check_dense(w, n.c, c, a.rows, F, n.c_rule);
+  check_same_type(w, n.b, b.value_type, a.value_type);
+  check_same_type(w, n.c, c.value_type, a.value_type);
   check_reduce(w, opt.reduce);
   if (c.rows == 0 || c.cols == 0) return std::nullopt;
   return sparseport_spmm_args{to_abi(a), to_abi(b), to_abi(c), static_cast<int32_t>(opt.reduce), opt.alpha, opt.beta,
                               nullptr, 0};
+}
+
+}  // namespace
+
+std::optional<sparseport_spmm_args> spmm_args(const Context& ctx, const std::string& w, const CsrView& a,
+                                              const DenseView& b, const DenseMutView& c, const SpmmOptions& opt,
+                                              bool structure) {
+  return checked_args(ctx, w, a, b, c, opt, structure, kSpmmNames, b.cols);
 }
 }  // namespace ops
 
 void spmm(const Context& ctx, const CsrView& a, const DenseView& b, const DenseMutView& c, const SpmmOptions& opt) {
   const std::string w = ops::where(ctx, SPARSEPORT_OP_SPMM);
   if (const auto args = ops::spmm_args(ctx, w, a, b, c, opt, true))
+    ops::call_plugin(ctx, SPARSEPORT_OP_SPMM, ctx.plugin().table->spmm, *args, opt.variant, w);
+}
+
+// spmm with one column: the same slot, variants and scheduler; only the messages say spmv.
+void spmv(const Context& ctx, const CsrView& a, const DenseView& x, const DenseMutView& y, const SpmvOptions& opt) {
+  const std::string w = "sparseport::spmv[" + ctx.backend() + "]";
+  if (const auto args = ops::checked_args(ctx, w, a, x, y, opt, true, ops::kSpmvNames, 1))
     ops::call_plugin(ctx, SPARSEPORT_OP_SPMM, ctx.plugin().table->spmm, *args, opt.variant, w);
 }
 

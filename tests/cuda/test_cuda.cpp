@@ -127,6 +127,7 @@ TEST(CudaPointers, HostPointersAreRefusedNamingOpAndArgument) {
   };
   for (const std::string& v : variants(SPARSEPORT_OP_SPMM)) {
     if (v == "spmm.row_warp_vec4" && !aligned16(b.data.data())) continue;  // would not apply: Unsupported first
+    if (v == "spmm.cusparse_spmv") continue;                                 // F == 1 only: Unsupported first
     expect_refused([&] { spmm(ctx, da.view, b.view(), dc.mut(), {Reduce::sum, 1.0, 0.0, v}); }, "spmm", "B");
   }
   // Nothing was written when the input was refused.
@@ -174,8 +175,10 @@ struct Scaling {
 bool spmm_applies(const std::string& v, int64_t F, const DenseView& b, const DenseMutView& c, Reduce r) {
   if (v == "spmm.row_warp_vec4")
     return F % 4 == 0 && b.ld % 4 == 0 && c.ld % 4 == 0 && aligned16(b.data) && aligned16(c.data);
-  if (v == "spmm.row_subwarp") return F <= 16;
+  if (v == "spmm.row_subwarp" || v == "spmm.vector_rows" || v == "spmm.merge_path") return F <= 16;
   if (v == "spmm.cusparse") return r == Reduce::sum;
+  if (v == "spmm.cusparse_spmv")
+    return r == Reduce::sum && F == 1 && (b.ld == 1 || b.rows <= 1) && (c.ld == 1 || c.rows <= 1);
   return true;
 }
 
@@ -305,6 +308,27 @@ TEST(CudaSpmm, SmallMatricesTeamsOfSlicesDoubleInt64Pattern) {
              {{32, 32, 32, 0}, {64, 64, 64, 0}}, kSeed + 46, {"spmm.hub_split"});
   check_spmm(ctx, scaled_skewed_csr<int64_t, double>(full, {600, 500, 6000}, 0.4, kSeed + 46, false),
              {{128, 128, 128, 0}, {256, 256, 256, 0}}, kSeed + 46);
+}
+
+// The widths of SpMV and few-vector SpMM (every lane tile of spmm.vector_rows and spmm.merge_path,
+// full and masked, contiguous and padded, C misaligned) on the skewed input of
+// EveryVariantFloatInt32: its mega-row of 8000 entries crosses 31 to 62 merge_path chunks (at 0.1
+// still 6 to 12), whose pieces the fix-up kernel folds; the rows of 50-210 entries cross lanes.
+TEST(CudaSpmm, SmallWidthsSkewed) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  const auto a = scaled_skewed_csr<int32_t, float>({3000, 2500, 20000}, {600, 500, 4000}, 0.4, kSeed + 60);
+  check_spmm(ctx, a,
+             {{1, 1, 1, 0}, {1, 3, 2, 0}, {2, 2, 2, 0}, {3, 3, 3, 0}, {4, 4, 4, 0}, {4, 4, 5, 1}, {7, 7, 7, 0},
+              {8, 8, 8, 0}, {16, 16, 16, 0}, {16, 17, 16, 1}},
+             kSeed + 60);
+}
+
+TEST(CudaSpmm, SmallWidthsDoubleInt64Pattern) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  const auto a = scaled_skewed_csr<int64_t, double>({3000, 2500, 20000}, {600, 500, 4000}, 0.4, kSeed + 61, false);
+  check_spmm(ctx, a, {{1, 1, 1, 0}, {2, 2, 2, 0}, {5, 5, 5, 0}, {16, 16, 16, 0}}, kSeed + 61);
 }
 
 TEST(CudaSpmm, MatrixWithoutEntriesScalesC) {

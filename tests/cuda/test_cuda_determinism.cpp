@@ -149,7 +149,7 @@ HostCsr<I, V> scaled_racing_csr(Size full, Size at_least, double mega, uint64_t 
 
 bool spmm_applies(const std::string& v, int64_t F, int64_t ldb, int64_t ldc) {
   if (v == "spmm.row_warp_vec4") return F % 4 == 0 && ldb % 4 == 0 && ldc % 4 == 0;  // buffers are 256-byte aligned
-  if (v == "spmm.row_subwarp") return F <= 16;
+  if (v == "spmm.row_subwarp" || v == "spmm.vector_rows" || v == "spmm.merge_path") return F <= 16;
   return true;
 }
 
@@ -232,6 +232,17 @@ TEST(CudaDeterminism, SpmmDoubleInt64Pattern) {
   const Context ctx = deterministic_context();
   check_spmm(ctx, scaled_racing_csr<int64_t, double>({8000, 6000, 150000}, {800, 600, 15000}, 0.5, kSeed + 1, false),
              {16, 64}, kSeed + 1);
+}
+
+// The small-F variants at widths of one lane tile (F = 1) and a masked one (F = 3), with the
+// scheduler's deterministic choice: spmm.merge_path splits the mega-row over hundreds of chunks and
+// folds their pieces in a fixed order; spmm.vector_rows gives it one group.
+TEST(CudaDeterminism, SpmmSmallWidths) {
+  CUDA_TEST_REQUIRE_GPU();
+  Isolated iso;
+  const Context ctx = deterministic_context();
+  check_spmm(ctx, scaled_racing_csr<int32_t, float>(kRacingFull, kRacingFloor, 0.6, kSeed + 3), {1, 3}, kSeed + 3,
+             {std::begin(kReduces), std::end(kReduces)}, {"spmm.vector_rows", "spmm.merge_path", ""});
 }
 
 // Above 4 M entries hub_split's items and threshold are the large-input ones (2048 and 256). One

@@ -59,6 +59,31 @@ TEST(KokkosInit, VendorBaselineIsMarkedAndRefusesMax) {
   }
 }
 
+// Kokkos Kernels' single-vector spmv reads x and y as contiguous arrays on Serial, so a strided
+// column (spmv with make_vector's stride) is refused, naming the strides; contiguous ones run.
+TEST(KokkosInit, VendorBaselineRefusesAStridedSingleColumn) {
+  auto ctx = sparseport::Context::create("kokkos");
+  if (ctx.device_memory()) GTEST_SKIP() << "device-memory Kokkos: the host arrays below cannot be used";
+  const std::vector<int32_t> rowptr{0, 1, 2}, colind{1, 0};
+  const std::vector<float> values{2, 3}, x{5, -1, 7, -1};
+  std::vector<float> y{0, -1, 0, -1};
+  sparseport::SpmvOptions opt;
+  opt.variant = "spmm.kokkoskernels";
+  const auto a = sparseport::make_csr(2, 2, 2, rowptr.data(), colind.data(), values.data());
+  try {
+    sparseport::spmv(ctx, a, sparseport::make_vector<float>(2, x.data(), 2),
+                     sparseport::make_vector<float>(2, y.data(), 2), opt);
+    ADD_FAILURE() << "spmm.kokkoskernels accepted strided vectors";
+  } catch (const sparseport::Unsupported& e) {
+    EXPECT_NE(std::string(e.what()).find("does not apply"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("B.ld = 2"), std::string::npos) << e.what();
+  }
+  sparseport::spmv(ctx, a, sparseport::make_vector<float>(2, x.data()), sparseport::make_vector<float>(2, y.data()),
+                   opt);
+  EXPECT_EQ(y[0], 2 * x[1]);
+  EXPECT_EQ(y[1], 3 * x[0]);
+}
+
 // spmm.team_rows on a host space walks C in blocks of 64 columns (kernels/kokkos/spmm.cpp); the
 // conformance suite's widths stop at 33, so the block edges (64, 65, 130) are checked here against
 // the reference plugin, every reduce, with beta != 0 and ld > F.

@@ -74,13 +74,14 @@ TEST(DeterministicFlags, CudaFlagsRowKernelsAndTheFixedOrderPathsNotTheAtomicOne
   const PluginInfo& p = plugin("cuda");
   if (p.table == nullptr) GTEST_SKIP() << "skipped: the cuda plugin is not compiled in (" << p.reason << ")";
   for (const char* v : {"spmm.row_warp_vec4", "spmm.row_warp", "spmm.row_subwarp", "spmm.row_cache", "spmm.hub_split",
+                        "spmm.vector_rows", "spmm.merge_path",
                         "segment_reduce.nnz_balanced_deterministic", "gather_scatter.nnz_balanced_deterministic",
                         "scatter_reduce.sort_segment", "csr_attention.fused", "csr_attention.unfused",
                         "csr_slice_rows_dense.device", "csr_transpose.device"})
     EXPECT_TRUE(flagged(p, v)) << v;
-  for (const char* v :
-       {"spmm.nnz_balanced", "spmm.cusparse", "sddmm.cusparse", "segment_reduce.nnz_balanced", "segment_reduce.atomic",
-        "scatter_reduce.atomic", "gather_scatter.nnz_balanced", "gather_scatter.atomic"})
+  for (const char* v : {"spmm.nnz_balanced", "spmm.cusparse", "spmm.cusparse_spmv", "sddmm.cusparse",
+                        "segment_reduce.nnz_balanced", "segment_reduce.atomic", "scatter_reduce.atomic",
+                        "gather_scatter.nnz_balanced", "gather_scatter.atomic"})
     EXPECT_FALSE(flagged(p, v)) << v;
 }
 
