@@ -52,6 +52,9 @@ struct PluginInfo {
   // spmm.cusparse_spmv, F == 1), the general one last. This names the general one; the scheduler's
   // reference for an input is the first vendor variant that applies to it.
   std::string vendor_variant(sparseport_op op) const;
+  // Devices this backend can run on here ("token:0" .. "token:N-1"): the plugin's own count for a
+  // device backend, 1 for a host backend, 0 when not available. Throws as the plugin's query does.
+  int device_count() const;
 };
 
 // Every backend this library knows of, compiled or not, in priority order.

@@ -75,19 +75,9 @@ class MpiSession final : public DistSession {
   }
 
   std::string backend_of_rank(const std::string& backend) const override {
-    const std::string resolved = Context::create(backend).backend();  // "cuda" -> "cuda:0"; "" -> the default
-    if (!Context::create(resolved).device_memory() || backend.find(':') != std::string::npos) return resolved;
-    const std::string family = resolved.substr(0, resolved.find(':'));
-    int devices = 0;  // the plugin refuses a device it does not have
-    for (bool more = true; more && devices < 1024;) {
-      try {
-        (void)Context::create(family + ":" + std::to_string(devices));
-        ++devices;
-      } catch (const InvalidArgument&) {
-        more = false;
-      }
-    }
-    return family + ":" + std::to_string(node_rank() % std::max(devices, 1));
+    const Context ctx = Context::create(backend);  // "cuda" -> "cuda:0"; "" -> the default
+    if (!ctx.device_memory() || backend.find(':') != std::string::npos) return ctx.backend();
+    return ctx.plugin().name + ":" + std::to_string(node_rank() % std::max(ctx.plugin().device_count(), 1));
   }
 
   int run(const std::function<int()>& body) override {

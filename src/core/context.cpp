@@ -30,6 +30,15 @@ std::string PluginInfo::vendor_variant(sparseport_op op) const {
   return last;
 }
 
+int PluginInfo::device_count() const {
+  if (status != PluginStatus::available || table == nullptr) return 0;
+  if (table->device_count == nullptr) return 1;
+  int32_t n = 0;
+  sparseport_status st{};
+  if (table->device_count(&n, &st) != SPARSEPORT_OK) detail::throw_status(st, "sparseport: " + name);
+  return n;
+}
+
 namespace {
 
 // Copies of the accepted tables, widened to this build's table size: slots a plugin built against
@@ -181,9 +190,7 @@ Context Context::create(std::string_view backend) {
   if (p.status == PluginStatus::no_device)
     throw Unsupported("sparseport: backend '" + token + "' cannot run here: " + p.reason);
   if (p.table->device_count != nullptr) {
-    int32_t n = 0;
-    sparseport_status st{};
-    if (p.table->device_count(&n, &st) != SPARSEPORT_OK) detail::throw_status(st, "sparseport: " + token);
+    const int n = p.device_count();
     if (device >= n)
       throw InvalidArgument("sparseport: backend '" + spec + "' names device " + std::to_string(device) +
                             " but only " + std::to_string(n) + " exist");

@@ -4,7 +4,6 @@
 // step are calls of the public API on the caller's context (scheduler, any host backend).
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <functional>
 #include <limits>
 #include <optional>
