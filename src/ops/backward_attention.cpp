@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: Apache-2.0
+// csr_attention_backward (backward.hpp): FlashAttention's backward, with the forward ops carrying
+// every product over F (sddmm for the scores and for dP, spmm for the three gradients) and only
+// per-entry scalars in between:
+//   - P, the softmax of the scores, needs exp, which no op computes: one serial pass on the host
+//     over the E scores with the reference's arithmetic (in place on host memory, staged through
+//     the host on device memory). Once the scores are there, the row's maximum and sum are the same
+//     loop; as segment ops they would cost two more trips to the host and back.
+//   - D = rowsum(dO o O) is sddmm over the rows x rows identity pattern (a dot per row).
+//   - dS = P o dP - P o D[row]: P o dP is sddmm with P as A's values; the second term is taken off
+//     by spmm with alpha -1 and beta 1 over the nnz x rows CSR whose row e holds (e, row(e)) with
+//     value P[e], times D.
+#include <cmath>
+#include <optional>
+#include <tuple>
+#include <vector>
+
+#include "src/ops/backward_internal.hpp"
+
+namespace sparseport {
+
+namespace {
+
+using detail::column;
+using detail::TransposeState;
+using detail::wanted;
+using detail::with_values;
+
+// p holds scale-free scores (dot products) in A's order; each row's are replaced by their softmax
+// weights. The arithmetic of the reference's csr_attention: the score is scale * dot in V, the row
+// is shifted by the first score no later one beats, so non-finite scores do what they do in the
+// forward (a NaN score, or a row whose scores are all -inf or include +inf, makes the row's sum and
+// every weight of the row NaN); the rest is in double.
+template <class V>
+void softmax_rows(const std::vector<int64_t>& rowptr, double scale, V* p) {
+  const V sc = static_cast<V>(scale);
+  std::vector<double> x;
+  for (size_t i = 0; i + 1 < rowptr.size(); ++i) {
+    V* row = p + rowptr[i];
+    const auto deg = static_cast<size_t>(rowptr[i + 1] - rowptr[i]);
+    if (deg == 0) continue;
+    x.resize(deg);
+    for (size_t t = 0; t < deg; ++t) x[t] = static_cast<double>(static_cast<V>(sc * row[t]));
+    double top = x[0];
+    for (size_t t = 1; t < deg; ++t) top = x[t] > top ? x[t] : top;
+    double z = 0.0;
+    for (double& s : x) z += s = std::exp(s - top);
+    for (size_t t = 0; t < deg; ++t) row[t] = static_cast<V>(x[t] / z);
+  }
+}
+
+void softmax_in_place(TransposeState& s, double scale, void* p) {
+  const std::vector<int64_t>& rowptr = detail::host_rowptr(s);
+  const auto run = [&]<class V>() {
+    const size_t bytes = static_cast<size_t>(s.a.nnz) * sizeof(V);
+    if (!s.ctx.device_memory()) {
+      s.ctx.synchronize();  // the sddmm that wrote p may still run (an asynchronous backend)
+      return softmax_rows(rowptr, scale, static_cast<V*>(p));
+    }
+    std::vector<V> h(static_cast<size_t>(s.a.nnz));
+    s.ctx.copy_to_host(h.data(), p, bytes);
+    softmax_rows(rowptr, scale, h.data());
+    s.ctx.copy_to_backend(p, h.data(), bytes);
+  };
+  if (s.a.value_type == ValueType::f32)
+    run.template operator()<float>();
+  else
+    run.template operator()<double>();
+}
+
+}  // namespace
+
+void csr_attention_backward(const Context& ctx, const CsrView& a, const DenseView& q, const DenseView& k,
+                            const DenseView& v, const DenseView& out, const DenseView& dout,
+                            const AttentionGrads& grads, double scale, const Transpose* transpose) {
+  const std::string w = detail::where(ctx, "csr_attention_backward");
+  AttentionOptions forward;
+  forward.scale = scale;
+  // The forward's checks of A, Q, K, V, out and scale (out is only looked at, never written).
+  const DenseMutView out_shape{out.rows, out.cols, out.ld, const_cast<void*>(out.data), out.value_type};
+  ops::attention_args(ctx, w, a, q, k, v, out_shape, forward, true);
+  const int64_t F = q.cols, Fv = v.cols;
+  ops::check_dense(w, "dout", dout, a.rows, Fv, "need dout to be A.rows x V.cols, as out");
+  ops::check_same_type(w, "dout", dout.value_type, a.value_type);
+  const std::tuple<const char*, const DenseMutView*, int64_t, int64_t, const char*> outs[] = {
+      {"dQ", &grads.dq, a.rows, F, "need dQ to be A.rows x Q.cols"},
+      {"dK", &grads.dk, a.cols, F, "need dK to be A.cols x K.cols"},
+      {"dV", &grads.dv, a.cols, Fv, "need dV to be A.cols x V.cols"}};
+  for (const auto& [arg, d, rows, cols, rule] : outs) {
+    if (!wanted(*d)) continue;
+    ops::check_dense(w, arg, *d, rows, cols, rule);
+    ops::check_same_type(w, arg, d->value_type, a.value_type);
+  }
+  detail::check_transpose(w, a, transpose);
+  if (!wanted(grads.dq) && !wanted(grads.dk) && !wanted(grads.dv)) return;
+  // The forward's scale (ops::attention_args): 0 asks for 1 / sqrt(F).
+  const double sc = scale != 0.0 ? scale : 1.0 / std::sqrt(static_cast<double>(F > 0 ? F : 1));
+
+  std::optional<Transpose> temp;
+  const Transpose& at = transpose != nullptr ? *transpose : temp.emplace(ctx, a);
+  TransposeState& s = detail::TransposeAccess::state(at);
+  const int64_t E = a.nnz;
+  const ValueType vt = a.value_type;
+
+  void* p = detail::scratch(s, 0);
+  sddmm(ctx, with_values(a, nullptr), q, k, column(p, E, vt));
+  softmax_in_place(s, sc, p);
+  void* in_at_order = detail::scratch(s, 2);  // P, then dS, in A^T's order
+  if (wanted(grads.dv)) {
+    if (E > 0) detail::gather_values(s, s.positions.data(), nullptr, p, in_at_order);
+    spmm(ctx, with_values(at.pattern(), in_at_order), dout, grads.dv);
+  }
+  if (!wanted(grads.dq) && !wanted(grads.dk)) return;
+
+  void* ds = detail::scratch(s, 1);
+  sddmm(ctx, with_values(a, p), dout, v, column(ds, E, vt));  // P o dP
+  void* d = detail::row_scratch(s);
+  const CsrView identity{a.rows, a.rows, a.rows, s.iota.data(), s.iota.data(), nullptr, a.index_type, vt};
+  sddmm(ctx, identity, dout, out, column(d, a.rows, vt));  // D = rowsum(dO o O)
+  const CsrView by_entry{E, a.rows, E, s.iota.data(), detail::entry_rows(s), p, a.index_type, vt};
+  spmm(ctx, by_entry, column(d, a.rows, vt), column(ds, E, vt), SpmmOptions{Reduce::sum, -1.0, 1.0, {}});
+  if (wanted(grads.dq)) spmm(ctx, with_values(a, ds), k, grads.dq, SpmmOptions{Reduce::sum, sc, 0.0, {}});
+  if (wanted(grads.dk)) {
+    if (E > 0) detail::gather_values(s, s.positions.data(), nullptr, ds, in_at_order);
+    spmm(ctx, with_values(at.pattern(), in_at_order), q, grads.dk, SpmmOptions{Reduce::sum, sc, 0.0, {}});
+  }
+}
+
+}  // namespace sparseport
