@@ -5,6 +5,8 @@
 # missing and goes on: CMake then builds whatever the machine has.
 set -u
 pkgs=(build-essential cmake ninja-build pkgconf zlib1g-dev libgtest-dev libbenchmark-dev libhwloc-dev python3
+  # The Python package's tests (python/tests/run.sh): a virtual environment and Python's headers.
+  python3-venv python3-dev
   # The kokkos plugin (Debian's Kokkos 3.4, Serial only; Kokkos Kernels needs BLAS and LAPACK) and
   # the CPU vendor baseline spmm.graphblas. Without them CMake leaves those parts out.
   libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libblas-dev liblapack-dev libgraphblas-dev

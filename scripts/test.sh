@@ -3,7 +3,7 @@
 # Builds and runs the test suite: install missing packages, configure (the `cuda` preset where nvcc
 # exists, so the CUDA plugin is compiled even without a GPU; its tests then skip, saying why) with
 # SPARSEPORT_WERROR=ON, build, and run CTest without the `long` label; then the kokkos plugin on
-# Kokkos-OpenMP (below). Ends with CTest's summary of that run.
+# Kokkos-OpenMP and the Python package (below). Fails when any of the three fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-deps.sh
@@ -26,3 +26,9 @@ cmake -S . -B build/kokkos-openmp -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPARSEPO
 cmake --build build/kokkos-openmp
 env -u OMP_PROC_BIND OMP_NUM_THREADS=2 ctest --test-dir build/kokkos-openmp -j2 --output-on-failure \
   -R 'Kokkos|Conformance|CliDevices|Install'
+# The Python package (python/): a virtual environment .venv-torch with torch, numpy, pytest,
+# nanobind and scikit-build-core from PyPI (only what it lacks), `pip install ./python` built by
+# this project's CMake (warnings as errors; the cuda plugin only where a GPU is present), then
+# pytest on python/tests: opcheck, gradcheck, torch.compile and the ops against torch; the CUDA
+# tests skip without a GPU, printing why.
+python/tests/run.sh -q
