@@ -31,7 +31,10 @@ does; spmm sum and sddmm carry values. A variant that raises (e.g. torch.sparse.
 the CPU) is listed with its error and not timed; one missing module (torch_geometric) is skipped.
 
 Before timing, each pair is checked: the forward output and every gradient, as
-max|a - b| / max|b| <= tol (float32 1e-4, float64 1e-9; --tol). Timing as
+max|a - b| / max|b| <= tol (float32 1e-4, float64 1e-9; --tol). segment/scatter max/min compare
+dsrc summed per segment and dsrc off the winners instead of dsrc itself: float32 messages tie, and
+sparseport gives the gradient to the lowest tied message (torch_scatter's rule) where torch's
+scatter_reduce shares it. Timing as
 python/tests/bench_overhead.py, per call: warm-up, then the median of --reps calls timed with
 time.perf_counter, with torch.cuda.synchronize() before and after each on CUDA. Backward alone: the
 forward runs once with grads, then torch.autograd.grad(out, inputs, grad_out, retain_graph=True) is
@@ -40,8 +43,14 @@ memory of one call of each (torch.cuda.max_memory_allocated after reset_peak_mem
 what was allocated when it started) is reported too.
 
 The index tensors a user keeps per graph (int64 row/col for gather/scatter, the torch CSR, its
-transpose for the cached variant) are built once, outside the timing, as edge_index would be;
-sparseport's own per-call work (its interim transpose in backward) is inside it.
+transpose for the cached variant) are built once, outside the timing, as edge_index would be.
+sparseport keeps its own per-graph and per-index structures the same way, built on first use (here
+by the check, before the timing, as in a first training step) and kept while the arrays live:
+A^T for spmm/sddmm/attention backward, and for segment/scatter a SegmentCsr per index tensor
+(the segments x E CSR, with its transpose once a backward ran). Everything else is inside the
+timing. segment/scatter go through the C++ segment_reduce_arg / scatter_reduce_arg forwards for
+max/min (recording each output element's winning message when src requires grad; fwd_nograd runs
+the plain forward) and segment_reduce_backward / scatter_reduce_backward for every reduce.
 
 Graphs: ``--graph powerlaw`` uses examples/gnn/twins.py's generator (a degree-corrected block
 model: power-law degrees, communities in id order; --nodes 200000 --avg-degree 83.5 is exactly its
@@ -239,6 +248,8 @@ class Case:
     variants: List[Variant]
     inputs: Sequence[torch.Tensor]
     grad_out: torch.Tensor
+    # (out, grads) -> (out, grads, names) compared instead of the raw results (ties, see below)
+    view: Optional[Callable] = None
 
 
 class _MMCachedT(torch.autograd.Function):
@@ -348,7 +359,18 @@ def build_cases(rowptr, col, n, F, dtype, device, ops: Sequence[str], seed: int)
                               lambda i=index, s=src, t=tred: torch_scatter(s, i, t)))
             vs.append(Variant(f"torch_geometric.utils.scatter({red})", lambda i=index, s=src, r=red: pyg_scatter(s, i, r),
                               "torch_geometric"))
-            cases.append(Case(op, red, "src", (lambda i=index, s=src, r=red, f=fn: f(s, i, n, r)), vs, [src], go_s))
+            view = None
+            if red in ("max", "min"):
+                # float32 messages tie (a few per 10M at F = 64): sparseport gives an output element's
+                # gradient to the lowest tied message (torch_scatter's rule), torch's scatter_reduce
+                # shares it among them. Compared: dsrc summed per segment (the same under either rule)
+                # and dsrc where the message is not the segment's max/min (0 under either rule).
+                def view(res, i=index, s=src):
+                    out, (d,) = res
+                    off = s.detach() != out.index_select(0, i)
+                    per_segment = d.new_zeros(out.shape).index_add_(0, i, d)
+                    return out, [per_segment, d * off], ["src (per segment)", "src (not a winner)"]
+            cases.append(Case(op, red, "src", (lambda i=index, s=src, r=red, f=fn: f(s, i, n, r)), vs, [src], go_s, view))
     if "attention" in ops or "csr_attention" in ops:
         Q, K, V = randn(n, F, grad=True), randn(n, F, grad=True), randn(n, F, grad=True)
         scale = 1.0 / math.sqrt(F)
@@ -535,7 +557,11 @@ def main(argv=None) -> int:
                 row["error"] = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
                 rows.append(row)
                 continue
-            ok, worst, detail = check(sp_res, tv_res, names, tol)
+            if case.view is None:
+                ok, worst, detail = check(sp_res, tv_res, names, tol)
+            else:
+                (o_s, g_s, v_names), (o_t, g_t, _) = case.view(sp_res), case.view(tv_res)
+                ok, worst, detail = check((o_s, g_s), (o_t, g_t), v_names, tol)
             del tv_res
             row["check"] = "ok" if ok else f"FAIL ({detail})"
             row["max_rel_err"] = worst

@@ -10,19 +10,24 @@
 
 The ops are registered as ``torch.ops.sparseport.{spmm,sddmm,segment_reduce,scatter_reduce,
 csr_attention,csr_transpose}`` with fake (meta) implementations and autograd formulas, so
-``torch.compile(fullgraph=True)`` traces through them. The native module does not link libtorch:
-each op allocates its output with torch.empty and hands raw data pointers, shapes and type tags to
-the C++ library, which runs the op on the backend of the tensors' device (CPU: openmp, else
-reference; cuda:N: the cuda plugin). One context per device is created on first use and kept.
+``torch.compile(fullgraph=True)`` traces through them; so are the ones their autograd runs:
+``spmm_arg`` and ``{segment,scatter}_reduce_arg`` (max/min that also return each output element's
+winner, which the backward follows), ``spmm_arg_backward`` and ``{segment,scatter}_reduce_backward``.
+The native module does not link libtorch: each op allocates its output with torch.empty and hands
+raw data pointers, shapes and type tags to the C++ library, which runs the op on the backend of the
+tensors' device (CPU: openmp, else reference; cuda:N: the cuda plugin). One context per device is
+created on first use and kept.
 
 Types: float32/float64 values, int32/int64 indices (rowptr and col share one index type).
 Errors of the C++ library arrive as sparseport.InvalidArgument (a ValueError), sparseport.Error (a
 RuntimeError) and their siblings, with the library's message.
 """
 import atexit
+import collections
 import math
 import os
 import threading
+import weakref
 from typing import NamedTuple, Optional, Tuple
 
 import torch
@@ -287,16 +292,22 @@ def _(rowptr, col, values, n_cols, X, Y):
     return X.new_empty((col.shape[0],))
 
 
-def _index_reduce(src: Tensor, index: Tensor, num_segments: int, reduce: str, sorted_: bool) -> Tensor:
-    op = "segment_reduce" if sorted_ else "scatter_reduce"
-    device = _same_device(op, src, index)
-    src, s_ld = _mat(src, "src", op)
+def _index_operand(index: Tensor, n: Optional[int], op: str) -> Tuple[Tensor, int]:
+    """index as a contiguous vector with its type tag; n: the entries it must have (None: any)."""
     index = _vec(index, "index", op)
     itag = _INDEX_TAG.get(index.dtype)
     if itag is None:
         raise ValueError(f"sparseport.{op}: index has dtype {index.dtype}; supported: torch.int32, torch.int64")
-    if index.shape[0] != src.shape[0]:
-        raise ValueError(f"sparseport.{op}: index has {index.shape[0]} entries but src has {src.shape[0]} rows")
+    if n is not None and index.shape[0] != n:
+        raise ValueError(f"sparseport.{op}: index has {index.shape[0]} entries but src has {n} rows")
+    return index, itag
+
+
+def _index_reduce(src: Tensor, index: Tensor, num_segments: int, reduce: str, sorted_: bool) -> Tensor:
+    op = "segment_reduce" if sorted_ else "scatter_reduce"
+    device = _same_device(op, src, index)
+    src, s_ld = _mat(src, "src", op)
+    index, itag = _index_operand(index, src.shape[0], op)
     if reduce not in _REDUCE:
         raise ValueError(f"sparseport.{op}: reduce is '{reduce}', not one of sum, mean, max, min")
     f = src.shape[1]
@@ -324,6 +335,170 @@ def _(src, index, num_segments, reduce):
 @_scatter_reduce.register_fake
 def _(src, index, num_segments, reduce):
     return src.new_empty((num_segments, src.shape[1]))
+
+
+# A SegmentCsr (the segments x E CSR on which a reduce over messages is an spmm; its A^T serves
+# the backward) per index tensor, built by the first {segment,scatter}_reduce_arg (max/min with
+# grad) or {segment,scatter}_reduce_backward call that meets the index, then reused: a training
+# loop pays for the counting sorts of an index (of the CSR, and of its transpose at the first
+# backward) once, not per call, and the steady state does no host work (a CUDA graph can capture
+# it after a warm-up step).
+# An entry lives as long as its index tensor: it holds only a weak reference to it and is dropped
+# when the tensor dies, so no other tensor can meet it at the same address. At most _SEGMENT_CACHE
+# entries are kept, the least recently used dropped first; each holds about five index-sized
+# arrays (the CSR and its transpose), plus two value arrays of E after a mean backward op, in the
+# library's memory (on cuda not PyTorch's caching allocator). The key holds the context (a CPU
+# backend switch makes new entries), the index's address, size, dtype and version counter (an
+# in-place change makes a new entry), the segment count and the messages' dtype.
+_segment_csrs: "collections.OrderedDict" = collections.OrderedDict()
+_segment_lock = threading.RLock()  # reentrant: a weak reference's callback may run under it (gc)
+_SEGMENT_CACHE = 8
+
+
+class _SegmentEntry:
+    """A SegmentCsr, a weak reference to its index tensor, and the reduces whose backward has run
+    with it: the first backward of each builds what it needs into the SegmentCsr (the transpose;
+    for mean its 1/count weights), under `lock`, so that concurrent calls sharing it only read."""
+
+    __slots__ = ("csr", "ref", "ready", "lock")
+
+    def __init__(self, csr, ref):
+        self.csr, self.ref, self.ready, self.lock = csr, ref, set(), threading.Lock()
+
+
+def _segment_csr(ctx, index: Tensor, owned: bool, itag: int, num_segments: int, vtag: int):
+    """The cached SegmentCsr entry of ``index``, or None when ``index`` is a copy made for this call
+    (the C++ functions then build a temporary one, or need none)."""
+    if not owned:
+        return None
+    key = (ctx, index.data_ptr(), index.shape[0], itag, index._version, num_segments, vtag)
+    hit = _segment_csrs.get(key)
+    # A live entry is good for any tensor at its address: while the tensor it was built for lives,
+    # the memory is that tensor's, and the version counter (shared by views) says it is unchanged.
+    if hit is not None and hit.ref() is not None:
+        try:
+            _segment_csrs.move_to_end(key)
+        except KeyError:  # dropped by another thread meanwhile: still valid for this call
+            pass
+        return hit
+    csr = _C.SegmentCsr(ctx, index.shape[0], index.data_ptr(), itag, num_segments, vtag)
+    ref = weakref.ref(index, lambda _r, k=key: _drop_segment_csr(k, _r))
+    hit = _SegmentEntry(csr, ref)
+    with _segment_lock:
+        _segment_csrs[key] = hit
+        while len(_segment_csrs) > _SEGMENT_CACHE:
+            _segment_csrs.popitem(last=False)
+    return hit
+
+
+def _drop_segment_csr(key, ref) -> None:
+    with _segment_lock:
+        hit = _segment_csrs.get(key)
+        if hit is not None and hit.ref is ref:
+            del _segment_csrs[key]
+
+
+def _index_reduce_arg(src: Tensor, index: Tensor, num_segments: int, reduce: str, sorted_: bool):
+    op = "segment_reduce" if sorted_ else "scatter_reduce"
+    device = _same_device(op, src, index)
+    src, s_ld = _mat(src, "src", op)
+    given = index
+    index, itag = _index_operand(index, src.shape[0], op)
+    if reduce not in ("max", "min"):
+        raise ValueError(f"sparseport.{op}: reduce is '{reduce}'; only max and min record a winner")
+    f, vtag = src.shape[1], _VALUE_TAG[src.dtype]
+    out = torch.empty((num_segments, f), dtype=src.dtype, device=device)
+    arg = torch.empty((num_segments, f), dtype=index.dtype, device=device)
+    ctx = _ctx(device)
+    entry = _segment_csr(ctx, index, index is given, itag, num_segments, vtag)
+    _C.index_reduce_arg(ctx, sorted_, index.shape[0], index.data_ptr(), itag, src.data_ptr(), s_ld, f, vtag,
+                        out.data_ptr(), arg.data_ptr(), num_segments, _REDUCE[reduce],
+                        None if entry is None else entry.csr)
+    return out, arg
+
+
+@torch.library.custom_op("sparseport::segment_reduce_arg", mutates_args=())
+def _segment_reduce_arg(src: Tensor, index: Tensor, num_segments: int, reduce: str) -> Tuple[Tensor, Tensor]:
+    """segment_reduce max/min and, per output element, the message that won it (index's dtype; -1:
+    an empty segment). Ties: the lowest message; a NaN message wins."""
+    return _index_reduce_arg(src, index, num_segments, reduce, True)
+
+
+@torch.library.custom_op("sparseport::scatter_reduce_arg", mutates_args=())
+def _scatter_reduce_arg(src: Tensor, index: Tensor, num_segments: int, reduce: str) -> Tuple[Tensor, Tensor]:
+    """scatter_reduce max/min and, per output element, the winner's position in the index's stable
+    sort (not the message number; what scatter_reduce_backward takes; -1: an empty segment)."""
+    return _index_reduce_arg(src, index, num_segments, reduce, False)
+
+
+@_segment_reduce_arg.register_fake
+def _(src, index, num_segments, reduce):
+    return src.new_empty((num_segments, src.shape[1])), index.new_empty((num_segments, src.shape[1]))
+
+
+@_scatter_reduce_arg.register_fake
+def _(src, index, num_segments, reduce):
+    return src.new_empty((num_segments, src.shape[1])), index.new_empty((num_segments, src.shape[1]))
+
+
+def _index_reduce_backward(grad: Tensor, index: Tensor, arg: Optional[Tensor], reduce: str, sorted_: bool) -> Tensor:
+    op = "segment_reduce" if sorted_ else "scatter_reduce"
+    device = _same_device(op, grad, index)
+    grad, g_ld = _mat(grad, "grad", op)
+    given = index
+    index, itag = _index_operand(index, None, op)
+    if reduce not in _REDUCE:
+        raise ValueError(f"sparseport.{op}: reduce is '{reduce}', not one of sum, mean, max, min")
+    segments, f, vtag = grad.shape[0], grad.shape[1], _VALUE_TAG[grad.dtype]
+    by_arg = reduce in ("max", "min")
+    if by_arg:
+        if arg is None:
+            raise ValueError(f"sparseport.{op}: the backward of reduce {reduce} needs the forward's arg")
+        if arg.device != device or arg.dtype != index.dtype or tuple(arg.shape) != (segments, f):
+            raise ValueError(f"sparseport.{op}: arg is {tuple(arg.shape)} {arg.dtype} on {arg.device}; need "
+                             f"{(segments, f)} {index.dtype} on {device} (the forward's)")
+        arg = arg.contiguous()
+    d_src = torch.empty((index.shape[0], f), dtype=grad.dtype, device=device)
+    ctx = _ctx(device)
+    entry = _segment_csr(ctx, index, index is given, itag, segments, vtag)
+
+    def run():
+        _C.index_reduce_backward(ctx, sorted_, index.shape[0], index.data_ptr(), itag, grad.data_ptr(), g_ld, f, vtag,
+                                 d_src.data_ptr(), segments, _REDUCE[reduce], arg.data_ptr() if by_arg else 0,
+                                 None if entry is None else entry.csr)
+
+    if entry is None or reduce in entry.ready:
+        run()
+    else:
+        with entry.lock:
+            run()
+            if ctx.device_memory:  # what it built stays valid for calls queued on other streams
+                ctx.synchronize()
+            entry.ready.add(reduce)
+    return d_src
+
+
+@torch.library.custom_op("sparseport::segment_reduce_backward", mutates_args=())
+def _segment_reduce_backward(grad: Tensor, index: Tensor, arg: Optional[Tensor], reduce: str) -> Tensor:
+    """d src of segment_reduce given d out (segments x F): sum: d out[index[e]]; mean: the same over
+    the segment's count; max/min: d out where message e won (arg: segment_reduce_arg's), else 0."""
+    return _index_reduce_backward(grad, index, arg, reduce, True)
+
+
+@torch.library.custom_op("sparseport::scatter_reduce_backward", mutates_args=())
+def _scatter_reduce_backward(grad: Tensor, index: Tensor, arg: Optional[Tensor], reduce: str) -> Tensor:
+    """segment_reduce_backward with index in any order (arg: scatter_reduce_arg's)."""
+    return _index_reduce_backward(grad, index, arg, reduce, False)
+
+
+@_segment_reduce_backward.register_fake
+def _(grad, index, arg, reduce):
+    return grad.new_empty((index.shape[0], grad.shape[1]))
+
+
+@_scatter_reduce_backward.register_fake
+def _(grad, index, arg, reduce):
+    return grad.new_empty((index.shape[0], grad.shape[1]))
 
 
 @torch.library.custom_op("sparseport::csr_attention", mutates_args=())
@@ -473,19 +648,6 @@ def _transpose(rowptr: Tensor, col: Tensor, n_cols: int):
     return t if hit is None else (hit[2], hit[3], hit[4])
 
 
-def _winners(msg: Tensor, seg: Tensor, out: Tensor, num_segments) -> Tensor:
-    """For max/min: winners[s, f] = the lowest entry e with seg[e] == s whose message msg[e, f]
-    equals out[s, f] (torch_scatter's tie rule); E where segment s has no entry.
-
-    For segment/scatter max/min, whose E x F messages exist anyway (spmm records its winners in
-    the forward instead)."""
-    E, F = msg.shape
-    ids = torch.arange(E, device=msg.device)[:, None].expand(E, F)
-    cand = ids.masked_fill(msg != out.index_select(0, seg), E)
-    win = torch.full((num_segments, F), E, dtype=torch.long, device=msg.device)
-    return win.scatter_reduce(0, seg[:, None].expand(E, F), cand, "amin", include_self=True)
-
-
 def _spmm_setup(ctx, inputs, output):
     rowptr, col, values, n_cols, B, reduce = inputs
     ctx.n_cols, ctx.reduce = n_cols, reduce
@@ -562,33 +724,97 @@ def _sddmm_backward(ctx, grad):
 _sddmm.register_autograd(_sddmm_backward, setup_context=_sddmm_setup)
 
 
+def _index_backward_op(sorted_: bool):
+    return _ops.segment_reduce_backward if sorted_ else _ops.scatter_reduce_backward
+
+
+def _index_grad(sorted_: bool, grad: Tensor, index: Tensor, arg: Optional[Tensor], reduce: str) -> Tensor:
+    """d src of segment_reduce / scatter_reduce. max/min: the C++ backward, through the forward's
+    arg. sum and mean stay one torch gather, PyG's backward (mean divides the segments' gradients
+    by their counts first): the C++ backward (a gather too, spmm on the SegmentCsr's transpose,
+    mean with 1/count weights) was no faster. On 2 CPU cores, 1 thread, F = 64, 320k and 1M
+    messages, against index_select: sum about equal sorted and 10-30% slower unsorted, mean 5-10%
+    slower sorted and 25% slower unsorted, 2x slower at 40k messages (its per-call index check);
+    and Tensor.gather over the expanded index is 10-20% faster than index_select there."""
+    if reduce in ("sum", "mean"):
+        if reduce == "mean":
+            count = grad.new_zeros(grad.shape[0]).index_add_(0, index, grad.new_ones(index.shape[0]))
+            grad = grad / count.clamp_min(1)[:, None]
+        return grad.gather(0, index.long()[:, None].expand(-1, grad.shape[1]))
+    return _index_backward_op(sorted_)(grad, index, arg, reduce)
+
+
 def _index_setup(ctx, inputs, output):
     src, index, num_segments, reduce = inputs
+    ctx.reduce, ctx.num_segments = reduce, num_segments
+    ctx.save_for_backward(index, src if reduce in ("max", "min") else None)
+
+
+def _index_backward_rule(sorted_: bool):
+    def backward(ctx, grad):
+        """The gradient of segment_reduce / scatter_reduce through the C++ backward."""
+        index, src = ctx.saved_tensors
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None
+        arg = None
+        if ctx.reduce in ("max", "min"):
+            # torch.ops.sparseport.segment_reduce called directly: find the winners again
+            # (segment_reduce() itself runs segment_reduce_arg, which keeps them from the forward).
+            arg_op = _ops.segment_reduce_arg if sorted_ else _ops.scatter_reduce_arg
+            arg = arg_op(src.detach(), index, ctx.num_segments, ctx.reduce)[1]
+        return _index_grad(sorted_, grad, index, arg, ctx.reduce), None, None, None
+
+    return backward
+
+
+def _index_arg_setup(ctx, inputs, output):
+    src, index, num_segments, reduce = inputs
     ctx.reduce = reduce
-    ctx.save_for_backward(index, src if reduce in ("max", "min") else None, output if reduce in ("max", "min") else None)
+    ctx.mark_non_differentiable(output[1])
+    ctx.save_for_backward(index, output[1])
 
 
-def _index_backward(ctx, grad):
-    index, src, out = ctx.saved_tensors
-    if not ctx.needs_input_grad[0]:
-        return None, None, None, None
-    if ctx.reduce in ("sum", "mean"):
-        d_src = grad.index_select(0, index)
-        if ctx.reduce == "mean":
-            count = torch.zeros(grad.shape[0], dtype=grad.dtype, device=grad.device)
-            count = count.index_add(0, index, torch.ones(index.shape[0], dtype=grad.dtype, device=grad.device))
-            d_src = d_src / count.clamp_min(1).index_select(0, index)[:, None]
-        return d_src, None, None, None
-    E = src.shape[0]
-    if E == 0:
-        return torch.zeros_like(src), None, None, None
-    win = _winners(src, index.long(), out, grad.shape[0])
-    e = win.clamp_max(E - 1)
-    return torch.zeros_like(src).scatter_add(0, e, grad * (win < E)), None, None, None
+def _index_arg_backward_rule(sorted_: bool):
+    def backward(ctx, grad, _grad_arg):
+        index, arg = ctx.saved_tensors
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None
+        return _index_grad(sorted_, grad, index, arg, ctx.reduce), None, None, None
+
+    return backward
 
 
-_segment_reduce.register_autograd(_index_backward, setup_context=_index_setup)
-_scatter_reduce.register_autograd(_index_backward, setup_context=_index_setup)
+def _index_backward_setup(ctx, inputs, output):
+    grad, index, arg, reduce = inputs
+    ctx.reduce, ctx.num_segments = reduce, grad.shape[0]
+    ctx.save_for_backward(index, arg)
+
+
+def _index_double_backward_rule(sorted_: bool):
+    def backward(ctx, gg):
+        """The backward is linear in dout: its adjoint reduces the messages' gradients back onto the
+        segments (sum and mean: the same reduce; max/min: the sum of the winners' only)."""
+        index, arg = ctx.saved_tensors
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None
+        forward = _ops.segment_reduce if sorted_ else _ops.scatter_reduce
+        n, reduce = ctx.num_segments, ctx.reduce
+        if reduce in ("max", "min"):
+            # won[e, f] = 1 where message e won its segment's element f: the backward of ones.
+            ones = gg.new_ones((n, gg.shape[1]))
+            won = _index_backward_op(sorted_)(ones, index, arg, reduce)
+            return forward(gg * won, index, n, "sum"), None, None, None
+        return forward(gg, index, n, reduce), None, None, None
+
+    return backward
+
+
+_segment_reduce.register_autograd(_index_backward_rule(True), setup_context=_index_setup)
+_scatter_reduce.register_autograd(_index_backward_rule(False), setup_context=_index_setup)
+_segment_reduce_arg.register_autograd(_index_arg_backward_rule(True), setup_context=_index_arg_setup)
+_scatter_reduce_arg.register_autograd(_index_arg_backward_rule(False), setup_context=_index_arg_setup)
+_segment_reduce_backward.register_autograd(_index_double_backward_rule(True), setup_context=_index_backward_setup)
+_scatter_reduce_backward.register_autograd(_index_double_backward_rule(False), setup_context=_index_backward_setup)
 
 
 def _attention_setup(ctx, inputs, output):
@@ -657,12 +883,21 @@ def _src_2d(src: Tensor, op: str) -> Tuple[Tensor, bool]:
     return src, False
 
 
+def _needs_grad(src: Tensor) -> bool:
+    """Whether autograd will record this call (else max/min skip recording their winners)."""
+    return src.requires_grad and torch.is_grad_enabled()
+
+
 def segment_reduce(src: Tensor, index: Tensor, num_segments: int, reduce: str = "sum") -> Tensor:
     """out[s] = reduce over e with index[e] == s of src[e]; index sorted ascending (checked).
     src: E or E x F; out: num_segments (x F). Empty segments give 0; mean divides by max(count, 1)."""
     _check_reduce(reduce, "segment_reduce")
     src2, flat = _src_2d(src, "segment_reduce")
-    out = _ops.segment_reduce(src2, index, num_segments, reduce)
+    if reduce in ("max", "min") and _needs_grad(src2):
+        # The forward records the winners (when a backward may follow) and the backward follows them.
+        out = _ops.segment_reduce_arg(src2, index, num_segments, reduce)[0]
+    else:
+        out = _ops.segment_reduce(src2, index, num_segments, reduce)
     return out[:, 0] if flat else out
 
 
@@ -671,7 +906,10 @@ def scatter_reduce(src: Tensor, index: Tensor, num_segments: int, reduce: str = 
     dim_size=num_segments, reduce=...))."""
     _check_reduce(reduce, "scatter_reduce")
     src2, flat = _src_2d(src, "scatter_reduce")
-    out = _ops.scatter_reduce(src2, index, num_segments, reduce)
+    if reduce in ("max", "min") and _needs_grad(src2):
+        out = _ops.scatter_reduce_arg(src2, index, num_segments, reduce)[0]
+    else:
+        out = _ops.scatter_reduce(src2, index, num_segments, reduce)
     return out[:, 0] if flat else out
 
 

@@ -252,6 +252,75 @@ NB_MODULE(_C, m) {
       "index_reduce(ctx, sorted, E, index, itype, src, src_ld, F, vtype, out, segments, reduce): segment_reduce "
       "(sorted) or scatter_reduce");
 
+  // The CSR on which a reduce over E messages is an spmm (sparseport::SegmentCsr), built from an
+  // index array (E entries into `segments`, itype) for messages of vtype, in ctx's memory.
+  // sparseport.torch keeps one per index tensor; the index array must stay alive and unchanged
+  // while it serves calls (they check it by address and size). Built once, then read by calls on
+  // whatever stream is current then: the constructor waits for the build even on a lent stream.
+  nb::class_<sp::SegmentCsr>(m, "SegmentCsr")
+      .def(
+          "__init__",
+          [](sp::SegmentCsr* self, const sp::Context& ctx, int64_t n, uintptr_t index, int itype, int64_t segments,
+             int vtype) {
+            new (self) sp::SegmentCsr(ctx, {n, cptr(index), index_type(itype)}, segments, value_type(vtype));
+            if (ctx.device_memory()) ctx.synchronize();
+          },
+          nb::call_guard<nb::gil_scoped_release>(), "SegmentCsr(ctx, E, index, itype, segments, vtype)");
+
+  // segment_reduce (sorted) / scatter_reduce max or min recording each output element's winner
+  // (sparseport::segment_reduce_arg / scatter_reduce_arg): out and arg are segments x F with ld F,
+  // arg in the index type (segment: the message; scatter: its position in the SegmentCsr). csr:
+  // the SegmentCsr of this index and value type, or None (a temporary one per call).
+  m.def(
+      "index_reduce_arg",
+      [](const sp::Context& ctx, bool sorted, int64_t n, uintptr_t index, int itype, uintptr_t src, int64_t src_ld,
+         int64_t f, int vtype, uintptr_t out, uintptr_t arg, int64_t segments, int reduce, const sp::SegmentCsr* seg) {
+        sp::SegmentArgOptions opt;
+        opt.reduce = static_cast<sp::Reduce>(reduce);
+        opt.csr = seg;
+        const int64_t ld = f > 0 ? f : 1;
+        const sp::IndexView idx{n, cptr(index), index_type(itype)};
+        const sp::DenseView s = dense(n, f, src_ld, src, vtype);
+        const sp::DenseMutView o = dense_mut(segments, f, ld, out, vtype);
+        const sp::ArgMutView a{segments, f, ld, mptr(arg), index_type(itype)};
+        if (sorted)
+          sp::segment_reduce_arg(ctx, idx, s, o, a, opt);
+        else
+          sp::scatter_reduce_arg(ctx, idx, s, o, a, opt);
+        finish(ctx);
+      },
+      nb::arg("ctx"), nb::arg("sorted"), nb::arg("n"), nb::arg("index"), nb::arg("itype"), nb::arg("src"),
+      nb::arg("src_ld"), nb::arg("f"), nb::arg("vtype"), nb::arg("out"), nb::arg("arg"), nb::arg("segments"),
+      nb::arg("reduce"), nb::arg("csr").none(), nb::call_guard<nb::gil_scoped_release>(),
+      "index_reduce_arg(ctx, sorted, E, index, itype, src, src_ld, F, vtype, out, arg, segments, reduce, csr)");
+
+  // Their gradient for every reduce (sparseport::segment_reduce_backward / scatter_reduce_backward):
+  // dsrc (E x F, ld F) from dout (segments x F); arg (segments x F, ld F, the index type): the
+  // forward's, for max/min (read only then). csr: as for index_reduce_arg.
+  m.def(
+      "index_reduce_backward",
+      [](const sp::Context& ctx, bool sorted, int64_t n, uintptr_t index, int itype, uintptr_t dout, int64_t dout_ld,
+         int64_t f, int vtype, uintptr_t dsrc, int64_t segments, int reduce, uintptr_t arg, const sp::SegmentCsr* seg) {
+        const int64_t ld = f > 0 ? f : 1;
+        sp::SegmentBackwardOptions opt;
+        opt.reduce = static_cast<sp::Reduce>(reduce);
+        opt.csr = seg;
+        if (opt.reduce == sp::Reduce::max || opt.reduce == sp::Reduce::min)  // (an empty arg has address 0)
+          opt.arg = {segments, f, ld, cptr(arg), index_type(itype)};
+        const sp::IndexView idx{n, cptr(index), index_type(itype)};
+        const sp::DenseView d = dense(segments, f, dout_ld, dout, vtype);
+        const sp::DenseMutView ds = dense_mut(n, f, ld, dsrc, vtype);
+        if (sorted)
+          sp::segment_reduce_backward(ctx, idx, d, ds, opt);
+        else
+          sp::scatter_reduce_backward(ctx, idx, d, ds, opt);
+        finish(ctx);
+      },
+      nb::arg("ctx"), nb::arg("sorted"), nb::arg("n"), nb::arg("index"), nb::arg("itype"), nb::arg("dout"),
+      nb::arg("dout_ld"), nb::arg("f"), nb::arg("vtype"), nb::arg("dsrc"), nb::arg("segments"), nb::arg("reduce"),
+      nb::arg("arg"), nb::arg("csr").none(), nb::call_guard<nb::gil_scoped_release>(),
+      "index_reduce_backward(ctx, sorted, E, index, itype, dout, dout_ld, F, vtype, dsrc, segments, reduce, arg, csr)");
+
   m.def(
       "csr_attention",
       [](const sp::Context& ctx, int64_t rows, int64_t cols, int64_t nnz, uintptr_t rowptr, uintptr_t colind,

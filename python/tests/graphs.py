@@ -62,6 +62,29 @@ def ref_reduce(msg, seg, num_segments, reduce):
     return out.scatter_reduce(0, idx, msg, "amax" if reduce == "max" else "amin", include_self=False)
 
 
+def ref_reduce_lowest(msg, seg, num_segments, reduce):
+    """ref_reduce with torch_scatter's gradient for max/min, written out: each output element takes
+    the message of the lowest e among those equal to the result (the first NaN where there is one;
+    torch's own scatter_reduce shares the gradient among ties instead), so only that message gets
+    its gradient. sum and mean: ref_reduce. msg: E x F."""
+    if reduce in ("sum", "mean"):
+        return ref_reduce(msg, seg, num_segments, reduce)
+    seg = seg.long()
+    E, F = msg.shape
+    m = msg.detach()
+    best = ref_reduce(m, seg, num_segments, reduce)
+    has_nan = m.new_zeros((num_segments, F)).index_add(0, seg, m.isnan().to(m.dtype)) > 0
+    best = best.masked_fill(has_nan, float("nan"))
+    at = best.index_select(0, seg)
+    equal = (m == at) | (m.isnan() & at.isnan())
+    ids = torch.arange(E, device=msg.device)[:, None].expand(E, F)
+    win = torch.full((num_segments, F), E, dtype=torch.long, device=msg.device)
+    win = win.scatter_reduce(0, seg[:, None].expand(E, F), ids.masked_fill(~equal, E), "amin", include_self=True)
+    if E == 0:
+        return msg.new_zeros((num_segments, F))
+    return torch.where(win < E, msg.gather(0, win.clamp_max(E - 1)), msg.new_zeros(()))
+
+
 def ref_spmm(A, B, reduce):
     row, col = rows_of(A), A.col.long()
     if reduce == "sum":  # torch.sparse.mm (cuSPARSE / MKL path) as the reference for sum

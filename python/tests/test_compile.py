@@ -64,7 +64,7 @@ def test_compiled_layer_matches_eager(index_dtype):
         torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-9)
     assert len(graphs) == 1
     targets = {str(n.target) for n in graphs[0].graph.nodes if n.op == "call_function"}
-    for op in ("spmm", "sddmm", "csr_attention", "scatter_reduce", "segment_reduce"):
+    for op in ("spmm", "sddmm", "csr_attention", "scatter_reduce", "segment_reduce", "segment_reduce_arg"):
         assert any(t.startswith(f"sparseport.{op}") for t in targets), sorted(targets)
     # a second call with other values reuses the compiled graph
     A2 = A.with_values(A.values * 0.5)

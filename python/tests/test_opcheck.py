@@ -26,6 +26,19 @@ def samples():
             out.append((f"segment_reduce-{reduce}-{tag}", ops.segment_reduce.default, (src, index, 8, reduce)))
             out.append((f"scatter_reduce-{reduce}-{tag}", ops.scatter_reduce.default,
                         (src, index.flip(0).contiguous(), 8, reduce)))
+            # the ops segment_reduce() / scatter_reduce() and their autograd run: max/min with the
+            # winners (ties in column 0), the backward of every reduce (with the winners for max/min)
+            tied = torch.cat([src.detach()[:, :1].round(), src.detach()[:, 1:]], 1).requires_grad_(True)
+            grad = rand(8, 3, seed=6, requires_grad=True)
+            for name, sorted_ in (("segment_reduce", True), ("scatter_reduce", False)):
+                idx = index if sorted_ else index.flip(0).contiguous()
+                arg = None
+                if reduce in ("max", "min"):
+                    arg_op = getattr(ops, f"{name}_arg").default
+                    out.append((f"{name}_arg-{reduce}-{tag}", arg_op, (tied, idx, 8, reduce)))
+                    arg = arg_op(tied, idx, 8, reduce)[1]
+                out.append((f"{name}_backward-{reduce}-{tag}", getattr(ops, f"{name}_backward").default,
+                            (grad, idx, arg, reduce)))
         X, Y = rand(9, 4, seed=3, requires_grad=True), rand(7, 4, seed=4, requires_grad=True)
         out.append((f"sddmm-{tag}", ops.sddmm.default, (A.rowptr, A.col, v, 7, X, Y)))
         out.append((f"sddmm-pattern-{tag}", ops.sddmm.default, (A.rowptr, A.col, None, 7, X, Y)))
