@@ -4,8 +4,8 @@
 // an output view whose data is null is not computed. Every gradient is made of the forward ops
 // (spmm, sddmm, gather_scatter) on A, on A^T or on a re-weighted copy of A's values, so it runs on
 // every backend and through the scheduler like the forward ones; spmm max/min adds one plugin
-// kernel that follows the forward's recorded winners, and csr_attention_backward one host step
-// over the E scores (the softmax's exp, which no op computes).
+// kernel that follows the forward's recorded winners, and csr_attention_backward one that turns
+// the E scores into softmax weights (the exp, which no op computes), where they live.
 //
 // A^T: the gradient with respect to B (or Y) is a product with A^T. Build a Transpose once per
 // graph and pass it to every backward call: then the backward is a gather (an SpMM on A^T, no
@@ -131,10 +131,13 @@ struct AttentionGrads {
 // dV at row i's columns come out NaN. `transpose` serves dK and dV as in spmm_backward.
 // Cost: sddmm for S (E x F) and for dP (E x Fv), one row dot for rowsum(dO o O) (A.rows x Fv), one
 // spmm per gradient asked (dV: E x Fv on A^T, dQ: E x F, dK: E x F on A^T), and O(E) per-entry
-// scalar work. No op computes exp, so the softmax is a serial pass over the E scores on the host:
-// on a backend with device memory (cuda) the E scores go to the host and P comes back (2 E values
-// over the bus, one synchronisation per call). Throws DimensionMismatch / InvalidArgument naming
-// the argument, as csr_attention does, and for a Transpose built for another A.
+// scalar work: the softmax runs in the backend's memory, with its forward's arithmetic (the
+// plugin's csr_softmax slot, ABI 1.6; a row per warp or thread, no copy to the host). Only a plugin
+// built without the slot gets a serial pass over the E scores on the host instead (on device memory
+// the E scores go to the host and P comes back, with a synchronisation). The E-long row index of
+// the entries that dS needs is built once per Transpose, from a host copy of A's rowptr: keep a
+// Transpose to pay it once. Throws DimensionMismatch / InvalidArgument naming the argument, as
+// csr_attention does, and for a Transpose built for another A.
 void csr_attention_backward(const Context& ctx, const CsrView& a, const DenseView& q, const DenseView& k,
                             const DenseView& v, const DenseView& out, const DenseView& dout,
                             const AttentionGrads& grads, double scale = 0.0, const Transpose* transpose = nullptr);

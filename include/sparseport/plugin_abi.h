@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define SPARSEPORT_ABI_VERSION_MAJOR 1
-#define SPARSEPORT_ABI_VERSION_MINOR 5
+#define SPARSEPORT_ABI_VERSION_MINOR 6
 #define SPARSEPORT_ABI_VERSION ((SPARSEPORT_ABI_VERSION_MAJOR << 16) | SPARSEPORT_ABI_VERSION_MINOR)
 
 typedef enum sparseport_value_type { SPARSEPORT_F32 = 1, SPARSEPORT_F64 = 2 } sparseport_value_type;
@@ -162,6 +162,20 @@ typedef struct sparseport_spmm_arg_backward_args {
   const void* at_colind;      /* nnz entries: the row of A of each A^T entry */
   const void* at_perm;        /* nnz entries: the position in A of each A^T entry */
 } sparseport_spmm_arg_backward_args;
+
+/* ABI 1.6: the row softmax of csr_attention_backward's weights (plugin slot csr_softmax), computed
+ * where the scores live. For every row i of a, each of its scores[e] becomes
+ *   exp(s[e] - top) / (sum over the row's entries t of exp(s[t] - top)),   s[e] = scale * scores[e],
+ * top = the largest s of the row, with the arithmetic of the plugin's csr_attention forward: scale
+ * and s in the value type, and the rest in the value type too (the reference, the oracle, keeps
+ * the front end's host pass: the rest in double). Non-finite scores do what they do in the
+ * forward: a NaN score, or a row whose scores are all -inf or include +inf, makes every weight of
+ * the row NaN; a -inf score among finite ones gets weight 0. Rows without entries are untouched. */
+typedef struct sparseport_csr_softmax_args {
+  sparseport_csr a; /* the pattern: rowptr used (colind and values not read); a.value_type is scores' */
+  void* scores;     /* a.nnz values in A's order, overwritten in place by the weights */
+  double scale;     /* finite; applied in the value type, as the forward applies it */
+} sparseport_csr_softmax_args;
 
 typedef struct sparseport_sddmm_args {
   sparseport_csr a;         /* m x k */
@@ -406,6 +420,10 @@ typedef struct sparseport_plugin {
   /* ABI 1.5: run on the caller's stream and allocate scratch through the caller's allocator (see
    * sparseport_external). Null: the plugin has no stream or scratch to share (host plugins). */
   int (*set_external)(void* state, const struct sparseport_external* ext, sparseport_status*);
+  /* ABI 1.6: the row softmax of csr_attention_backward (sparseport_csr_softmax_args), in the
+   * plugin's memory, ordered like an op. Null: the front end runs it on the host (copying the
+   * scores there and back on a device-memory plugin). */
+  int (*csr_softmax)(const sparseport_exec*, const sparseport_csr_softmax_args*, sparseport_status*);
   /* Append new fields here only. */
 } sparseport_plugin;
 

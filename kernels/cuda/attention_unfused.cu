@@ -93,6 +93,17 @@ __global__ void __launch_bounds__(kBlock) softmax_long_rows(const I* rowptr, int
   }
 }
 
+// The row softmax of scale * s in place (m > 0): a warp per row of up to kLongRow entries, then a
+// CTA per longer row. Each row is reduced in a fixed shape whatever the grid: deterministic.
+template <class I, class V>
+void row_softmax(const State& st, const I* rowptr, int64_t m, V* s, V scale, const char* what, const char* what_long) {
+  softmax_rows<I, V><<<blocks_for(m * 32), kBlock, 0, st.stream()>>>(rowptr, m, s, scale);
+  check_launch(what);
+  const unsigned long_blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(m, kBlock), 4 * st.info().sms));
+  softmax_long_rows<I, V><<<long_blocks, kBlock, 0, st.stream()>>>(rowptr, m, s, scale);
+  check_launch(what_long);
+}
+
 }  // namespace
 
 void csr_attention_unfused(const State& s, const sparseport_attention_args& a, bool deterministic) {
@@ -112,14 +123,8 @@ void csr_attention_unfused(const State& s, const sparseport_attention_args& a, b
       dense_fill(s, scores.get(), nnz, 1, 1, a.q.value_type, 0.0);
     else
       sddmm_nnz_balanced(s, sd);
-    const I* rowptr = static_cast<const I*>(a.a.rowptr);
-    softmax_rows<I, V><<<blocks_for(a.a.rows * 32), kBlock, 0, s.stream()>>>(rowptr, a.a.rows, scores.as<V>(),
-                                                                            static_cast<V>(a.scale));
-    check_launch("csr_attention.unfused (softmax)");
-    const unsigned long_blocks = static_cast<unsigned>(std::min<int64_t>(ceil_div(a.a.rows, kBlock), 4 * s.info().sms));
-    softmax_long_rows<I, V><<<long_blocks, kBlock, 0, s.stream()>>>(rowptr, a.a.rows, scores.as<V>(),
-                                                                    static_cast<V>(a.scale));
-    check_launch("csr_attention.unfused (softmax of long rows)");
+    row_softmax(s, static_cast<const I*>(a.a.rowptr), a.a.rows, scores.as<V>(), static_cast<V>(a.scale),
+                "csr_attention.unfused (softmax)", "csr_attention.unfused (softmax of long rows)");
     sparseport_csr weighted = a.a;
     weighted.values = scores.get();
     const sparseport_spmm_args sp{weighted, a.v, a.out, SPARSEPORT_REDUCE_SUM, 1.0, 0.0, nullptr, 0};
@@ -127,6 +132,17 @@ void csr_attention_unfused(const State& s, const sparseport_attention_args& a, b
       spmm_hub_split(s, sp, true);
     else
       spmm_nnz_balanced(s, sp);
+  });
+}
+
+// ABI 1.6, csr_attention_backward's weights: the forward's softmax pass on its own, in place.
+void csr_softmax(const State& s, const sparseport_csr_softmax_args& a) {
+  if (a.a.nnz == 0) return;  // then no row has an entry (and A may have no rows: no empty grid)
+  dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
+    using I = decltype(i);
+    using V = decltype(v);
+    row_softmax(s, static_cast<const I*>(a.a.rowptr), a.a.rows, static_cast<V*>(a.scores), static_cast<V>(a.scale),
+                "csr_softmax", "csr_softmax (long rows)");
   });
 }
 

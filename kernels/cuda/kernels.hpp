@@ -24,8 +24,9 @@ inline bool vec4_rows(const void* data, int64_t ld, int64_t cols) {
 
 // The largest F for spmm.row_subwarp: a group of at most 16 lanes, one column each.
 constexpr int64_t kSubwarpMaxF = 16;
-// The largest F for spmm.vector_rows and spmm.merge_path: a lane holds all F columns of a product
-// in registers (spmm_small_f.cuh).
+// The largest F for spmm.vector_rows, and for spmm.merge_path's lanes across entries (above it
+// merge_path puts its lanes across F): a lane holds all F columns of a product in registers
+// (spmm_small_f.cuh).
 constexpr int64_t kSmallFMaxF = 16;
 
 // spmm.cusparse_spmv: cusparseSpMV, so one column, and cuSPARSE's dense vectors are contiguous
@@ -49,10 +50,11 @@ void spmm_row_cache(const State& s, const sparseport_spmm_args& a);
 // in item order instead of by atomics: the same bits for every run, knob and launch shape.
 void spmm_hub_split(const State& s, const sparseport_spmm_args& a, bool deterministic = false);
 void spmm_nnz_balanced(const State& s, const sparseport_spmm_args& a);
-// F <= kSmallFMaxF. vector_rows: a group of 2 to 32 lanes per row (from the mean row length;
+// vector_rows (F <= kSmallFMaxF): a group of 2 to 32 lanes per row (from the mean row length;
 // SPARSEPORT_SMALLF_LANES overrides it unless deterministic), lanes across the row's entries.
-// merge_path: equal path items (rows + entries) per warp, rows longer than a chunk split between
-// warps and finished by a second kernel in a fixed order; no atomics. Both run every reduction.
+// merge_path (any F): equal path items (rows + entries) per warp, rows longer than a chunk split
+// between warps and finished by a second kernel in a fixed order; no atomics; lanes across entries
+// up to kSmallFMaxF, across F above (spmm_merge_path_wide.cu). Both run every reduction.
 void spmm_vector_rows(const State& s, const sparseport_spmm_args& a, bool deterministic = false);
 void spmm_merge_path(const State& s, const sparseport_spmm_args& a);
 // cusparseSpMM (sum only). The first call on a matrix builds a plan: descriptors, the buffer, and
@@ -138,5 +140,12 @@ void exclusive_scan_inplace(const State& s, void* data, int64_t n_plus_1, int32_
 // Stable sort of (key, value) pairs by the low `bits` bits of the keys; keys are non-negative.
 void sort_pairs(const State& s, const void* keys_in, void* keys_out, const void* vals_in, void* vals_out, int64_t n,
                 int bits, int32_t index_type);
+
+// ---- csr_attention_backward's weights (the plugin's csr_softmax slot, ABI 1.6) --------------------
+
+// csr_attention.unfused's softmax pass on its own, in place on a.scores: scale * s in the value
+// type, shifted by the row's maximum, expf/exp, divided by the row's sum; a warp per row, a CTA per
+// row above 1024 entries. No atomics (the same bits every run).
+void csr_softmax(const State& s, const sparseport_csr_softmax_args& a);
 
 }  // namespace sparseport::cuda

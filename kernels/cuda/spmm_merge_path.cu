@@ -12,11 +12,14 @@
 // finishes it. Every combination has a fixed order, so the same bits every run.
 //
 // The chunk boundaries and the slot of each piece depend on rowptr and L only: computed once per
-// matrix (a search kernel, one copy back, a host pass over the chunks) and kept in the plan cache.
+// matrix (a search kernel, one copy back, a host pass over the chunks) and kept in the plan cache
+// (merge_plan, here; spmm_merge_plan.cuh). F > 16 uses the same plan with lanes across F instead:
+// spmm_merge_path_wide.cu, to which spmm_merge_path hands such calls.
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "kernels/cuda/spmm_merge_plan.cuh"
 #include "kernels/cuda/spmm_small_f.cuh"
 #include "sparseport/errors.hpp"
 
@@ -34,35 +37,6 @@ constexpr int kMergeWarps = 4;
 // A cut of the path: `row` rows ended and `nz` entries taken before it; row_start = rowptr[row].
 struct Boundary {
   int64_t row, nz, row_start;
-};
-
-// A chunk's start, and the slots of the pieces it leaves for the fix-up (-1: none): tail_slot, the
-// piece of the row that continues into the next chunk; head_slot, the piece of a row begun in an
-// earlier chunk that ends in this one.
-struct MergeChunk {
-  int64_t row, nz, tail_slot, head_slot;
-};
-
-// A row that crosses chunks: its tails are slots first_tail .. first_tail + tails - 1 in chunk
-// order, then its head.
-struct MergeFix {
-  int64_t row, first_tail, tails, head_slot;
-};
-
-class MergePlan : public Plan {
- public:
-  // Frees on the state's stream of the moment (set_external may have changed it since).
-  explicit MergePlan(const State& s) : state_(&s) {}
-  ~MergePlan() override {
-    if (chunks_ != nullptr) (void)cudaFreeAsync(chunks_, state_->stream());
-    if (fixes_ != nullptr) (void)cudaFreeAsync(fixes_, state_->stream());
-  }
-  MergeChunk* chunks_ = nullptr;  // nchunks_ + 1 (the last one is the end of the path)
-  MergeFix* fixes_ = nullptr;
-  int64_t nchunks_ = 0, nfix_ = 0, ntails_ = 0;
-
- private:
-  const State* state_;
 };
 
 template <class I>
@@ -135,6 +109,7 @@ std::shared_ptr<MergePlan> build_plan(const State& s, const sparseport_csr& a, i
   plan->nchunks_ = nchunks;
   plan->nfix_ = static_cast<int64_t>(fixes.size());
   plan->ntails_ = ntails;
+  for (const MergeFix& f : fixes) plan->max_tails_ = std::max(plan->max_tails_, f.tails);
   plan->chunks_ = upload_plan_array(s, chunks, "spmm.merge_path chunks");
   plan->fixes_ = upload_plan_array(s, fixes, "spmm.merge_path fix-ups");
   // The host vectors die here; the copies from pageable memory must be done with them.
@@ -306,7 +281,24 @@ __global__ void __launch_bounds__(kBlock)
 
 }  // namespace
 
+std::shared_ptr<MergePlan> merge_plan(const State& s, const sparseport_csr& a, int64_t items) {
+  const size_t index_size = a.index_type == SPARSEPORT_I64 ? sizeof(int64_t) : sizeof(int32_t);
+  const std::string key = "spmm.merge_path|" + std::to_string(reinterpret_cast<uintptr_t>(a.rowptr)) + "|" +
+                          std::to_string(a.rows) + "|" + std::to_string(a.nnz) + "|" + std::to_string(index_size) +
+                          "|" + std::to_string(items);
+  std::shared_ptr<MergePlan> plan = std::static_pointer_cast<MergePlan>(s.plans().find(key));
+  if (plan == nullptr) {
+    dispatch_index(a.index_type, [&](auto i) { plan = build_plan<decltype(i)>(s, a, items); });
+    s.plans().insert(key, plan);
+  }
+  return plan;
+}
+
 void spmm_merge_path(const State& s, const sparseport_spmm_args& a) {
+  if (a.b.cols > kSmallFMaxF) {
+    spmm_merge_path_wide(s, a);
+    return;
+  }
   dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
@@ -314,14 +306,7 @@ void spmm_merge_path(const State& s, const sparseport_spmm_args& a) {
     dispatch_small_f(p.F, [&](auto ft) {
       constexpr int FT = decltype(ft)::value;
       constexpr int64_t L = kMergeItems<FT>;
-      const std::string key = "spmm.merge_path|" + std::to_string(reinterpret_cast<uintptr_t>(a.a.rowptr)) + "|" +
-                              std::to_string(a.a.rows) + "|" + std::to_string(a.a.nnz) + "|" +
-                              std::to_string(sizeof(I)) + "|" + std::to_string(L);
-      std::shared_ptr<MergePlan> plan = std::static_pointer_cast<MergePlan>(s.plans().find(key));
-      if (plan == nullptr) {
-        plan = build_plan<I>(s, a.a, L);
-        s.plans().insert(key, plan);
-      }
+      const std::shared_ptr<MergePlan> plan = merge_plan(s, a.a, L);
       const bool vec = small_vector_rows<V, FT>(a.b.data, a.b.ld, p.F);
       Scratch tails, heads;
       if (plan->nfix_ > 0) {

@@ -39,5 +39,7 @@ void csr_transpose(const sparseport_transpose_args& args);
 // args carry it (no atomics); else scattered with atomics, or, when deterministic, a thread per
 // column of dB walking A's rows in order.
 void spmm_arg_backward(const sparseport_spmm_arg_backward_args& args, bool deterministic);
+// ABI 1.6: csr_attention_backward's row softmax in place, a thread per row, in the value type.
+void csr_softmax(const sparseport_csr_softmax_args& args);
 
 }  // namespace sparseport::kokkos

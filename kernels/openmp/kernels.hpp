@@ -73,7 +73,8 @@ struct Messages {
   void csr_slice_rows_dense(const sparseport_slice_rows_dense_args& args, int threads);            \
   void csr_induced_subgraph(const sparseport_induced_subgraph_args& args, int threads);            \
   void csr_transpose(const sparseport_transpose_args& args, int threads);                          \
-  void spmm_arg_backward(const sparseport_spmm_arg_backward_args& args, int threads, bool deterministic);
+  void spmm_arg_backward(const sparseport_spmm_arg_backward_args& args, int threads, bool deterministic);  \
+  void csr_softmax(const sparseport_csr_softmax_args& args, int threads);
 
 namespace generic {
 SPARSEPORT_OPENMP_DECLARE_KERNELS

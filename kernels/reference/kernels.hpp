@@ -21,5 +21,8 @@ void csr_induced_subgraph(const sparseport_induced_subgraph_args& args);
 void csr_transpose(const sparseport_transpose_args& args);
 // Accumulates in double with f64acc (the oracle), else in the value type.
 void spmm_arg_backward(const sparseport_spmm_arg_backward_args& args, bool f64acc);
+// ABI 1.6: csr_attention_backward's row softmax in place (scale * s in the value type, the rest in
+// double: the oracle).
+void csr_softmax(const sparseport_csr_softmax_args& args);
 
 }  // namespace sparseport::reference

@@ -51,8 +51,9 @@ const sparseport_variant kVariants[] = {
      "F <= 16 (SpMV and a few vectors): 2 to 32 lanes per row by the mean row length, lanes across the row's entries, "
      "each holding all F columns with several gathers in flight; a long row holds one group"},
     {SPARSEPORT_OP_SPMM, "spmm.merge_path", kDet,
-     "F <= 16: equal rows + entries per warp (merge path), rows longer than a chunk split between warps and finished "
-     "in a fixed order by a second kernel, no atomics; for skewed rows"},
+     "equal rows + entries per warp (merge path, chunk boundaries kept per matrix), rows longer than a chunk split "
+     "between warps and finished in a fixed order by a second kernel, no atomics; any F (F <= 16: lanes across "
+     "entries; above: lane groups across F, 16-byte vectors where B and C allow); for skewed rows"},
     // Two vendor variants: the scheduler's reference for an input is the first that applies to it,
     // so cusparseSpMV (F == 1) comes before cusparseSpMM; PluginInfo::vendor_variant names the last.
     {SPARSEPORT_OP_SPMM, "spmm.cusparse_spmv", kVendor,
@@ -116,7 +117,7 @@ std::string why_not(int32_t op, std::string_view v, const void* args) {
              std::to_string(F) + ", B has " + dims(a.b) + " and C has " + dims(a.c);
     if (v == "spmm.row_subwarp" && F > cu::kSubwarpMaxF)
       return "spmm.row_subwarp serves F <= " + std::to_string(cu::kSubwarpMaxF) + " but F = " + std::to_string(F);
-    if ((v == "spmm.vector_rows" || v == "spmm.merge_path") && F > cu::kSmallFMaxF)
+    if (v == "spmm.vector_rows" && F > cu::kSmallFMaxF)
       return std::string(v) + " serves F <= " + std::to_string(cu::kSmallFMaxF) + " (all F columns of a product in a "
              "lane's registers) but F = " + std::to_string(F);
     if ((v == "spmm.cusparse" || v == "spmm.cusparse_spmv") && a.reduce != SPARSEPORT_REDUCE_SUM)
@@ -433,6 +434,16 @@ int spmm_arg_backward(const sparseport_exec* x, const sparseport_spmm_arg_backwa
   });
 }
 
+// ---- csr_attention_backward's weights (ABI 1.6) --------------------------------------------------
+
+int csr_softmax(const sparseport_exec* x, const sparseport_csr_softmax_args* a, sparseport_status* st) {
+  return run_op(x, st, [&](cu::State& s) {
+    need(s, a->a.rowptr, true, "csr_softmax", "A.rowptr");  // A's colind and values are not read
+    need(s, a->scores, a->a.nnz > 0, "csr_softmax", "scores");
+    cu::csr_softmax(s, *a);
+  });
+}
+
 // ---- index checks --------------------------------------------------------------------------------
 
 int check_indices(const sparseport_exec* x, const sparseport_index_check* c, sparseport_index_report* r,
@@ -549,6 +560,7 @@ const sparseport_plugin kTable = {
     &summarize_csr,
     &spmm_arg_backward,
     &set_external,
+    &csr_softmax,
 };
 
 }  // namespace

@@ -199,6 +199,10 @@ const sparseport_plugin kTable = {
     // set_external: not offered. Every kernel runs on the default execution space instance; running
     // on a caller's stream would need an instance per context threaded through every kernel.
     nullptr,
+    // csr_softmax: a thread per row in the value type (kernels/kokkos/csr_softmax.cpp)
+    [](const sparseport_exec*, const sparseport_csr_softmax_args* a, sparseport_status* st) {
+      return detail::guarded(st, [&] { kk::csr_softmax(*a); });
+    },
 };
 
 }  // namespace

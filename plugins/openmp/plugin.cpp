@@ -84,13 +84,15 @@ struct KernelSet {
   decltype(&omp::generic::csr_induced_subgraph) csr_induced_subgraph;
   decltype(&omp::generic::csr_transpose) csr_transpose;
   decltype(&omp::generic::spmm_arg_backward) spmm_arg_backward;
+  decltype(&omp::generic::csr_softmax) csr_softmax;
 };
 
 #define SPARSEPORT_OPENMP_KERNEL_SET(ns)                                                                    \
   KernelSet {                                                                                               \
     #ns, &omp::ns::spmm, &omp::ns::sddmm, &omp::ns::segment_reduce, &omp::ns::gather_scatter,               \
         &omp::ns::csr_attention, &omp::ns::csr_slice_rows, &omp::ns::csr_slice_rows_dense,                  \
-        &omp::ns::csr_induced_subgraph, &omp::ns::csr_transpose, &omp::ns::spmm_arg_backward                \
+        &omp::ns::csr_induced_subgraph, &omp::ns::csr_transpose, &omp::ns::spmm_arg_backward,               \
+        &omp::ns::csr_softmax                                                                               \
   }
 
 constexpr KernelSet kGeneric = SPARSEPORT_OPENMP_KERNEL_SET(generic);
@@ -279,6 +281,10 @@ const sparseport_plugin kTable = {
       });
     },
     nullptr,  // set_external: host memory, no stream or scratch pool to share
+    // csr_softmax: csr_attention.unfused's softmax pass, whole rows over threads (kernels/openmp/csr_softmax.cpp)
+    [](const sparseport_exec* x, const sparseport_csr_softmax_args* a, sparseport_status* st) {
+      return detail::guarded(st, [&] { kernels().csr_softmax(*a, omp::resolve_threads(x)); });
+    },
 };
 
 }  // namespace

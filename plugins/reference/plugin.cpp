@@ -93,6 +93,10 @@ const sparseport_plugin kTable = {
       return detail::guarded(st, [&] { reference::spmm_arg_backward(*a, true); });
     },
     nullptr,  // set_external: host memory, no stream
+    // csr_softmax: the front end's host pass as a slot (scale * s in the value type, the rest in double)
+    [](const sparseport_exec*, const sparseport_csr_softmax_args* a, sparseport_status* st) {
+      return detail::guarded(st, [&] { reference::csr_softmax(*a); });
+    },
 };
 
 }  // namespace

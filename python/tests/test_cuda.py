@@ -87,7 +87,7 @@ def test_segment_scatter_grads_match_reference(reduce, dtype, index_dtype, sorte
     weight = torch.linspace(-1, 1, N * F, dtype=dtype).reshape(N, F)
     got = {}
     for name, fn, dev in (("cuda", op, "cuda"), ("cpu", op, "cpu"), ("ref", ref_reduce_lowest, "cuda")):
-        s = src.to(dev).requires_grad_(True)
+        s = src.to(dev).detach().clone().requires_grad_(True)  # a leaf on every device
         out = fn(s, index.to(dev), N, reduce)
         out.backward(weight.to(dev))
         got[name] = (out.detach().cpu(), s.grad.cpu())

@@ -2,10 +2,12 @@
 // csr_attention_backward (backward.hpp): FlashAttention's backward, with the forward ops carrying
 // every product over F (sddmm for the scores and for dP, spmm for the three gradients) and only
 // per-entry scalars in between:
-//   - P, the softmax of the scores, needs exp, which no op computes: one serial pass on the host
-//     over the E scores with the reference's arithmetic (in place on host memory, staged through
-//     the host on device memory). Once the scores are there, the row's maximum and sum are the same
-//     loop; as segment ops they would cost two more trips to the host and back.
+//   - P, the softmax of the scores, needs exp, which no op computes: the plugin's csr_softmax slot
+//     (ABI 1.6) replaces the scores by their row softmax in place, in the plugin's memory and with
+//     the arithmetic of its own forward (on cuda two launches on the context's stream, no copy).
+//     Only for a plugin without the slot (one built against ABI 1.5 or earlier) does the front end
+//     run it itself: one serial pass on the host with the reference's arithmetic, staging the E
+//     scores through the host on device memory.
 //   - D = rowsum(dO o O) is sddmm over the rows x rows identity pattern (a dot per row).
 //   - dS = P o dP - P o D[row]: P o dP is sddmm with P as A's values; the second term is taken off
 //     by spmm with alpha -1 and beta 1 over the nnz x rows CSR whose row e holds (e, row(e)) with
@@ -26,11 +28,12 @@ using detail::TransposeState;
 using detail::wanted;
 using detail::with_values;
 
-// p holds scale-free scores (dot products) in A's order; each row's are replaced by their softmax
-// weights. The arithmetic of the reference's csr_attention: the score is scale * dot in V, the row
-// is shifted by the first score no later one beats, so non-finite scores do what they do in the
-// forward (a NaN score, or a row whose scores are all -inf or include +inf, makes the row's sum and
-// every weight of the row NaN); the rest is in double.
+// The fallback for a plugin without the csr_softmax slot, the arithmetic of the reference's slot
+// (kernels/reference/csr_softmax.cpp), so the two give the same bits: p holds scale-free scores
+// (dot products) in A's order; each row's are replaced by their softmax weights. The score is
+// scale * dot in V, the row is shifted by the first score no later one beats, so non-finite scores
+// do what they do in the forward (a NaN score, or a row whose scores are all -inf or include +inf,
+// makes the row's sum and every weight of the row NaN); the rest is in double.
 template <class V>
 void softmax_rows(const std::vector<int64_t>& rowptr, double scale, V* p) {
   const V sc = static_cast<V>(scale);
@@ -49,7 +52,23 @@ void softmax_rows(const std::vector<int64_t>& rowptr, double scale, V* p) {
   }
 }
 
-void softmax_in_place(TransposeState& s, double scale, void* p) {
+// ABI 1.6, the first with the csr_softmax slot. The loader widens an older plugin's table with
+// zeros, so its slot reads null anyway; the version check states the rule rather than rely on that.
+constexpr uint32_t kAbiCsrSoftmax = (1u << 16) | 6u;
+
+// p (A's nnz scores, in the context's memory) becomes P: by the plugin where it has the slot, else
+// on the host.
+void softmax_in_place(const Context& ctx, const std::string& w, const CsrView& a, TransposeState& s, double scale,
+                      void* p) {
+  if (a.nnz == 0) return;
+  const sparseport_plugin* t = ctx.plugin().table;
+  if (t->csr_softmax != nullptr && t->abi_version >= kAbiCsrSoftmax) {
+    const sparseport_csr_softmax_args args{ops::to_abi(with_values(a, nullptr)), p, scale};
+    const sparseport_exec exec = ctx.exec();
+    sparseport_status st{};
+    if (t->csr_softmax(&exec, &args, &st) != 0) detail::throw_status(st, w);
+    return;
+  }
   const std::vector<int64_t>& rowptr = detail::host_rowptr(s);
   const auto run = [&]<class V>() {
     const size_t bytes = static_cast<size_t>(s.a.nnz) * sizeof(V);
@@ -104,7 +123,7 @@ void csr_attention_backward(const Context& ctx, const CsrView& a, const DenseVie
 
   void* p = detail::scratch(s, 0);
   sddmm(ctx, with_values(a, nullptr), q, k, column(p, E, vt));
-  softmax_in_place(s, sc, p);
+  softmax_in_place(ctx, w, a, s, sc, p);
   void* in_at_order = detail::scratch(s, 2);  // P, then dS, in A^T's order
   if (wanted(grads.dv)) {
     if (E > 0) detail::gather_values(s, s.positions.data(), nullptr, p, in_at_order);

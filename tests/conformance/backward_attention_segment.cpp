@@ -4,9 +4,12 @@
 // against gradients written out here as loops in double (and, for the attention, finite
 // differences of the forward). Inputs: random graphs, empty rows, a mega-row, rows of one entry,
 // equal scores and messages (ties), NaN and infinite scores, NaN messages, segments without
-// messages, no entries at all; with and without a kept Transpose / SegmentCsr. Then the errors:
-// every wrong shape names the function, the argument and the numbers.
+// messages, no entries at all; with and without a kept Transpose / SegmentCsr. The attention's
+// softmax slot (csr_softmax, ABI 1.6) on its own, and the host pass that stands in for it on a
+// plugin without it. Then the errors: every wrong shape names the function, the argument and the
+// numbers.
 #include <cmath>
+#include <cstring>
 #include <optional>
 
 #include "common/conformance.hpp"
@@ -331,6 +334,212 @@ TEST(AttentionBackwardConformance, MatchesFiniteDifferences) {
   check(k, dk, "dK");
   check(v, dv, "dV");
   for (int64_t f = 0; f < F; ++f) EXPECT_EQ(dq(1, f), 0.0) << "row 1 has no entries";
+}
+
+// ---- the csr_softmax slot (ABI 1.6): P where the scores live --------------------------------------
+
+// Every plugin compiled into this library was built against this plugin_abi.h, so each offers the
+// slot, and csr_attention_backward never runs its host pass on them.
+TEST(AttentionBackwardConformance, EveryCompiledPluginHasTheSoftmaxSlot) {
+  static_assert(SPARSEPORT_ABI_VERSION_MINOR >= 6, "the csr_softmax slot came with ABI 1.6");
+  int tables = 0;
+  for (const PluginInfo& p : plugins()) {
+    if (p.table == nullptr) continue;  // not compiled in
+    ++tables;
+    SCOPED_TRACE("plugin " + p.name + " (" + name(p.status) + ")");
+    EXPECT_EQ(p.table->abi_version, static_cast<uint32_t>(SPARSEPORT_ABI_VERSION));
+    EXPECT_EQ(p.table->table_size, static_cast<uint32_t>(sizeof(sparseport_plugin)));
+    EXPECT_NE(p.table->csr_softmax, nullptr);
+  }
+  EXPECT_GE(tables, 1);
+}
+
+// The slot called directly on the rows a softmax can meet (scores before scaling), against the rule
+// of plugin_abi.h in double: s = scale * score in the value type, shifted by the row's maximum;
+// every weight of a row with a NaN, with a +inf or of all -inf NaN, a -inf among finite ones 0.
+template <class I, class V>
+void check_softmax_slot(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const V inf = std::numeric_limits<V>::infinity(), nan = std::numeric_limits<V>::quiet_NaN();
+  const auto random_row = [&](int n) {
+    std::uniform_real_distribution<double> u(-3.0, 3.0);
+    std::vector<V> r;
+    for (int t = 0; t < n; ++t) r.push_back(static_cast<V>(u(rng)));
+    return r;
+  };
+  const std::vector<std::vector<V>> rows = {
+      {},                                             // an empty row: nothing to do
+      {V(0.3)},                                       // one entry: weight 1
+      random_row(7),                                  //
+      {V(1.25), V(1.25), V(1.25), V(1.25), V(1.25)},  // ties: uniform
+      {V(0.1), nan, V(0.2)},                          // a NaN: the row NaN
+      {nan, V(0.1), V(0.2)},                          // a NaN first: the row NaN
+      {-inf, -inf},                                   // all -inf: the row NaN
+      {V(0.5), inf, V(0.1)},                          // a +inf: the row NaN
+      {-inf, V(0.3), V(0.4)},                         // -inf first among finite ones: weight 0
+      {V(0.3), -inf, V(0.4)},                         // -inf among finite ones: weight 0
+      {V(200), V(150), V(180)},                       // unshifted, exp overflows in float
+      {},                                             //
+      random_row(3000),                               // longer than a row of cuda's warp-per-row kernel
+      random_row(40),                                 //
+      {},                                             // an empty last row
+  };
+  HostCsr<I, V> a;  // a pattern: the slot reads only rowptr
+  a.rows = static_cast<int64_t>(rows.size());
+  a.cols = 5;
+  std::vector<V> scores;
+  std::vector<int64_t> degree;
+  for (const std::vector<V>& r : rows) {
+    for (const V x : r) {
+      scores.push_back(x);
+      degree.push_back(static_cast<int64_t>(r.size()));
+      a.colind.push_back(static_cast<I>(a.colind.size() % static_cast<size_t>(a.cols)));
+    }
+    a.rowptr.push_back(static_cast<I>(a.colind.size()));
+  }
+  const double scale = 0.7;
+  const int64_t E = a.nnz();
+  HostDense<double> want(E, 1), bound(E, 1, 1, 1.0);  // weights are in [0, 1]
+  const V sc = static_cast<V>(scale);
+  for (size_t i = 0, e0 = 0; i < rows.size(); e0 += rows[i].size(), ++i) {
+    const size_t deg = rows[i].size();
+    if (deg == 0) continue;
+    std::vector<double> x(deg);
+    for (size_t t = 0; t < deg; ++t) x[t] = static_cast<double>(static_cast<V>(sc * rows[i][t]));
+    double top = x[0], z = 0.0;
+    for (const double s : x) top = s > top ? s : top;
+    for (double& s : x) z += s = std::exp(s - top);
+    for (size_t t = 0; t < deg; ++t) want(static_cast<int64_t>(e0 + t), 0) = x[t] / z;
+  }
+  for (const auto& ctx : backends()) {
+    SCOPED_TRACE("backend " + ctx->backend());
+    const sparseport_plugin* t = ctx->plugin().table;
+    ASSERT_NE(t->csr_softmax, nullptr);
+    Stage st(*ctx);
+    HostDense<V> h(E, 1);
+    h.data = scores;
+    const DenseMutView p = st.dense_mut(h);
+    const CsrView av = st.csr(a);
+    const sparseport_csr_softmax_args args{{av.rows, av.cols, av.nnz, av.rowptr, av.colind, nullptr,
+                                            static_cast<int32_t>(av.index_type), static_cast<int32_t>(av.value_type)},
+                                           p.data,
+                                           scale};
+    const sparseport_exec x = ctx->exec();
+    sparseport_status status{};
+    ASSERT_EQ(t->csr_softmax(&x, &args, &status), SPARSEPORT_OK) << status.message;
+    ctx->synchronize();
+    expect_close(st.fetch<V>(p), want, bound, [&](int64_t e) { return degree[static_cast<size_t>(e)] + 16; }, "P");
+  }
+}
+
+TEST(AttentionBackwardConformance, SoftmaxSlotOnEveryBackend) {
+  for (const Types& types : kAllTypes) {
+    SPARSEPORT_CONFORMANCE_SEED("csr_softmax/" + name(types));
+    with_types(types, [&]<class I, class V>() { check_softmax_slot<I, V>(seed); });
+  }
+}
+
+// A field of a plugin's table as the library holds it (its own copy, widened to this build's size:
+// not const memory), changed for one scope and put back after: how a plugin built against ABI 1.5,
+// or one without the slot, looks to the front end.
+class TableEdit {
+ public:
+  explicit TableEdit(const Context& ctx) : t_(const_cast<sparseport_plugin*>(ctx.plugin().table)), saved_(*t_) {}
+  ~TableEdit() { *t_ = saved_; }
+  TableEdit(const TableEdit&) = delete;
+  TableEdit& operator=(const TableEdit&) = delete;
+  sparseport_plugin* operator->() const { return t_; }
+
+ private:
+  sparseport_plugin* t_;
+  sparseport_plugin saved_;
+};
+
+// Stands in for a plugin's slot and counts its calls.
+int softmax_calls = 0;
+int (*softmax_slot)(const sparseport_exec*, const sparseport_csr_softmax_args*, sparseport_status*) = nullptr;
+int counting_softmax(const sparseport_exec* x, const sparseport_csr_softmax_args* a, sparseport_status* st) {
+  ++softmax_calls;
+  return softmax_slot(x, a, st);
+}
+
+enum class SlotMode { slot, abi_1_5, no_slot };
+const char* name(SlotMode m) {
+  switch (m) {
+    case SlotMode::slot: return "the slot";
+    case SlotMode::abi_1_5: return "a table that says ABI 1.5 (the slot must not be asked)";
+    case SlotMode::no_slot: return "a null slot (the host pass)";
+  }
+  return "?";
+}
+
+// csr_attention_backward calls the slot once per call where the table has it and says 1.6, and
+// otherwise falls back to its host pass, whose results match: against the loops on every backend,
+// and bit for bit on the reference (whose slot is that pass).
+template <class I, class V>
+void check_softmax_fallback(uint64_t seed) {
+  // A small fixed pattern (80 x 50, degrees 0 to 12, a quarter of the rows empty, repeated keys),
+  // so the scheduler's decisions for it come from its cache after the first run; Q, K, V from the seed.
+  HostCsr<I, V> a;
+  a.rows = 80;
+  a.cols = 50;
+  std::mt19937_64 fixed(2026);
+  std::uniform_int_distribution<int> degree(-4, 12), col(0, static_cast<int>(a.cols) - 1);
+  for (int64_t i = 0; i < a.rows; ++i) {
+    for (int d = degree(fixed); d > 0; --d) a.colind.push_back(static_cast<I>(col(fixed)));
+    a.rowptr.push_back(static_cast<I>(a.colind.size()));
+  }
+  std::mt19937_64 rng(seed);
+  const int64_t F = 6, Fv = 5;
+  const double scale = 0.6;
+  HostDense<V> q = random_dense<V>(a.rows, F, F, rng), k = random_dense<V>(a.cols, F, F, rng);
+  shape_scores(Scores::inf, q, k);  // NaN rows and a -inf key: the host pass must agree there too
+  const HostDense<V> v = random_dense<V>(a.cols, Fv, Fv, rng), dout = random_dense<V>(a.rows, Fv, Fv, rng);
+  const AttentionOracle o = attention_oracle(a, q, k, v, dout, scale);
+  const HostDense<V> out = rounded<V>(o.out, Fv);
+  const auto terms = [&](int64_t) { return a.nnz() + F + Fv + 16; };
+  for (const auto& ctx : backends()) {
+    std::vector<std::vector<V>> first;  // dQ, dK, dV with the slot
+    for (const SlotMode mode : {SlotMode::slot, SlotMode::abi_1_5, SlotMode::no_slot}) {
+      SCOPED_TRACE(std::string("backend ") + ctx->backend() + ", " + name(mode));
+      TableEdit table(*ctx);
+      ASSERT_NE(table->csr_softmax, nullptr);
+      softmax_slot = table->csr_softmax;
+      softmax_calls = 0;
+      table->csr_softmax = mode == SlotMode::no_slot ? nullptr : &counting_softmax;
+      if (mode == SlotMode::abi_1_5) table->abi_version = (1u << 16) | 5u;
+      Stage st(*ctx);
+      const CsrView av = st.csr(a);
+      AttentionGrads grads;
+      grads.dq = st.dense_mut(nan_dense<V>(a.rows, F, F));
+      grads.dk = st.dense_mut(nan_dense<V>(a.cols, F, F));
+      grads.dv = st.dense_mut(nan_dense<V>(a.cols, Fv, Fv));
+      csr_attention_backward(*ctx, av, st.dense(q), st.dense(k), st.dense(v), st.dense(out), st.dense(dout), grads,
+                             scale);
+      ctx->synchronize();
+      EXPECT_EQ(softmax_calls, mode == SlotMode::slot ? 1 : 0);
+      const HostDense<V> dq = st.fetch<V>(grads.dq), dk = st.fetch<V>(grads.dk), dv = st.fetch<V>(grads.dv);
+      expect_close(dq, o.dq, o.dq_abs, terms, "dQ");
+      expect_close(dk, o.dk, o.dk_abs, terms, "dK");
+      expect_close(dv, o.dv, o.dv_abs, terms, "dV");
+      if (mode == SlotMode::slot) {
+        first = {dq.data, dk.data, dv.data};
+      } else if (ctx->plugin().name == "reference") {
+        const std::vector<V>* got[] = {&dq.data, &dk.data, &dv.data};
+        for (size_t g = 0; g < 3; ++g)
+          EXPECT_EQ(std::memcmp(got[g]->data(), first[g].data(), first[g].size() * sizeof(V)), 0)
+              << "gradient " << g << " (dQ, dK, dV) differs in its bits from the slot's";
+      }
+    }
+  }
+}
+
+TEST(AttentionBackwardConformance, SoftmaxSlotUsedWhereTheTableHasIt) {
+  // Both index and value types, in two runs: each new type pair costs the scheduler a first probe.
+  for (const Types& types : {Types{IndexType::i32, ValueType::f32}, Types{IndexType::i64, ValueType::f64}}) {
+    SPARSEPORT_CONFORMANCE_SEED("csr_softmax_fallback/" + name(types));
+    with_types(types, [&]<class I, class V>() { check_softmax_fallback<I, V>(seed); });
+  }
 }
 
 // ---- segment_reduce / scatter_reduce ------------------------------------------------------------

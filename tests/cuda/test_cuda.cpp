@@ -6,7 +6,9 @@
 // their matrix changes. Without a GPU (CI) every test but the first two skips and says why; those
 // check the parsing of SPARSEPORT_TEST_SCALE (cuda_test.hpp) and that the plugin reports the
 // missing device clearly.
+#include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <numeric>
 
 #include "cuda_test.hpp"
@@ -175,7 +177,7 @@ struct Scaling {
 bool spmm_applies(const std::string& v, int64_t F, const DenseView& b, const DenseMutView& c, Reduce r) {
   if (v == "spmm.row_warp_vec4")
     return F % 4 == 0 && b.ld % 4 == 0 && c.ld % 4 == 0 && aligned16(b.data) && aligned16(c.data);
-  if (v == "spmm.row_subwarp" || v == "spmm.vector_rows" || v == "spmm.merge_path") return F <= 16;
+  if (v == "spmm.row_subwarp" || v == "spmm.vector_rows") return F <= 16;
   if (v == "spmm.cusparse") return r == Reduce::sum;
   if (v == "spmm.cusparse_spmv")
     return r == Reduce::sum && F == 1 && (b.ld == 1 || b.rows <= 1) && (c.ld == 1 || c.rows <= 1);
@@ -186,10 +188,24 @@ struct Width {
   int64_t F, ldb, ldc, c_offset;
 };
 
-// Every variant of spmm, or those of `only` when it is not empty.
+// C's columns F .. ld - 1 are still `start`'s, bit for bit (NaN included).
+template <class V>
+::testing::AssertionResult padding_kept(const HostDense<V>& got, const HostDense<V>& start) {
+  for (int64_t i = 0; i < got.rows; ++i)
+    for (int64_t f = got.cols; f < got.ld; ++f) {
+      const V g = got.data[static_cast<size_t>(i * got.ld + f)], w = start.data[static_cast<size_t>(i * got.ld + f)];
+      if (std::memcmp(&g, &w, sizeof(V)) != 0)
+        return ::testing::AssertionFailure() << "C[" << i << ", " << f << "] is padding past F = " << got.cols
+                                             << " (ld " << got.ld << ") but was written: " << g;
+    }
+  return ::testing::AssertionSuccess();
+}
+
+// Every variant of spmm, or those of `only` when it is not empty; with `padding`, C's padding
+// (columns F .. ld - 1) must be left as it was.
 template <class I, class V>
 void check_spmm(const Context& ctx, const HostCsr<I, V>& a, const std::vector<Width>& widths, uint64_t seed,
-                const std::vector<std::string>& only = {}) {
+                const std::vector<std::string>& only = {}, bool padding = false) {
   const auto rows = entries_by_row(a);
   const auto da = to_device(ctx, a);
   for (const Width& w : widths) {
@@ -224,7 +240,11 @@ void check_spmm(const Context& ctx, const HostCsr<I, V>& a, const std::vector<Wi
             continue;
           }
           spmm(ctx, da.view, db.view(), dc.mut(), {r, s.alpha, s.beta, v});
-          ASSERT_TRUE(close_to(to_host(ctx, dc), want, F));
+          const HostDense<V> got = to_host(ctx, dc);
+          ASSERT_TRUE(close_to(got, want, F));
+          if (padding) {
+            ASSERT_TRUE(padding_kept(got, start));
+          }
         }
       }
     }
@@ -329,6 +349,102 @@ TEST(CudaSpmm, SmallWidthsDoubleInt64Pattern) {
   Context ctx = Context::create("cuda");
   const auto a = scaled_skewed_csr<int64_t, double>({3000, 2500, 20000}, {600, 500, 4000}, 0.4, kSeed + 61, false);
   check_spmm(ctx, a, {{1, 1, 1, 0}, {2, 2, 2, 0}, {5, 5, 5, 0}, {16, 16, 16, 0}}, kSeed + 61);
+}
+
+// ---- spmm.merge_path above F = 16 (lanes across F: spmm_merge_path_wide.cu) ---------------------
+
+// Power-law rows: degrees from a Pareto tail of exponent 1.2 from 2, capped at `cap` (most rows of
+// a few entries, a few percent of tens, a few of hundreds to thousands), so rows end inside
+// chunks, fill whole chunks and cross chunk ends. With `empty_runs`, the first and the last row
+// and runs of 300 rows are empty: whole chunks of row ends only, and chunks that start or end in
+// them. Columns random and unsorted, repeats allowed.
+template <class I, class V>
+HostCsr<I, V> power_law_csr(int64_t rows, int64_t cols, int64_t cap, uint64_t seed, bool with_values, bool empty_runs) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0), val(-1.0, 1.0);
+  std::uniform_int_distribution<int64_t> col(0, cols - 1);
+  HostCsr<I, V> a;
+  a.rows = rows;
+  a.cols = cols;
+  a.rowptr.assign(static_cast<size_t>(rows) + 1, 0);
+  for (int64_t i = 0; i < rows; ++i) {
+    int64_t d = std::min(cap, static_cast<int64_t>(2.0 * std::pow(1.0 - u(rng), -1.0 / 1.2)));
+    if (empty_runs && (i == 0 || i == rows - 1 || (i / 300) % 3 == 1)) d = 0;
+    for (int64_t k = 0; k < d; ++k) {
+      a.colind.push_back(static_cast<I>(col(rng)));
+      if (with_values) a.values.push_back(static_cast<V>(val(rng)));
+    }
+    a.rowptr[static_cast<size_t>(i) + 1] = static_cast<I>(a.colind.size());
+  }
+  return a;
+}
+
+// For each F: B and C contiguous; both padded with rows that stay 16-byte aligned (ld a multiple
+// of `vec`, the values of a 16-byte vector); B's rows unaligned (ld F + 1) with C padded and
+// misaligned by one element. 16-byte vectors run in the first two where F % vec == 0, scalar lanes
+// otherwise.
+std::vector<Width> wide_widths(std::initializer_list<int64_t> fs, int64_t vec) {
+  std::vector<Width> w;
+  for (int64_t F : fs) {
+    w.push_back({F, F, F, 0});
+    w.push_back({F, F + vec, F + 2 * vec, 0});
+    w.push_back({F, F + 1, F + 3, 1});
+  }
+  return w;
+}
+
+// The lane shapes of merge_path above F = 16, on the skewed input of SmallWidthsSkewed (a mega-row
+// of 8000 entries across about 60 chunks of 128 path items, so its tails are folded in groups
+// first; hubs of 600 across 4 or 5; rows of 50-210 entries across sub-groups): float4 lanes in
+// sub-groups of 8 (F = 32: four sub-groups per warp), 16 (F = 64, 2), 32 (96, 128) and 32 with two
+// vectors a lane (256); scalar lanes with one (17, and every F unaligned), two (64) and four
+// (96 to 256, 256 in two tiles) columns; padding untouched. At 0.1 600 x 500 with 4000 entries: a
+// mega-row of 1600 (about 12 chunks), 2 hubs of 600.
+TEST(CudaSpmm, MergePathWideSkewed) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  const auto a = scaled_skewed_csr<int32_t, float>({3000, 2500, 20000}, {600, 500, 4000}, 0.4, kSeed + 150);
+  std::vector<Width> widths = wide_widths({17, 32, 64, 96, 128, 256}, 4);
+  widths.push_back({64, 64, 68, 1});  // B aligned, C not: scalar lanes
+  widths.push_back({20, 20, 20, 0});  // float4 lanes, sub-groups of 8 with 3 idle lanes
+  check_spmm(ctx, a, widths, kSeed + 150, {"spmm.merge_path"}, true);
+}
+
+// Power-law rows, double values (double2 lanes: sub-groups of 16 at F = 32, 32 at 64, two vectors a
+// lane at 66 (a tile of 128 partly idle), 96 and 128, 256 in two tiles), int64 indices. 3000 x 2500, about 28000 entries, some 20 rows
+// above 128 entries; at 0.1 1000 x 1000 with about 9000.
+TEST(CudaSpmm, MergePathWidePowerLawDoubleInt64) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  const auto a = power_law_csr<int64_t, double>(scaled(3000, 1000), scaled(2500, 1000), 3000, kSeed + 151, true, false);
+  check_spmm(ctx, a, wide_widths({17, 32, 64, 66, 96, 128, 256}, 2), kSeed + 151, {"spmm.merge_path"}, true);
+}
+
+// Runs of 300 empty rows between power-law ones (whole chunks of empty rows, and chunks that begin
+// or end in them: beta * C or 0 for every reduction), a pattern (no values), int64 indices with
+// float values and int32 with double.
+TEST(CudaSpmm, MergePathWideEmptyRuns) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  check_spmm(ctx, power_law_csr<int64_t, float>(scaled(4000, 1500), 2000, 2000, kSeed + 152, false, true),
+             wide_widths({17, 32, 64, 128}, 4), kSeed + 152, {"spmm.merge_path"}, true);
+  check_spmm(ctx, power_law_csr<int32_t, double>(scaled(4000, 1500), 2000, 2000, kSeed + 153, true, true),
+             wide_widths({32, 96}, 2), kSeed + 153, {"spmm.merge_path"}, true);
+}
+
+// A mega-row of 12000 entries (about 95 chunks of 128 path items, so its tails are folded in groups
+// of 32 before the fix-up folds the groups in order) next to hubs and short rows; then one of
+// 144000 (about 1100 chunks: groups of 32, then groups of 32 x 32). Their sizes are the point, so
+// they are kept at every scale (20000 and 160000 entries).
+TEST(CudaSpmm, MergePathWideMegaRowAcrossManyChunks) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  check_spmm(ctx, skewed_csr<int32_t, double>(2000, 1500, 20000, 0.6, kSeed + 154), wide_widths({32, 128}, 2),
+             kSeed + 154, {"spmm.merge_path"}, true);
+  check_spmm(ctx, skewed_csr<int64_t, float>(2000, 1500, 20000, 0.6, kSeed + 155, false), wide_widths({32, 64, 100}, 4),
+             kSeed + 155, {"spmm.merge_path"}, true);
+  check_spmm(ctx, skewed_csr<int32_t, float>(2000, 1500, 160000, 0.9, kSeed + 156), {{64, 64, 64, 0}, {40, 41, 43, 1}},
+             kSeed + 156, {"spmm.merge_path"}, true);
 }
 
 TEST(CudaSpmm, MatrixWithoutEntriesScalesC) {

@@ -149,7 +149,7 @@ HostCsr<I, V> scaled_racing_csr(Size full, Size at_least, double mega, uint64_t 
 
 bool spmm_applies(const std::string& v, int64_t F, int64_t ldb, int64_t ldc) {
   if (v == "spmm.row_warp_vec4") return F % 4 == 0 && ldb % 4 == 0 && ldc % 4 == 0;  // buffers are 256-byte aligned
-  if (v == "spmm.row_subwarp" || v == "spmm.vector_rows" || v == "spmm.merge_path") return F <= 16;
+  if (v == "spmm.row_subwarp" || v == "spmm.vector_rows") return F <= 16;
   return true;
 }
 
@@ -243,6 +243,22 @@ TEST(CudaDeterminism, SpmmSmallWidths) {
   const Context ctx = deterministic_context();
   check_spmm(ctx, scaled_racing_csr<int32_t, float>(kRacingFull, kRacingFloor, 0.6, kSeed + 3), {1, 3}, kSeed + 3,
              {std::begin(kReduces), std::end(kReduces)}, {"spmm.vector_rows", "spmm.merge_path", ""});
+}
+
+// spmm.merge_path above F = 16 (lanes across F, spmm_merge_path_wide.cu) at F = 64: float4 lanes
+// in two sub-groups of 16 per warp, whose pieces of a row are combined by a scan; the mega-row of
+// 240000 entries crosses about 1900 chunks of 128 path items (its tails folded in groups of 32,
+// then of 32 x 32, then the 2 or 3 pieces in order), the hubs of 600 entries 5 each, rows of 50-210
+// entries 1 or 2. Every reduction, the same bits in every run; then double values and int64
+// indices. At 0.1 40000 entries: a mega-row of 24000, about 190 chunks, folded in groups of 32.
+TEST(CudaDeterminism, SpmmMergePathWideRowsAcrossManyChunks) {
+  CUDA_TEST_REQUIRE_GPU();
+  Isolated iso;
+  const Context ctx = deterministic_context();
+  check_spmm(ctx, scaled_racing_csr<int32_t, float>(kRacingFull, kRacingFloor, 0.6, kSeed + 80), {64}, kSeed + 80,
+             {std::begin(kReduces), std::end(kReduces)}, {"spmm.merge_path"});
+  check_spmm(ctx, scaled_racing_csr<int64_t, double>(kRacingFull, kRacingFloor, 0.6, kSeed + 81, false), {64},
+             kSeed + 81, {Reduce::sum, Reduce::max}, {"spmm.merge_path"});
 }
 
 // Above 4 M entries hub_split's items and threshold are the large-input ones (2048 and 256). One
