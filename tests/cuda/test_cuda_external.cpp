@@ -78,11 +78,12 @@ bool spmm_slot(const Context& ctx, const std::string& variant, const sparseport_
 // Every spmm variant, and the structural ops, queued on a lent stream held shut: nothing written
 // before the gate opens, the right answer after. The plans (hub_split, cusparse) are built on the
 // own stream first, so the calls under the gate are the plain ones (a plan's build waits for its
-// stream, which would wait for the gate).
-// DISABLED: on an H200 (2026-11-25) this test hung: one of the spmm variants waited for the gated
-// lent stream (a device-wide wait, cudaFree or a legacy-stream copy, still to be found), so the op
-// never returned while the gate was shut. Enable with --gtest_also_run_disabled_tests to chase it.
-TEST(CudaExternal, DISABLED_OpsRunOnTheLentStream) {
+// stream, which would wait for the gate). Every kernel also runs once before any gate shuts: its
+// first launch loads its module (CUDA's lazy loading, the default), and that load waits for the
+// context's streams, so a first launch behind a shut gate waits for the gate (this test and the
+// next one timed out that way on an H200 until 2026-11-26; with CUDA_MODULE_LOADING=EAGER they
+// passed, which is how the cause was found).
+TEST(CudaExternal, OpsRunOnTheLentStream) {
   CUDA_TEST_REQUIRE_GPU();
   Context ctx = Context::create("cuda");
   ctx.set_validate(ValidateMode::off);
@@ -94,8 +95,10 @@ TEST(CudaExternal, DISABLED_OpsRunOnTheLentStream) {
   const DevDense<float> db = to_device(ctx, b);
   const DevDense<float> dc = to_device(ctx, HostDense<float>(a.rows, F, F, 0.0f));
   const std::vector<std::string> variants = plugin("cuda").variants_of(SPARSEPORT_OP_SPMM);
-  for (const std::string& v : variants)  // plans, on the own stream
-    (void)spmm_slot(ctx, v, {abi_of(da.view), abi_of(db.view()), abi_of(dc.mut()), SPARSEPORT_REDUCE_SUM, 1.0, 0.0, nullptr, 0});
+  for (const std::string& v : variants)  // plans and the kernels' first launches, on the own stream
+    for (Reduce r : {Reduce::sum, Reduce::max})
+      (void)spmm_slot(ctx, v, {abi_of(da.view), abi_of(db.view()), abi_of(dc.mut()), static_cast<int32_t>(r), 1.0, 0.0,
+                               nullptr, 0});
 
   TestStream lent;
   const sparseport_external ext{lent.get(), nullptr, nullptr, nullptr};
@@ -129,19 +132,21 @@ TEST(CudaExternal, DISABLED_OpsRunOnTheLentStream) {
   Buffer rp = ctx.allocate(static_cast<size_t>(a64.cols + 1) * 8), ci = ctx.allocate(a64.colind.size() * 8),
          vv = ctx.allocate(a64.values.size() * 8), pm = ctx.allocate(a64.colind.size() * 8);
   const std::vector<int64_t> minus(a64.colind.size(), -1);
+  const sparseport_transpose_args t{abi_of(da64.view),
+                                    {a64.cols, a64.rows, a64.nnz(), rp.data(), ci.data(), vv.data(), SPARSEPORT_I64,
+                                     SPARSEPORT_F64},
+                                    pm.data()};
+  const auto transpose = [&] {
+    const sparseport_exec x = ctx.exec();
+    sparseport_status st{};
+    expect_ok(cuda_table().csr_transpose(&x, "csr_transpose.device", &t, &st), st, "cuda csr_transpose");
+  };
+  transpose();  // the kernels' first launches, before the gate
   ctx.copy_to_backend(pm.data(), minus.data(), minus.size() * 8);
   {
     Gate gate(lent.get());
     gate.close();
-    const sparseport_transpose_args t{abi_of(da64.view),
-                                      {a64.cols, a64.rows, a64.nnz(), rp.data(), ci.data(), vv.data(), SPARSEPORT_I64,
-                                       SPARSEPORT_F64},
-                                      pm.data()};
-    ASSERT_TRUE(returns_while_shut(gate, [&] {
-      const sparseport_exec x = ctx.exec();
-      sparseport_status st{};
-      expect_ok(cuda_table().csr_transpose(&x, "csr_transpose.device", &t, &st), st, "cuda csr_transpose");
-    })) << "csr_transpose waited for the lent stream";
+    ASSERT_TRUE(returns_while_shut(gate, transpose)) << "csr_transpose waited for the lent stream";
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     EXPECT_EQ(peek<int64_t>(pm.data(), minus.size()), minus) << "perm was written before the lent stream ran";
     gate.open();
@@ -175,6 +180,8 @@ TEST(CudaExternal, WorkBeforeAChangeOfStreamComesFirst) {
   const DevDense<double> db = to_device(ctx, b);
   const DevDense<double> c1 = to_device(ctx, HostDense<double>(a.rows, F, F, 0.0));
   const DevDense<double> c2 = to_device(ctx, HostDense<double>(a.rows, F, F, 0.0));
+  // The kernel's first launch, before the gate (see OpsRunOnTheLentStream: lazy module loading).
+  spmm_slot(ctx, "spmm.row_warp", {abi_of(da.view), abi_of(db.view()), abi_of(c1.mut()), SPARSEPORT_REDUCE_SUM, 1.0, 0.0, nullptr, 0});
   TestStream lent;
   {
     Gate gate(stream_of(ctx));
