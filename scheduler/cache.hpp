@@ -47,6 +47,10 @@ struct CacheFile {
   // A file that cannot be opened or read gives no record, one that cannot be locked is read unlocked
   // (each warned once); never throws for I/O. Reads at most 256 MiB.
   std::vector<Record> read() const;
+  // read() of the lines from byte `offset` on (offset is the start of a line). With `lines`
+  // (the number of lines before offset, for the warnings' line numbers) and `end` non-null, both
+  // advance past the last complete line read: where the next incremental read starts.
+  std::vector<Record> read_from(uint64_t offset, int64_t* lines, uint64_t* end) const;
   // The last valid record with this key whose versions match; *stale set when only other versions
   // had one.
   std::optional<Record> lookup(const std::string& key, const std::string& versions, bool* stale) const;

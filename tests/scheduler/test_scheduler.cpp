@@ -67,6 +67,57 @@ TEST(SchedulerCache, RecordsRoundTripThroughTheFile) {
   EXPECT_TRUE(f.read().empty());
 }
 
+// lookup() reads the file once and then only what was appended since: each decision appended
+// between lookups is seen, a line half written when read is read again once complete, and a file
+// cleared and written afresh (perhaps with the same inode number) is read from its start.
+TEST(SchedulerCache, LookupsSeeEveryAppendAndARewrittenFile) {
+  TempDir dir;
+  CacheFile f(dir.path);
+  bool stale = false;
+  // (appends to a std::string: GCC 12 warns falsely, -Wrestrict, on "literal" + std::string)
+  const auto name = [](const char* prefix, int i) {
+    std::string s = prefix;
+    s += std::to_string(i);
+    return s;
+  };
+  for (int i = 0; i < 50; ++i) {
+    f.append(record(name("k", i), name("spmm.v", i)));
+    const auto hit = f.lookup(name("k", i), "v=1", &stale);
+    ASSERT_TRUE(hit.has_value()) << i;
+    EXPECT_EQ(hit->at("variant"), name("spmm.v", i));
+    ASSERT_TRUE(f.lookup("k0", "v=1", &stale).has_value()) << "an early record lost after append " << i;
+  }
+  // A line without its newline yet (a writer caught mid-line), then its end.
+  const std::string line = [&] {
+    TempDir other;
+    CacheFile g(other.path);
+    g.append(record("torn", "spmm.torn"));
+    std::ifstream in(g.path);
+    std::string l;
+    std::getline(in, l);
+    return l;
+  }();
+  {
+    std::ofstream out(f.path, std::ios::app);
+    out << line.substr(0, line.size() / 2);
+  }
+  EXPECT_FALSE(f.lookup("torn", "v=1", &stale).has_value());
+  {
+    std::ofstream out(f.path, std::ios::app);
+    out << line.substr(line.size() / 2) << "\n";
+  }
+  const auto torn = f.lookup("torn", "v=1", &stale);
+  ASSERT_TRUE(torn.has_value()) << "the completed line was not read again";
+  EXPECT_EQ(torn->at("variant"), "spmm.torn");
+  // Cleared, then longer than before with other records: nothing of the old file is replayed.
+  EXPECT_EQ(f.clear(), 51u);
+  for (int i = 0; i < 80; ++i) f.append(record(name("new", i), "spmm.new"));
+  EXPECT_FALSE(f.lookup("k0", "v=1", &stale).has_value()) << "a record of the cleared file was replayed";
+  EXPECT_FALSE(f.lookup("torn", "v=1", &stale).has_value());
+  EXPECT_TRUE(f.lookup("new79", "v=1", &stale).has_value());
+  EXPECT_TRUE(f.lookup("new0", "v=1", &stale).has_value());
+}
+
 TEST(SchedulerCache, EntriesFromOtherVersionsAreIgnored) {
   TempDir dir;
   CacheFile f(dir.path);
