@@ -15,6 +15,7 @@
 // once per reason (try_append), an unreadable one replays nothing, with a warning once.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
