@@ -21,10 +21,11 @@
 //    earlier chunk goes to its head slot, and the last sub-group's tail to the chunk's tail slot.
 //  - Fix-up: a row that crosses chunks is finished by merge_wide_fix_kernel, a warp per row (lanes
 //    across F): its tails folded in chunk order, then its head, then alpha/beta/mean. When some row
-//    has more than kTailGroup tails (a mega-row spans that many chunks), merge_wide_group_kernel
+//    has more than kFixPieces tails (a mega-row spans that many chunks), merge_wide_group_kernel
 //    first folds each row's tails inside each aligned group of 32 slots into the first of them, a
-//    warp per group (again on groups of 32 of those while a row has more than 32 x 32 ...), so a
-//    mega-row's fold is spread over the whole GPU and the fix-up folds at most 33 pieces a row.
+//    warp per group (again on groups of 32 of those while a row still has more than kFixPieces
+//    pieces), so a mega-row's fold is spread over the whole GPU and the fix-up folds at most about
+//    kFixPieces pieces a row.
 // No atomics and no pass over C; every combination has an order fixed by the plan (rowptr and L)
 // and the lane shape (F, alignment): the same bits every run.
 #include <algorithm>
@@ -61,6 +62,13 @@ int64_t wide_items(int64_t path) {
 constexpr int kWideWarps = 4;
 // The fix-up: the pieces of a row one pass of merge_wide_group_kernel folds into one.
 constexpr int64_t kTailGroup = 32;
+// The most pieces a row may bring to merge_wide_fix_kernel before group passes run first. Each
+// pass is a launch over every slot whose warps walk their group's rows one after another: on an
+// H200 at F = 32 it took 29 us of a 109 us call on rmat:17:16 (max 80 pieces a row) and of a 123
+// us call on the ego-Twitter twin (117), where the fix-up's own fold of a row, 8 loads in flight,
+// costs about 1 us per 8 pieces. So a row of up to 128 pieces is folded by the fix-up alone; a
+// longer one (a mega-row: thousands) still goes through the passes. Plan-only: deterministic.
+constexpr int64_t kFixPieces = 128;
 
 // Gathers in flight per lane: at most 8 entries and at most 32 registers of gathered values
 // (float4: 8 entries at K = 1, 4 at K = 2; scalar floats: 8 at any K up to 4).
@@ -284,8 +292,8 @@ __global__ void __launch_bounds__(kWideWarps * 32, kWideMinBlocks<V, VEC, K>)
 // The pieces of a crossing row, after `levels` passes of merge_wide_group_kernel: its first tail
 // slot ft, then every slot in (ft, ft + tails) that is a multiple of 32^levels (every slot when
 // levels is 0). A pass folds each row's pieces inside each aligned group of 32 x 32^level slots
-// into the first of them, so that after it the pieces are spaced 32 times wider; at most 33 are
-// left for the fix-up.
+// into the first of them, so that after it the pieces are spaced 32 times wider; the passes stop
+// when no row has more than about kFixPieces left for the fix-up.
 struct Pieces {
   int64_t first, next, end;  // pieces: first, then next, next + spacing, ... below end
   int shift;                 // log2 of the spacing
@@ -346,7 +354,7 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
-// A warp per row that crosses chunks: its pieces (at most 33 after the group passes) folded in
+// A warp per row that crosses chunks: its pieces (at most about kFixPieces) folded in
 // chunk order, then its head, then finished; lanes across F. The fold's shape depends on the plan
 // alone (the number of passes follows the plan's longest row).
 template <Red R, class I, class V>
@@ -405,9 +413,9 @@ void launch_wide(const State& s, const sparseport_spmm_args& a, const SpmmParams
     }
     check_launch("spmm.merge_path");
     if (plan.nfix_ == 0) return;
-    // Group passes until no row has more than 33 pieces: spacing 32^levels.
+    // Group passes (spacing 32^levels) until no row brings more than about kFixPieces pieces.
     int shift = 0;
-    while (plan.max_tails_ > (kTailGroup << shift)) {
+    while ((plan.max_tails_ >> shift) > kFixPieces) {
       const int64_t span = kTailGroup << shift;
       merge_wide_group_kernel<R, V><<<blocks_for(ceil_div(plan.ntails_, span) * 32), kBlock, 0, s.stream()>>>(
           plan.fixes_, plan.nfix_, plan.ntails_, p.F, shift, tails.as<V>());
