@@ -2,8 +2,8 @@
 // csr_softmax (ABI 1.6): the weights of csr_attention_backward, by csr_attention's recipe: the
 // score scale * s in the value type, the row shifted by its first score that no later one beats,
 // so a NaN score or a row of all -inf or with a +inf makes the row's sum, and every weight of the
-// row, NaN. As the oracle, exp, the sum and the division run in double (what the front end's host
-// pass, its fallback for a plugin without the slot, does too: the same bits).
+// row, NaN. As the oracle, exp, the sum and the division run in double. The front end also runs
+// this slot on a host copy for a plugin without one (src/ops/backward_attention.cpp).
 #include <cmath>
 #include <vector>
 

@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/reference/kernels.hpp"
 #include "src/ops/backward_internal.hpp"
 
 namespace sparseport {
@@ -28,36 +29,14 @@ using detail::TransposeState;
 using detail::wanted;
 using detail::with_values;
 
-// The fallback for a plugin without the csr_softmax slot, the arithmetic of the reference's slot
-// (kernels/reference/csr_softmax.cpp), so the two give the same bits: p holds scale-free scores
-// (dot products) in A's order; each row's are replaced by their softmax weights. The score is
-// scale * dot in V, the row is shifted by the first score no later one beats, so non-finite scores
-// do what they do in the forward (a NaN score, or a row whose scores are all -inf or include +inf,
-// makes the row's sum and every weight of the row NaN); the rest is in double.
-template <class V>
-void softmax_rows(const std::vector<int64_t>& rowptr, double scale, V* p) {
-  const V sc = static_cast<V>(scale);
-  std::vector<double> x;
-  for (size_t i = 0; i + 1 < rowptr.size(); ++i) {
-    V* row = p + rowptr[i];
-    const auto deg = static_cast<size_t>(rowptr[i + 1] - rowptr[i]);
-    if (deg == 0) continue;
-    x.resize(deg);
-    for (size_t t = 0; t < deg; ++t) x[t] = static_cast<double>(static_cast<V>(sc * row[t]));
-    double top = x[0];
-    for (size_t t = 1; t < deg; ++t) top = x[t] > top ? x[t] : top;
-    double z = 0.0;
-    for (double& s : x) z += s = std::exp(s - top);
-    for (size_t t = 0; t < deg; ++t) row[t] = static_cast<V>(x[t] / z);
-  }
-}
-
 // ABI 1.6, the first with the csr_softmax slot. The loader widens an older plugin's table with
 // zeros, so its slot reads null anyway; the version check states the rule rather than rely on that.
 constexpr uint32_t kAbiCsrSoftmax = (1u << 16) | 6u;
 
-// p (A's nnz scores, in the context's memory) becomes P: by the plugin where it has the slot, else
-// on the host.
+// p (A's nnz scores, in the context's memory) becomes P: by the plugin where it has the slot; else
+// on the host by the reference plugin's kernel for that slot (the oracle's arithmetic, called
+// directly: the reference plugin's own table is not involved), with A's rowptr copied to the host
+// once per Transpose and, on device memory, the scores staged through the host.
 void softmax_in_place(const Context& ctx, const std::string& w, const CsrView& a, TransposeState& s, double scale,
                       void* p) {
   if (a.nnz == 0) return;
@@ -70,21 +49,19 @@ void softmax_in_place(const Context& ctx, const std::string& w, const CsrView& a
     return;
   }
   const std::vector<int64_t>& rowptr = detail::host_rowptr(s);
-  const auto run = [&]<class V>() {
-    const size_t bytes = static_cast<size_t>(s.a.nnz) * sizeof(V);
-    if (!s.ctx.device_memory()) {
-      s.ctx.synchronize();  // the sddmm that wrote p may still run (an asynchronous backend)
-      return softmax_rows(rowptr, scale, static_cast<V*>(p));
-    }
-    std::vector<V> h(static_cast<size_t>(s.a.nnz));
-    s.ctx.copy_to_host(h.data(), p, bytes);
-    softmax_rows(rowptr, scale, h.data());
-    s.ctx.copy_to_backend(p, h.data(), bytes);
-  };
-  if (s.a.value_type == ValueType::f32)
-    run.template operator()<float>();
-  else
-    run.template operator()<double>();
+  sparseport_csr_softmax_args host{ops::to_abi(with_values(a, nullptr)), p, scale};
+  host.a.rowptr = rowptr.data();  // the kernel reads rowptr only
+  host.a.colind = nullptr;
+  host.a.index_type = SPARSEPORT_I64;
+  if (!ctx.device_memory()) {
+    ctx.synchronize();  // the sddmm that wrote p may still run (an asynchronous backend)
+    return reference::csr_softmax(host);
+  }
+  std::vector<char> h(static_cast<size_t>(a.nnz * size_of(a.value_type)));
+  ctx.copy_to_host(h.data(), p, h.size());
+  host.scores = h.data();
+  reference::csr_softmax(host);
+  ctx.copy_to_backend(p, h.data(), h.size());
 }
 
 }  // namespace
