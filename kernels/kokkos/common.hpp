@@ -18,6 +18,17 @@
 
 namespace sparseport::kokkos {
 
+// Kokkos 3.4 has its math functions in Kokkos::Experimental; 3.7 moved them to Kokkos (and 4.0
+// dropped the old names).
+template <class V>
+KOKKOS_INLINE_FUNCTION V exp_of(V x) {
+#if KOKKOS_VERSION >= 30700
+  return Kokkos::exp(x);
+#else
+  return Kokkos::Experimental::exp(x);
+#endif
+}
+
 using Policy = Kokkos::TeamPolicy<ExecSpace>;
 using Member = Policy::member_type;
 using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int64_t>>;

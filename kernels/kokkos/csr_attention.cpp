@@ -10,17 +10,6 @@
 namespace sparseport::kokkos {
 namespace {
 
-// Kokkos 3.4 has its math functions in Kokkos::Experimental; 3.7 moved them to Kokkos (and 4.0
-// dropped the old names).
-template <class V>
-KOKKOS_INLINE_FUNCTION V exp_of(V x) {
-#if KOKKOS_VERSION >= 30700
-  return Kokkos::exp(x);
-#else
-  return Kokkos::Experimental::exp(x);
-#endif
-}
-
 template <class I, class V>
 void onepass(const sparseport_attention_args& args) {
   const I* rp = detail::as<I>(args.a.rowptr);
