@@ -4,7 +4,9 @@
 // of work run in one launch (the first blocks take the items), so the regular rows fill the GPU
 // while the hubs run. A hub of several items is combined with atomics into a per-hub accumulator,
 // and the CTA that finishes the row's last item writes C; one giant row is spread over many SMs.
-// The partition depends only on rowptr and is kept in the plan cache.
+// The partition depends only on rowptr and is kept in the plan cache, with the order in which the
+// regular rows are taken: by length within windows of consecutive rows on skewed graphs, so that the
+// rows a warp and a CTA hold side by side end together (regular_order below).
 //
 // Deterministic mode (SPARSEPORT_EXEC_DETERMINISTIC) keeps the shape but fixes every summation
 // order: the threshold and item length depend on nnz only (SPARSEPORT_HUB_T and
@@ -21,6 +23,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "kernels/cuda/spmm_row_order.hpp"
 #include "kernels/cuda/spmm_rows.cuh"
 #include "sparseport/errors.hpp"
 
@@ -68,11 +71,14 @@ class HubPlan : public Plan {
     if (split_items_ != nullptr) (void)cudaFreeAsync(split_items_, state_->stream());
     if (split_first_ != nullptr) (void)cudaFreeAsync(split_first_, state_->stream());
     if (split_rows_ != nullptr) (void)cudaFreeAsync(split_rows_, state_->stream());
+    if (order_ != nullptr) (void)cudaFreeAsync(order_, state_->stream());
   }
   HubItem* items_ = nullptr;
   int32_t* split_items_ = nullptr;  // items per split hub
   int32_t* split_first_ = nullptr;  // the first slot of each split hub (deterministic mode)
   int64_t* split_rows_ = nullptr;   // the row of each split hub (deterministic mode)
+  void* order_ = nullptr;           // I[norder_]: the regular rows in the order the lane groups take them
+  int64_t norder_ = 0;
   int64_t nitems_ = 0;
   int64_t nslots_ = 0;  // items of split hubs
   int32_t nsplit_ = 0;
@@ -155,6 +161,14 @@ std::shared_ptr<HubPlan> build_plan(const State& s, const sparseport_csr& a, int
     check(cudaMemcpyAsync(plan->split_rows_, split_rows.data(), split_rows.size() * sizeof(int64_t),
                           cudaMemcpyHostToDevice, s.stream()),
           "cudaMemcpyAsync (hub_split rows)");
+  }
+  const std::vector<I> order = row_order::regular_order(rowptr, threshold);
+  if (!order.empty()) {
+    plan->norder_ = static_cast<int64_t>(order.size());
+    check(cudaMallocFromPoolAsync(&plan->order_, order.size() * sizeof(I), s.pool(), s.stream()),
+          "cudaMallocFromPoolAsync (hub_split row order)");
+    check(cudaMemcpyAsync(plan->order_, order.data(), order.size() * sizeof(I), cudaMemcpyHostToDevice, s.stream()),
+          "cudaMemcpyAsync (hub_split row order)");
   }
   // The host vectors die here; the copies from pageable memory must be done with them.
   check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (hub_split plan)");
@@ -333,6 +347,8 @@ void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold, bo
     }
     SpmmParams<I, V> p = spmm_params<I, V>(a);
     p.skip_above = threshold;
+    p.order = static_cast<const I*>(plan->order_);
+    p.norder = plan->norder_;
     dispatch_reduce(a.reduce, [&](auto r) {
       constexpr Red R = decltype(r)::value;
       Scratch acc, counters;
@@ -348,7 +364,8 @@ void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold, bo
                 "cudaMemsetAsync (hub_split counters)");
         }
       }
-      const int64_t regular = std::min<int64_t>(blocks_for(p.m * G * S), 2147483647 - plan->nitems_);
+      const int64_t work = p.order != nullptr ? p.norder : p.m;
+      const int64_t regular = std::min<int64_t>(blocks_for(work * G * S), 2147483647 - plan->nitems_);
       const unsigned grid = static_cast<unsigned>(plan->nitems_ + regular);
       if (det)
         spmm_hub_kernel<R, true, I, V, VEC, G, S><<<grid, kBlock, 0, s.stream()>>>(

@@ -31,6 +31,10 @@ struct SpmmParams {
   Finish<V> fin{};
   // Rows with more entries are left to another kernel (hub_split's CTAs); INT64_MAX otherwise.
   int64_t skip_above = INT64_MAX;
+  // Non-null: the row engine walks the rows order[0 .. norder - 1] instead of 0 .. m - 1
+  // (hub_split's regular rows sorted by length within windows; see spmm_hub.cu).
+  const I* order = nullptr;
+  int64_t norder = 0;
   // The winning entry per output element (m x F, ld ldarg), for the kernels instantiated with ARG.
   I* arg = nullptr;
   int64_t ldarg = 0;
@@ -107,7 +111,9 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
   const I* __restrict__ colind = p.colind;
   const V* __restrict__ val = p.val;
   const V* __restrict__ b = p.b;
-  for (int64_t row = group; row < p.m; row += ngroups) {
+  const int64_t nwork = p.order != nullptr ? p.norder : p.m;
+  for (int64_t k = group; k < nwork; k += ngroups) {
+    const int64_t row = p.order != nullptr ? static_cast<int64_t>(p.order[k]) : k;
     const int64_t e0 = p.rowptr[row], e1 = p.rowptr[row + 1];
     if (e1 - e0 > p.skip_above) continue;
     V* crow = p.c + row * p.ldc;

@@ -7,11 +7,15 @@
 // check the parsing of SPARSEPORT_TEST_SCALE (cuda_test.hpp) and that the plugin reports the
 // missing device clearly.
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <numeric>
 
+#include <cuda_runtime.h>
+
 #include "cuda_test.hpp"
+#include "kernels/cuda/spmm_row_order.hpp"
 #include "plugins/cuda/diagnostics.h"
 
 namespace {
@@ -445,6 +449,116 @@ TEST(CudaSpmm, MergePathWideMegaRowAcrossManyChunks) {
              kSeed + 155, {"spmm.merge_path"}, true);
   check_spmm(ctx, skewed_csr<int32_t, float>(2000, 1500, 160000, 0.9, kSeed + 156), {{64, 64, 64, 0}, {40, 41, 43, 1}},
              kSeed + 156, {"spmm.merge_path"}, true);
+}
+
+// spmm.hub_split's row order (kernels/cuda/spmm_row_order.hpp), on the host: a power-law degree
+// sequence gets the rows of at most T entries, each window's rows longest first (equal lengths in
+// row order) and no row outside its window; a uniform sequence, which gains nothing, gets none.
+TEST(CudaRowOrder, PowerLawRowsSortedWithinWindowsUniformLeftAlone) {
+  namespace ro = sparseport::cuda::row_order;
+  const int64_t T = 64;
+  const auto a = power_law_csr<int32_t, float>(5000, 4000, 300, kSeed + 160, false, false);
+  const std::vector<int32_t> order = ro::regular_order(a.rowptr, T);
+  auto deg = [&](int64_t r) { return int64_t{a.rowptr[static_cast<size_t>(r) + 1] - a.rowptr[static_cast<size_t>(r)]}; };
+  std::vector<int32_t> regular;
+  std::vector<int64_t> natural;
+  for (int64_t r = 0; r < a.rows; ++r)
+    if (deg(r) <= T) {
+      regular.push_back(static_cast<int32_t>(r));
+      natural.push_back(deg(r));
+    }
+  ASSERT_LT(regular.size(), static_cast<size_t>(a.rows)) << "the input should have rows above T";
+  ASSERT_EQ(order.size(), regular.size()) << "a power-law input should be reordered";
+  std::vector<int64_t> sorted;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const size_t w = i / static_cast<size_t>(ro::kOrderWindow);
+    sorted.push_back(deg(order[i]));
+    // Within the window of the same regular rows: rows keep their neighbours.
+    std::vector<int32_t> win(regular.begin() + static_cast<std::ptrdiff_t>(w * ro::kOrderWindow),
+                             regular.begin() + static_cast<std::ptrdiff_t>(std::min(regular.size(), (w + 1) * ro::kOrderWindow)));
+    ASSERT_TRUE(std::binary_search(win.begin(), win.end(), order[i])) << "row " << order[i] << " left its window";
+    if (i % static_cast<size_t>(ro::kOrderWindow) != 0) {
+      const int64_t d0 = deg(order[i - 1]), d1 = deg(order[i]);
+      ASSERT_TRUE(d0 > d1 || (d0 == d1 && order[i - 1] < order[i])) << "position " << i;
+    }
+  }
+  std::vector<int32_t> perm = order;
+  std::sort(perm.begin(), perm.end());
+  EXPECT_EQ(perm, regular);
+  EXPECT_GE(ro::cta_use(sorted), ro::kOrderGain * ro::cta_use(natural));
+  std::printf("power law: CTA gather-round use %.2f in row order, %.2f sorted\n", ro::cta_use(natural), ro::cta_use(sorted));
+
+  std::vector<int32_t> uniform(5001);
+  for (size_t r = 0; r < uniform.size(); ++r) uniform[r] = static_cast<int32_t>(17 * r);
+  EXPECT_TRUE(ro::regular_order(uniform, T).empty());
+}
+
+// spmm.hub_split on power-law inputs that it takes in the sorted order (checked on the host with
+// both thresholds its lane shapes use here), every reduction and width, padding untouched; empty
+// rows too (runs of them sort to the end of each window).
+TEST(CudaSpmm, HubSplitRowOrderPowerLaw) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  const auto a = power_law_csr<int32_t, float>(scaled(20000, 5000), 8000, 400, kSeed + 161, true, false);
+  const auto b = power_law_csr<int64_t, double>(scaled(20000, 5000), 8000, 400, kSeed + 162, false, true);
+  for (int64_t t : {64, 128, 256}) {
+    ASSERT_FALSE(sparseport::cuda::row_order::regular_order(a.rowptr, t).empty()) << "T " << t;
+    ASSERT_FALSE(sparseport::cuda::row_order::regular_order(b.rowptr, t).empty()) << "T " << t;
+  }
+  check_spmm(ctx, a, wide_widths({13, 32, 64, 128, 256}, 4), kSeed + 161, {"spmm.hub_split"}, true);
+  check_spmm(ctx, b, wide_widths({32, 64, 96}, 2), kSeed + 162, {"spmm.hub_split"}, true);
+}
+
+// The row-engine variants in passes over column tiles (cu::spmm_l2_tile): B of k x 64 floats over
+// three quarters of L2 while 32 columns fit, each B row gathered about 3 times. Every reduction
+// against the reference, an unaligned C too (scalar lanes) and F = 100 (tiles of 32, 32, 32, 4);
+// then in deterministic mode the tiled result must equal the one-pass result bit for bit
+// (SPARSEPORT_L2_TILE=0), since every output element sums its entries in the same order.
+TEST(CudaSpmm, L2ColumnTilesMatchOnePass) {
+  CUDA_TEST_REQUIRE_GPU();
+  int dev = 0, l2 = 0;
+  ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev), cudaSuccess);
+  const int64_t k = static_cast<int64_t>(0.75 * l2) / (32 * 4) * 3 / 2;  // 48 columns fill 3/4 of L2
+  HostCsr<int32_t, float> a;
+  a.rows = 40000;
+  a.cols = k;
+  std::mt19937_64 rng(kSeed + 170);
+  std::uniform_int_distribution<int64_t> col(0, k - 1);
+  std::uniform_real_distribution<double> val(-1.0, 1.0);
+  a.rowptr.push_back(0);
+  for (int64_t i = 0; i < a.rows; ++i) {
+    const int64_t d = 3 * k / a.rows + (i % 7 == 0 ? 40 : 0) - 3;
+    for (int64_t e = 0; e < d; ++e) {
+      a.colind.push_back(static_cast<int32_t>(col(rng)));
+      a.values.push_back(static_cast<float>(val(rng)));
+    }
+    a.rowptr.push_back(static_cast<int32_t>(a.colind.size()));
+  }
+  ASSERT_GE(a.nnz(), 2 * k);
+  ASSERT_GT(k * 64 * 4, static_cast<int64_t>(0.75 * l2));
+  ASSERT_LE(k * 32 * 4, static_cast<int64_t>(0.75 * l2));
+  ::unsetenv("SPARSEPORT_L2_TILE");
+  const std::vector<std::string> engine = {"spmm.row_warp_vec4", "spmm.row_warp", "spmm.hub_split"};
+  Context ctx = Context::create("cuda");
+  check_spmm(ctx, a, {{64, 64, 64, 0}, {64, 64, 65, 1}, {100, 100, 100, 0}}, kSeed + 171, engine, true);
+
+  Context det = Context::create("cuda");
+  det.set_deterministic(true);
+  const auto da = to_device(det, a);
+  const DevDense<float> db = to_device(det, random_dense<float>(k, 64, 64, kSeed + 172));
+  for (const std::string& v : engine)
+    for (Reduce r : kReduces) {
+      SCOPED_TRACE(v + ", " + name(r));
+      const DevDense<float> c1 = to_device(det, HostDense<float>(a.rows, 64, 64, 0.0f));
+      const DevDense<float> c2 = to_device(det, HostDense<float>(a.rows, 64, 64, 0.0f));
+      spmm(det, da.view, db.view(), c1.mut(), {r, 1.0, 0.0, v});
+      ::setenv("SPARSEPORT_L2_TILE", "0", 1);
+      spmm(det, da.view, db.view(), c2.mut(), {r, 1.0, 0.0, v});
+      ::unsetenv("SPARSEPORT_L2_TILE");
+      const HostDense<float> h1 = to_host(det, c1), h2 = to_host(det, c2);
+      ASSERT_EQ(std::memcmp(h1.data.data(), h2.data.data(), h1.data.size() * sizeof(float)), 0);
+    }
 }
 
 TEST(CudaSpmm, MatrixWithoutEntriesScalesC) {
