@@ -27,12 +27,42 @@ A JSON file cut short (a run killed by a time limit) is read up to its last comp
 Suites whose context sets sparseport_bandwidth_unit=TB/s (the CUDA suite) show gathered TB/s
 instead of GB/s. --command records the exact command line(s) that produced the JSON.
 
-Python 3 standard library only.
+Figures (issue 14). With --figures DIR the report also draws PNG figures into DIR and embeds them
+in the Markdown ("## Figures", `![...](DIR relative to the Markdown file)`):
+
+    python3 benchmarks/report.py cuda.json -o benchmarks/results/X.md --figures benchmarks/results/X-figs
+
+  speedup-vs-vendor-OP-BACKEND.png  for each (op, backend) whose rows are timed against a vendor
+      library (label "baseline=VARIANT (vendor)": spmm and sddmm against cuSPARSE, spmv against
+      cusparseSpMV, GraphBLAS, Kokkos Kernels): one bar per input (graph, F), the `speedup` counter
+      (vendor time / time, same run) of the best native variant on that input, sorted, log axis,
+      a line at 1.0. Native: any variant that is not a vendor library's (not named as a vendor
+      baseline anywhere in the run, and not named after one: cusparse*, graphblas, kokkoskernels,
+      mkl*, rocsparse*, hipsparse*, aoclsparse*). Best: the highest speedup counter, i.e. the
+      fastest native variant. Bars are coloured by that variant.
+  floor-frac-OP-BACKEND.png  for each (op, backend) with floor_frac: per input, the compulsory-floor
+      fraction (compulsory bytes / time / measured copy bandwidth) of the best (fastest) native
+      variant at each F, one marker per F, inputs sorted, log axis, a line at 1.0 (the floor).
+  variant-times-OP-BACKEND.png  the scheduler's candidates: the median time of every variant of OP
+      (--candidates-op, default spmm) per input, one panel per F (--figure-f, default: up to four F
+      of the run), log axis, inputs sorted by the vendor's (else the fastest) time.
+
+Figure titles give the device (context sparseport_device, else host_name), the commit (--commit,
+else a context key sparseport_commit, else "commit HASH" in a --command) and the run's date. Like
+the summaries, figures leave out the issue-4 target inputs and the determinism group; --figure-ops
+limits figures to some ops.
+
+The Markdown needs the Python 3 standard library only; figures need matplotlib (Debian
+python3-matplotlib, or pip install matplotlib), imported only when figures are asked for. Without
+it, --figures stops with exit status 3 before writing anything; add --figures-optional to write the
+Markdown without figures instead, printing why.
 """
 
 import argparse
 import json
 import math
+import os
+import re
 import statistics
 import sys
 from collections import OrderedDict
@@ -279,7 +309,422 @@ def best_per_input(ok):
     return out
 
 
-def render(rows, contexts, title, keep_order, commands=None, summary_only=False):
+# ---- figures (issue 14, item 7) -----------------------------------------------------------------
+#
+# The data of each figure is chosen here with the standard library (and tested without
+# matplotlib); only draw_figures imports matplotlib.
+
+# Variant names after "op." that are a vendor library's even where no row uses them as a baseline
+# (spmm.cusparse in the spmv group, whose baseline is spmm.cusparse_spmv).
+VENDOR_NAME_PREFIXES = ("cusparse", "graphblas", "kokkoskernels", "mkl", "onemkl", "rocsparse", "hipsparse",
+                        "aoclsparse")
+FIGURE_MAX_F = 4
+COMMIT_KEYS = ("sparseport_commit", "sparseport_git_commit", "git_commit", "commit")
+
+
+class FiguresUnavailable(Exception):
+    """matplotlib cannot be imported; the message says what to install."""
+
+
+def is_vendor_label(label):
+    return label.startswith("baseline=") and label.rstrip().endswith("(vendor)")
+
+
+def vendor_variants(rows):
+    """{(backend, variant)} of the vendor libraries' variants in the run (see VENDOR_NAME_PREFIXES)."""
+    out = set()
+    for r in rows:
+        if is_vendor_label(r.get("label", "")):
+            out.add((r["backend"], baseline_variant(r["label"])))
+        if r["variant"].split(".", 1)[-1].startswith(VENDOR_NAME_PREFIXES):
+            out.add((r["backend"], r["variant"]))
+    return out
+
+
+def figure_rows(ok, ops=None):
+    """The rows figures use: the suite's inputs (no target inputs), no determinism group, ops filtered."""
+    return [r for r in ok if not is_target_input(r) and r["op"] != "determinism" and (not ops or r["op"] in ops)]
+
+
+def row_speedup(r):
+    """The row's speedup counter (baseline time / time, same run); baseline_ms / time when it lacks one."""
+    if r.get("speedup"):
+        return r["speedup"]
+    if r.get("baseline_ms") and r.get("seconds"):
+        return r["baseline_ms"] * 1e-3 / r["seconds"]
+    return None
+
+
+# Figures of these ops come first, in this order; the others follow by name.
+FIGURE_OP_ORDER = ("spmm", "spmv", "sddmm", "csr_attention", "segment_reduce", "gather_scatter")
+
+
+def figure_sort_key(r):
+    known = r["op"] in FIGURE_OP_ORDER
+    return (not known, FIGURE_OP_ORDER.index(r["op"]) if known else 0) + sort_key(r)
+
+
+def group_inputs(rows):
+    """(op, backend) -> (graph, F) -> rows, ops in FIGURE_OP_ORDER, then in sort_key order."""
+    out = OrderedDict()
+    for r in sorted(rows, key=figure_sort_key):
+        out.setdefault((r["op"], r["backend"]), OrderedDict()).setdefault((r["graph"], r["F"]), []).append(r)
+    return out
+
+
+def speedup_vs_vendor_data(rows, vendors):
+    """(op, backend) -> {'vendor': names, 'items': [{graph, F, variant, speedup}] sorted by speedup,
+    highest first, 'no_native': count}: per input (graph, F) whose rows are timed against a vendor
+    baseline, the native variant with the highest speedup counter."""
+    out = OrderedDict()
+    for (op, backend), per_input in group_inputs(rows).items():
+        items, names, no_native = [], set(), 0
+        for (graph, features), rs in per_input.items():
+            timed = [r for r in rs if is_vendor_label(r["label"])]
+            if not timed:
+                continue
+            names.update(baseline_variant(r["label"]) for r in timed)
+            native = [(row_speedup(r), r) for r in timed if (backend, r["variant"]) not in vendors]
+            native = [(s, r) for s, r in native if s]
+            if not native:
+                no_native += 1
+                continue
+            s, r = max(native, key=lambda p: p[0])
+            items.append({"graph": graph, "F": features, "variant": r["variant"], "speedup": s})
+        if items:
+            items.sort(key=lambda i: (-i["speedup"], i["graph"], i["F"]))
+            out[(op, backend)] = {"vendor": sorted(names), "items": items, "no_native": no_native}
+    return out
+
+
+def floor_frac_data(rows, vendors):
+    """(op, backend) -> {'graphs': [graph, ...] sorted by their best floor fraction, highest first,
+    'F': [F, ...], 'points': {(graph, F): (floor_frac, variant)}}: per input the fastest native
+    variant (the fastest of all when the op has only vendor variants) and its floor fraction."""
+    out = OrderedDict()
+    for (op, backend), per_input in group_inputs(rows).items():
+        points = {}
+        for (graph, features), rs in per_input.items():
+            rs = [r for r in rs if r.get("floor_frac")]
+            native = [r for r in rs if (backend, r["variant"]) not in vendors] or rs
+            if native:
+                r = min(native, key=lambda r: r["seconds"])
+                points[(graph, features)] = (r["floor_frac"], r["variant"])
+        if not points:
+            continue
+        best = {}
+        for (graph, _), (ff, _) in points.items():
+            best[graph] = max(best.get(graph, 0.0), ff)
+        graphs = sorted(best, key=lambda g: (-best[g], g))
+        out[(op, backend)] = {"graphs": graphs, "F": sorted({f for _, f in points}), "points": points}
+    return out
+
+
+def pick_features(available, wanted=None, limit=FIGURE_MAX_F):
+    """The F values of a candidates figure: those wanted that the run has, else up to `limit` of the
+    run's (the smallest, the largest and evenly spaced ones between)."""
+    available = sorted(set(available))
+    if wanted:
+        return [f for f in available if f in wanted]
+    if len(available) <= limit:
+        return available
+    idx = sorted({round(i * (len(available) - 1) / (limit - 1)) for i in range(limit)})
+    return [available[i] for i in idx]
+
+
+def variant_times_data(rows, vendors, op, features=None):
+    """backend -> {'F': [...], 'graphs': [...] slowest reference first, 'variants': [...] (the
+    reference variant left out), 'reference': names, 'ref': {(graph, F): s}, 'times': {(variant,
+    graph, F): s}}: every variant of `op` the run timed (the scheduler's candidates), each time
+    relative to the reference measured in the same run on the same input: the rows' baseline (the
+    vendor where the op has one), else the fastest variant."""
+    out = OrderedDict()
+    for (o, backend), per_input in group_inputs(rows).items():
+        if o != op:
+            continue
+        fs = pick_features([f for _, f in per_input], features)
+        if not fs:
+            continue
+        times, ref, names, variants = {}, {}, set(), set()
+        for (graph, f), rs in per_input.items():
+            if f not in fs:
+                continue
+            base = next((baseline_variant(r["label"]) for r in rs if baseline_variant(r["label"])), None)
+            base_rows = [r for r in rs if r["variant"] == base]
+            if base_rows:
+                ref[(graph, f)] = base_rows[0]["seconds"]
+            elif any(r.get("baseline_ms") for r in rs):
+                ref[(graph, f)] = next(r["baseline_ms"] for r in rs if r.get("baseline_ms")) * 1e-3
+            else:
+                base = min(rs, key=lambda r: r["seconds"])["variant"] + " (fastest)"
+                ref[(graph, f)] = min(r["seconds"] for r in rs)
+            names.add(base)
+            for r in rs:
+                if r["variant"] != base:
+                    times[(r["variant"], graph, f)] = r["seconds"]
+                    variants.add(r["variant"])
+        if not times:
+            continue
+        graphs = sorted({g for g, _ in ref}, key=lambda g: (-max(t for (gg, _), t in ref.items() if gg == g), g))
+        variants = sorted(v for v in variants if (backend, v) not in vendors) + \
+            sorted(v for v in variants if (backend, v) in vendors)
+        out[backend] = {"F": fs, "graphs": graphs, "variants": variants, "reference": sorted(names), "ref": ref,
+                        "times": times, "vendor": sorted(v for v in variants if (backend, v) in vendors)}
+    return out
+
+
+def figure_subtitle(contexts, commands=(), commit=None):
+    """'NVIDIA H200 · commit daa8b07 · 2026-11-23' from what the JSON context and the options give."""
+    devices, dates = [], []
+    for _, ctx in contexts:
+        d = ctx.get("sparseport_device", "").split(",")[0].strip()
+        if not d and ctx.get("host_name"):
+            d = f"{ctx['host_name']}, {ctx.get('num_cpus', '?')} CPUs"
+        if d and d not in devices:
+            devices.append(d)
+        day = str(ctx.get("date", ""))[:10]
+        if day and day not in dates:
+            dates.append(day)
+        if not commit:
+            commit = next((str(ctx[k]) for k in COMMIT_KEYS if ctx.get(k)), None)
+    if not commit:
+        for c in commands or ():
+            m = re.search(r"\bcommit ([0-9a-f]{7,40})\b", c)
+            if m:
+                commit = m.group(1)
+                break
+    parts = [" + ".join(devices) or "device not recorded", f"commit {commit}" if commit else "commit not recorded"]
+    if dates:
+        parts.append(", ".join(dates))
+    return " · ".join(parts)
+
+
+def import_pyplot():
+    """matplotlib.pyplot on the Agg backend (no display), or FiguresUnavailable saying what to install."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib import ticker
+    except ImportError as e:
+        raise FiguresUnavailable(
+            f"figures need matplotlib, which {sys.executable} cannot import ({e}); install it (Debian: "
+            "apt-get install python3-matplotlib; PyPI: python3 -m pip install matplotlib)") from e
+    return plt, ticker
+
+
+def log_ticks(lo, hi):
+    """Tick values for a log axis from lo to hi: 1-2-5 per decade, denser when the span is small."""
+    for steps in ((1,), (1, 3), (1, 2, 5), (1, 1.5, 2, 3, 5, 7), (1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8)):
+        ticks = sorted({float(f"{m * 10.0 ** e:.6g}") for e in range(math.floor(math.log10(lo)) - 1,
+                                                                     math.ceil(math.log10(hi)) + 1) for m in steps})
+        ticks = [t for t in ticks if lo <= t <= hi]
+        if len(ticks) >= 4:
+            return ticks
+    return ticks
+
+
+def tick_label(v, suffix=""):
+    return f"{v:.3g}{suffix}"
+
+
+def setup_log_axis(ax, ticker, lo, hi, suffix="", formatter=None):
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+    ax.xaxis.set_major_locator(ticker.FixedLocator(log_ticks(lo, hi)))
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(formatter or (lambda v, _: tick_label(v, suffix))))
+    ax.xaxis.set_minor_locator(ticker.NullLocator())
+    ax.grid(axis="x", color="0.88", linewidth=0.6)
+    ax.set_axisbelow(True)
+
+
+def variant_colors(plt, names):
+    cmap = plt.get_cmap("tab10" if len(names) <= 10 else "tab20")
+    return {n: cmap(i % cmap.N) for i, n in enumerate(names)}
+
+
+def short_variant(v):
+    return v.split(".", 1)[-1]
+
+
+def save_png(fig, path):
+    # No Software/date metadata: the same JSON gives the same bytes, so committed figures diff cleanly.
+    fig.savefig(path, dpi=110, bbox_inches="tight", metadata={"Software": None})
+
+
+def draw_speedup(plt, ticker, op, backend, data, subtitle, path):
+    items = data["items"]
+    n = len(items)
+    fig, ax = plt.subplots(figsize=(9, 1.6 + 0.19 * n))
+    variants = sorted({i["variant"] for i in items})
+    colors = variant_colors(plt, variants)
+    y = [n - 1 - k for k in range(n)]
+    sp = [i["speedup"] for i in items]
+    # Bars start at 1.0: a win reaches right of the line, a loss left of it.
+    ax.barh(y, [s - 1.0 for s in sp], left=1.0, height=0.72, color=[colors[i["variant"]] for i in items])
+    lo, hi = min(min(sp), 1.0) / 1.35, max(max(sp), 1.0) * 1.35
+    setup_log_axis(ax, ticker, lo, hi, "×")
+    ax.axvline(1.0, color="black", linewidth=1.0)
+    for yy, s in zip(y, sp):
+        ax.text(s * (1.02 if s >= 1 else 0.98), yy, f"{s:.2f}×" if s < 10 else f"{s:.1f}×", va="center",
+                ha="left" if s >= 1 else "right", fontsize=6.5)
+    ax.set_yticks(y)
+    ax.set_yticklabels([f"{i['graph']}  F={i['F']}" for i in items], fontsize=7)
+    ax.set_ylim(-0.7, n - 0.3)
+    vendor = ", ".join(data["vendor"])
+    ax.set_xlabel(f"speedup of the best native variant over {vendor} (vendor time / time, same run; log scale)")
+    wins = sum(s >= 1.0 for s in sp)
+    ax.set_title(f"{op} on {backend}: best native variant vs the vendor ({vendor}), per input and F\n{subtitle}\n"
+                 f"geomean {geomean(sp):.2f}×, {wins} of {n} inputs ≥ 1.0×, worst {min(sp):.2f}×", fontsize=9)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colors[v]) for v in variants]
+    ax.legend(handles, [short_variant(v) for v in variants], title="best native variant", fontsize=7,
+              title_fontsize=7, loc="lower right", framealpha=0.9)
+    save_png(fig, path)
+    plt.close(fig)
+    return (f"{op} on {backend}: speedup over {vendor} per input and F",
+            f"{op} on {backend}: speedup of the best native variant over the vendor ({vendor}), per input and F; "
+            f"geomean {geomean(sp):.2f}×, {wins} of {n} inputs ≥ 1.0×, worst {min(sp):.2f}×")
+
+
+def draw_floor(plt, ticker, op, backend, data, subtitle, path):
+    graphs, fs, points = data["graphs"], data["F"], data["points"]
+    n = len(graphs)
+    fig, ax = plt.subplots(figsize=(9, 1.6 + 0.24 * n))
+    cmap = plt.get_cmap("viridis")
+    markers = "osD^vP*Xh"
+    ypos = {g: n - 1 - k for k, g in enumerate(graphs)}
+    for y in ypos.values():
+        ax.axhline(y, color="0.93", linewidth=0.6, zorder=0)
+    for k, f in enumerate(fs):
+        pts = [(points[(g, f)][0], ypos[g]) for g in graphs if (g, f) in points]
+        if pts:
+            ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=22, marker=markers[k % len(markers)],
+                       color=cmap(k / max(1, len(fs) - 1) * 0.9), label=f"F={f}", zorder=3)
+    vals = [v for v, _ in points.values()]
+    lo, hi = min(vals) / 1.5, max(max(vals), 1.0) * 1.25
+    setup_log_axis(ax, ticker, lo, hi)
+    ax.axvline(1.0, color="black", linewidth=1.0)
+    ax.text(1.0, n - 0.4, " floor", fontsize=7, va="bottom")
+    ax.set_yticks(list(ypos.values()))
+    ax.set_yticklabels(graphs, fontsize=7)
+    ax.set_ylim(-0.7, n - 0.1)
+    ax.set_xlabel("fraction of the compulsory floor (compulsory bytes / time / copy bandwidth; log scale)")
+    ax.set_title(f"{op} on {backend}: fraction of the compulsory floor, best native variant per input and F\n"
+                 f"{subtitle}\nmedian {statistics.median(vals):.3g}, best {max(vals):.3g}, worst {min(vals):.3g}",
+                 fontsize=9)
+    ax.legend(fontsize=7, loc="lower right", framealpha=0.9)
+    save_png(fig, path)
+    plt.close(fig)
+    return (f"{op} on {backend}: fraction of the compulsory floor per input and F",
+            f"{op} on {backend}: fraction of the compulsory floor reached by the best native variant per input, "
+            f"one marker per F; median {statistics.median(vals):.3g}, worst {min(vals):.3g}")
+
+
+def draw_times(plt, ticker, op, backend, data, subtitle, path):
+    graphs, fs, variants, times, ref = data["graphs"], data["F"], data["variants"], data["times"], data["ref"]
+    n = len(graphs)
+    fig, axes = plt.subplots(1, len(fs), figsize=(3.4 * len(fs) + 2.4, 1.9 + 0.24 * n), sharey=True,
+                             squeeze=False)
+    colors = variant_colors(plt, variants)
+    markers = "os^vD<>Ph*X"
+    ypos = {g: n - 1 - k for k, g in enumerate(graphs)}
+    rel = {k: t / ref[(k[1], k[2])] for k, t in times.items()}
+    lo, hi = min(min(rel.values()), 1.0) / 1.3, max(max(rel.values()), 1.0) * 1.3
+    reference = ", ".join(data["reference"])
+    for ax, f in zip(axes[0], fs):
+        for y in ypos.values():
+            ax.axhline(y, color="0.93", linewidth=0.6, zorder=0)
+        for k, v in enumerate(variants):
+            pts = [(rel[(v, g, f)], ypos[g]) for g in graphs if (v, g, f) in rel]
+            if pts:
+                vendor = v in data["vendor"]
+                ax.scatter([p[0] for p in pts], [p[1] for p in pts], color="black" if vendor else colors[v],
+                           marker="x" if vendor else markers[k % len(markers)], s=22, zorder=3,
+                           label=short_variant(v) + (" (vendor)" if vendor else ""))
+        setup_log_axis(ax, ticker, lo, hi, "×")
+        ax.axvline(1.0, color="black", linewidth=1.0)
+        # The reference's own time, so the ratios keep their scale.
+        for g in graphs:
+            if (g, f) in ref:
+                ax.text(hi, ypos[g], " " + fmt_time(ref[(g, f)]), fontsize=6, va="center", ha="left",
+                        color="0.3", clip_on=False)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.set_title(f"F={f}", fontsize=9)
+        ax.set_xlabel(f"time / {short_variant(reference)} time (log)", fontsize=8)
+    axes[0][0].set_yticks(list(ypos.values()))
+    axes[0][0].set_yticklabels(graphs, fontsize=7)
+    axes[0][0].set_ylim(-0.7, n - 0.3)
+    seen = OrderedDict()
+    for ax in axes[0]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    fig.legend(list(seen.values()), list(seen.keys()), title="variant", fontsize=7, title_fontsize=7,
+               loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.suptitle(f"{op} on {backend}: time of each variant (the scheduler's candidates) relative to {reference}, "
+                 f"same run, per input; left of 1.0 is faster\n{subtitle}; grey: {reference}'s own time",
+                 fontsize=9)
+    fig.tight_layout()
+    save_png(fig, path)
+    plt.close(fig)
+    fl = ", ".join(str(f) for f in fs)
+    return (f"{op} on {backend}: time of each variant relative to {reference} per input",
+            f"{op} on {backend}: time per call of every {op} variant the run timed (the scheduler's candidates) "
+            f"over {reference}'s time on the same input, F = {fl}; {reference}'s own time at the right")
+
+
+def draw_figures(rows, contexts, outdir, commands=(), commit=None, ops=None, candidates_ops=("spmm",),
+                 features=None):
+    """Draw the figures into outdir; returns [(path, alt text, caption)] in report order. Raises
+    FiguresUnavailable without matplotlib. Prints to stderr which figures had no data."""
+    plt, ticker = import_pyplot()
+    ok = figure_rows([r for r in rows if not r["error"]], ops)
+    vendors = vendor_variants(ok)
+    subtitle = figure_subtitle(contexts, commands, commit)
+    os.makedirs(outdir, exist_ok=True)
+    made = []
+
+    def path(kind, op, backend):
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{kind}-{op}-{backend}") + ".png"
+        return os.path.join(outdir, name)
+
+    speed = speedup_vs_vendor_data(ok, vendors)
+    if not speed:
+        print("report.py: no speedup-vs-vendor figure: no row is timed against a vendor baseline "
+              "(label 'baseline=VARIANT (vendor)')", file=sys.stderr)
+    for (op, backend), data in speed.items():
+        p = path("speedup-vs-vendor", op, backend)
+        made.append((p, *draw_speedup(plt, ticker, op, backend, data, subtitle, p)))
+    floor = floor_frac_data(ok, vendors)
+    if not floor:
+        print("report.py: no floor-fraction figure: no row has a floor_frac counter", file=sys.stderr)
+    for (op, backend), data in floor.items():
+        p = path("floor-frac", op, backend)
+        made.append((p, *draw_floor(plt, ticker, op, backend, data, subtitle, p)))
+    for op in candidates_ops:
+        times = variant_times_data(ok, vendors, op, features)
+        if not times:
+            print(f"report.py: no variant-times figure for {op}: no {op} rows"
+                  + (f" at F = {', '.join(map(str, features))}" if features else ""), file=sys.stderr)
+        for backend, data in times.items():
+            p = path("variant-times", op, backend)
+            made.append((p, *draw_times(plt, ticker, op, backend, data, subtitle, p)))
+    return made
+
+
+def figures_markdown(figures, base_dir):
+    """The "## Figures" section embedding [(path, alt text, caption)], paths relative to base_dir."""
+    if not figures:
+        return []
+    out = ["## Figures", ""]
+    for p, alt, caption in figures:
+        rel = os.path.relpath(os.path.abspath(p), os.path.abspath(base_dir)).replace(os.sep, "/")
+        if any(c in rel for c in " ()<>"):
+            rel = f"<{rel}>"
+        out += [f"![{alt}]({rel})", "", f"*{caption}.*", ""]
+    return out
+
+
+def render(rows, contexts, title, keep_order, commands=None, summary_only=False, figures_md=None):
     out = [f"# {title}", ""]
     if commands:
         out += ["Commands:", ""] + [f"    {c}" for c in commands] + [""]
@@ -307,6 +752,8 @@ def render(rows, contexts, title, keep_order, commands=None, summary_only=False)
         if same:
             out.append(f"- as above: {', '.join(same)}")
         out.append("")
+
+    out += figures_md or []
 
     # Gathered bandwidth in TB/s for the device suites, GB/s otherwise.
     tera = any(ctx.get("sparseport_bandwidth_unit") == "TB/s" for _, ctx in contexts)
@@ -401,8 +848,23 @@ def render(rows, contexts, title, keep_order, commands=None, summary_only=False)
     return "\n".join(out)
 
 
+def int_list(text):
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected F values like 32,64, got {text!r}") from None
+
+
+def name_list(text):
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="Example: report.py cuda.json -o benchmarks/results/X.md --figures benchmarks/results/X-figs "
+               "(figures: speedup-vs-vendor-OP-BACKEND.png, floor-frac-OP-BACKEND.png, "
+               "variant-times-OP-BACKEND.png; the module docstring defines each).")
     p.add_argument("json", nargs="+", help="Google Benchmark JSON output (--benchmark_out_format=json)")
     p.add_argument("-o", "--output", help="write the Markdown here (default: stdout)")
     p.add_argument("--title", default="SparsePort benchmark results")
@@ -410,7 +872,24 @@ def main(argv=None):
     p.add_argument("--summary", action="store_true", help="only the summaries (no context, rows or skipped rows)")
     p.add_argument("--command", action="append", default=[],
                    help="the exact command that produced the JSON, shown at the top (repeatable)")
+    g = p.add_argument_group("figures (need matplotlib)")
+    g.add_argument("--figures", metavar="DIR",
+                   help="also draw PNG figures into DIR (created if missing) and embed them in the Markdown, "
+                        "linked relative to the Markdown file (to the current folder with stdout); without "
+                        "matplotlib: exit status 3 before writing anything")
+    g.add_argument("--figures-optional", action="store_true",
+                   help="with --figures: without matplotlib, write the Markdown alone and print why")
+    g.add_argument("--figure-ops", type=name_list, metavar="OP,...",
+                   help="draw figures for these ops only (default: every op of the run)")
+    g.add_argument("--candidates-op", type=name_list, default=["spmm"], metavar="OP,...",
+                   help="ops of the time-per-variant figure (default: spmm)")
+    g.add_argument("--figure-f", type=int_list, metavar="F,...",
+                   help=f"F values of the time-per-variant figure (default: up to {FIGURE_MAX_F} of the run's)")
+    g.add_argument("--commit", help="the commit shown in figure titles (default: context sparseport_commit, "
+                                    "else 'commit HASH' in a --command)")
     args = p.parse_args(argv)
+    if args.figures_optional and not args.figures:
+        p.error("--figures-optional needs --figures DIR")
     try:
         rows, contexts = collect(args.json)
     except (OSError, ValueError) as e:
@@ -419,7 +898,23 @@ def main(argv=None):
     if not rows:
         print("report.py: no rows named op/backend/variant/graph/F in " + ", ".join(args.json), file=sys.stderr)
         return 1
-    text = render(rows, contexts, args.title, args.keep_order, args.command, args.summary)
+    figures_md = []
+    if args.figures:
+        try:
+            figures = draw_figures(rows, contexts, args.figures, args.command, args.commit, args.figure_ops,
+                                   args.candidates_op, args.figure_f)
+        except FiguresUnavailable as e:
+            if not args.figures_optional:
+                print(f"report.py: {e}; or leave out --figures (or add --figures-optional) for the Markdown "
+                      "alone. Nothing was written.", file=sys.stderr)
+                return 3
+            print(f"report.py: no figures: {e}", file=sys.stderr)
+            figures = []
+        base = os.path.dirname(os.path.abspath(args.output)) if args.output else os.getcwd()
+        figures_md = figures_markdown(figures, base)
+        for path, _, _ in figures:
+            print(f"report.py: wrote {path}", file=sys.stderr)
+    text = render(rows, contexts, args.title, args.keep_order, args.command, args.summary, figures_md)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(text + "\n")

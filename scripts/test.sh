@@ -32,3 +32,6 @@ env -u OMP_PROC_BIND OMP_NUM_THREADS=2 ctest --test-dir build/kokkos-openmp -j2 
 # pytest on python/tests: opcheck, gradcheck, torch.compile and the ops against torch; the CUDA
 # tests skip without a GPU, printing why.
 python/tests/run.sh -q
+# benchmarks/report.py: the Markdown from a synthetic Google Benchmark JSON, and its PNG figures
+# (matplotlib, installed into the same environment by run.sh).
+"${SPARSEPORT_VENV:-.venv-torch}/bin/python" -m pytest -q -rs benchmarks/python/test_report.py

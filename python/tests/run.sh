@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Builds and tests the Python package: creates the virtual environment if missing (torch, numpy,
-# pytest, nanobind, scikit-build-core from PyPI; only what it lacks), installs ./python into it
+# pytest, nanobind, scikit-build-core, matplotlib for benchmarks/report.py; from PyPI, only what it lacks), installs ./python into it
 # (the whole library is compiled by CMake; the build folder is kept, so a rebuild is incremental),
 # then runs pytest on python/tests, printing why any test was skipped.
 #
@@ -36,7 +36,7 @@ fi
 py=$venv/bin/python
 
 missing=()
-for pkg in torch numpy pytest nanobind scikit_build_core; do
+for pkg in torch numpy pytest nanobind scikit_build_core matplotlib; do
   "$py" -c "import $pkg" 2>/dev/null || missing+=("${pkg//_/-}")
 done
 if [ ${#missing[@]} -gt 0 ]; then
