@@ -519,7 +519,7 @@ TEST(CudaSpmm, L2ColumnTilesMatchOnePass) {
   int dev = 0, l2 = 0;
   ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
   ASSERT_EQ(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev), cudaSuccess);
-  const int64_t k = static_cast<int64_t>(0.75 * l2) / (32 * 4) * 3 / 2;  // 48 columns fill 3/4 of L2
+  const int64_t k = static_cast<int64_t>(0.75 * l2) / (48 * 4);  // 48 columns fill 3/4 of L2
   HostCsr<int32_t, float> a;
   a.rows = 40000;
   a.cols = k;
