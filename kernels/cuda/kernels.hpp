@@ -49,13 +49,6 @@ void spmm_row_cache(const State& s, const sparseport_spmm_args& a);
 // SPARSEPORT_HUB_CHUNK ignored, one lane group per regular row) and a split hub's items combined
 // in item order instead of by atomics: the same bits for every run, knob and launch shape.
 void spmm_hub_split(const State& s, const sparseport_spmm_args& a, bool deterministic = false);
-// The columns of F that the row-engine variants (row_warp, row_warp_vec4, hub_split) take per pass:
-// F, unless B is gathered again and again (nnz >= 2 x k) and its k x F values overflow L2 while a
-// tile of 32 or more columns fits in three quarters of it; then passes over column tiles keep each
-// tile's gathers in L2 (er:200000:2e-5 at F = 64: 51 MB of B, 0.37 of the compulsory floor in one
-// pass on the H200, its 50 MB L2). SPARSEPORT_L2_TILE=N forces tiles of N columns, 0 one pass
-// (for measurements and tests). util.cu.
-int64_t spmm_l2_tile(const State& s, const sparseport_spmm_args& a);
 void spmm_nnz_balanced(const State& s, const sparseport_spmm_args& a);
 // vector_rows (F <= kSmallFMaxF): a group of 2 to 32 lanes per row (from the mean row length;
 // SPARSEPORT_SMALLF_LANES overrides it unless deterministic), lanes across the row's entries.

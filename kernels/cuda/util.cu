@@ -1,12 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Small dense helpers: fill, the spmm of a matrix without entries (C = beta * C, arg = -1), and the
-// L2 column tile of the row-engine spmm variants.
-#include <algorithm>
-#include <cstdlib>
-#include <string>
-
+// Small dense helpers: fill, and the spmm of a matrix without entries (C = beta * C, arg = -1).
 #include "kernels/cuda/common.cuh"
-#include "sparseport/errors.hpp"
 
 namespace sparseport::cuda {
 namespace {
@@ -72,33 +66,6 @@ void spmm_empty(const State& s, const sparseport_spmm_args& a) {
                                                                            c.ld, static_cast<V>(a.beta));
   });
   check_launch("spmm empty (scale C by beta)");
-}
-
-// A column tile's B must fit in kL2Share of L2 (the rest holds the C and A lines streaming past);
-// tiles are whole multiples of kL2TileCols columns (128-byte rows at fp32, so each gather stays
-// whole lines), and a matrix whose B rows are gathered fewer than kL2MinReuse times each on average
-// has no reuse for L2 to keep. Each extra tile reads A's rowptr, colind and values once more.
-constexpr double kL2Share = 0.75;
-constexpr int64_t kL2TileCols = 32;
-constexpr int64_t kL2MinReuse = 2;
-
-int64_t spmm_l2_tile(const State& s, const sparseport_spmm_args& a) {
-  const int64_t F = a.b.cols;
-  if (const char* v = std::getenv("SPARSEPORT_L2_TILE"); v != nullptr && *v != '\0') {
-    char* end = nullptr;
-    const long long t = std::strtoll(v, &end, 10);
-    if (end == v || *end != '\0' || t < 0)
-      throw InvalidArgument(std::string("SPARSEPORT_L2_TILE='") + v +
-                            "' is not a whole number of columns (0: one pass over F)");
-    return t == 0 ? F : std::min<int64_t>(t, F);
-  }
-  const int64_t w = a.b.value_type == SPARSEPORT_F64 ? 8 : 4;
-  const int64_t budget = static_cast<int64_t>(kL2Share * static_cast<double>(s.info().l2_bytes));
-  const int64_t k = a.a.cols;
-  if (F <= kL2TileCols || k <= 0 || a.a.nnz < kL2MinReuse * k || k * F * w <= budget) return F;
-  const int64_t tile = budget / (k * w) / kL2TileCols * kL2TileCols;
-  // Not even kL2TileCols columns fit: tiles would only multiply A's reads.
-  return tile < kL2TileCols ? F : tile;
 }
 
 }  // namespace sparseport::cuda

@@ -4,7 +4,6 @@
 // pointers are device memory (naming the op and the argument when one is not), re-checks that
 // the variant applies, then queues its kernels on the context's stream and returns. A sticky
 // device fault poisons the context: later calls fail with DeviceFault at once.
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -218,32 +217,16 @@ int spmm(const sparseport_exec* x, const char* variant, const sparseport_spmm_ar
       need_dense(s, a->arg, a->c.rows, a->c.cols, "spmm", "arg");
     }
     if (a->c.rows == 0 || a->c.cols == 0) return;
-    if (a->a.nnz > 0 && (v == "spmm.row_warp_vec4" || v == "spmm.row_warp" || v == "spmm.hub_split")) {
-      // The row engine, in passes over column tiles when B overflows L2 (cu::spmm_l2_tile). A tile
-      // is the same op on a column slice of B, C and arg: each output element's sum runs in the same
-      // order as in one pass, so the bits do not change.
-      const int64_t F = a->b.cols, tile = cu::spmm_l2_tile(s, *a);
-      const int64_t w = a->b.value_type == SPARSEPORT_F64 ? 8 : 4;
-      const int64_t wi = a->a.index_type == SPARSEPORT_I64 ? 8 : 4;
-      for (int64_t f0 = 0; f0 < F; f0 += tile) {
-        sparseport_spmm_args t = *a;
-        t.b.cols = t.c.cols = std::min(tile, F - f0);
-        t.b.data = static_cast<const char*>(a->b.data) + f0 * w;
-        t.c.data = static_cast<char*>(a->c.data) + f0 * w;
-        if (a->arg != nullptr) t.arg = static_cast<char*>(a->arg) + f0 * wi;
-        if (v == "spmm.row_warp_vec4")
-          cu::spmm_row_warp_vec4(s, t);
-        else if (v == "spmm.row_warp")
-          cu::spmm_row_warp(s, t);
-        else
-          cu::spmm_hub_split(s, t, deterministic(x));
-      }
-      return;
-    }
     if (a->a.nnz == 0) {
       cu::spmm_empty(s, *a);
+    } else if (v == "spmm.row_warp_vec4") {
+      cu::spmm_row_warp_vec4(s, *a);
+    } else if (v == "spmm.row_warp") {
+      cu::spmm_row_warp(s, *a);
     } else if (v == "spmm.row_subwarp") {
       cu::spmm_row_subwarp(s, *a);
+    } else if (v == "spmm.hub_split") {
+      cu::spmm_hub_split(s, *a, deterministic(x));
     } else if (v == "spmm.nnz_balanced") {
       cu::spmm_nnz_balanced(s, *a);
     } else if (v == "spmm.row_cache") {

@@ -7,12 +7,9 @@
 // check the parsing of SPARSEPORT_TEST_SCALE (cuda_test.hpp) and that the plugin reports the
 // missing device clearly.
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <numeric>
-
-#include <cuda_runtime.h>
 
 #include "cuda_test.hpp"
 #include "kernels/cuda/spmm_row_order.hpp"
@@ -507,58 +504,6 @@ TEST(CudaSpmm, HubSplitRowOrderPowerLaw) {
   }
   check_spmm(ctx, a, wide_widths({13, 32, 64, 128, 256}, 4), kSeed + 161, {"spmm.hub_split"}, true);
   check_spmm(ctx, b, wide_widths({32, 64, 96}, 2), kSeed + 162, {"spmm.hub_split"}, true);
-}
-
-// The row-engine variants in passes over column tiles (cu::spmm_l2_tile): B of k x 64 floats over
-// three quarters of L2 while 32 columns fit, each B row gathered about 3 times. Every reduction
-// against the reference, an unaligned C too (scalar lanes) and F = 100 (tiles of 32, 32, 32, 4);
-// then in deterministic mode the tiled result must equal the one-pass result bit for bit
-// (SPARSEPORT_L2_TILE=0), since every output element sums its entries in the same order.
-TEST(CudaSpmm, L2ColumnTilesMatchOnePass) {
-  CUDA_TEST_REQUIRE_GPU();
-  int dev = 0, l2 = 0;
-  ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
-  ASSERT_EQ(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev), cudaSuccess);
-  const int64_t k = static_cast<int64_t>(0.75 * l2) / (48 * 4);  // 48 columns fill 3/4 of L2
-  HostCsr<int32_t, float> a;
-  a.rows = 40000;
-  a.cols = k;
-  std::mt19937_64 rng(kSeed + 170);
-  std::uniform_int_distribution<int64_t> col(0, k - 1);
-  std::uniform_real_distribution<double> val(-1.0, 1.0);
-  a.rowptr.push_back(0);
-  for (int64_t i = 0; i < a.rows; ++i) {
-    const int64_t d = 3 * k / a.rows + (i % 7 == 0 ? 40 : 0) - 3;
-    for (int64_t e = 0; e < d; ++e) {
-      a.colind.push_back(static_cast<int32_t>(col(rng)));
-      a.values.push_back(static_cast<float>(val(rng)));
-    }
-    a.rowptr.push_back(static_cast<int32_t>(a.colind.size()));
-  }
-  ASSERT_GE(a.nnz(), 2 * k);
-  ASSERT_GT(k * 64 * 4, static_cast<int64_t>(0.75 * l2));
-  ASSERT_LE(k * 32 * 4, static_cast<int64_t>(0.75 * l2));
-  ::unsetenv("SPARSEPORT_L2_TILE");
-  const std::vector<std::string> engine = {"spmm.row_warp_vec4", "spmm.row_warp", "spmm.hub_split"};
-  Context ctx = Context::create("cuda");
-  check_spmm(ctx, a, {{64, 64, 64, 0}, {64, 64, 65, 1}, {100, 100, 100, 0}}, kSeed + 171, engine, true);
-
-  Context det = Context::create("cuda");
-  det.set_deterministic(true);
-  const auto da = to_device(det, a);
-  const DevDense<float> db = to_device(det, random_dense<float>(k, 64, 64, kSeed + 172));
-  for (const std::string& v : engine)
-    for (Reduce r : kReduces) {
-      SCOPED_TRACE(v + ", " + name(r));
-      const DevDense<float> c1 = to_device(det, HostDense<float>(a.rows, 64, 64, 0.0f));
-      const DevDense<float> c2 = to_device(det, HostDense<float>(a.rows, 64, 64, 0.0f));
-      spmm(det, da.view, db.view(), c1.mut(), {r, 1.0, 0.0, v});
-      ::setenv("SPARSEPORT_L2_TILE", "0", 1);
-      spmm(det, da.view, db.view(), c2.mut(), {r, 1.0, 0.0, v});
-      ::unsetenv("SPARSEPORT_L2_TILE");
-      const HostDense<float> h1 = to_host(det, c1), h2 = to_host(det, c2);
-      ASSERT_EQ(std::memcmp(h1.data.data(), h2.data.data(), h1.data.size() * sizeof(float)), 0);
-    }
 }
 
 TEST(CudaSpmm, MatrixWithoutEntriesScalesC) {
