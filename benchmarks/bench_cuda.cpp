@@ -65,8 +65,13 @@ const std::set<std::string>& gpu_full_generators() {
   return s;
 }
 
-// Inputs of two issue-4 targets that the graphs above do not give, full size only, each timed for
-// one op (every variant of it), registered after every graph:
+// Inputs the graphs above do not give, full size only, each timed for the ops it lists (every
+// variant of each), registered after every graph: issue 4's, the seed report's slice, the probe
+// slice of rmat:20:16, the twins, then the twins' probe slices. A regex of --sp_graphs applies to
+// their names as to the graphs (--sp_graphs=twin: the twins and their probe slices; =slice: the
+// slices); so does the F of --sp_f (intersected with an input's own F).
+//
+// Issue 4's targets:
 //  - "The nnz-balanced segment reduction sustains >= 3 TB/s effective on 60M sorted messages at
 //    F = 64, for uniform and for hub-dominated indices alike": seg60m:uniform and seg60m:hubs, the
 //    indices of segment_suite in tests/cuda/cuda_timing.cpp (so the numbers compare), F = 64 only;
@@ -74,25 +79,91 @@ const std::set<std::string>& gpu_full_generators() {
 //  - "The mega-row graph runs within 1.2x of a uniform random graph with the same n and nnz":
 //    er:2000000:8e-6 (2M rows, N*N*P = 32M entries expected; 32,008,095 drawn) beside
 //    megarow:2000000:16:0.05 (2M rows, 32M entries), for spmm at the suite's F.
-// A regex of --sp_graphs and the F of --sp_f apply to them as to the graphs.
+// Issue 14, item 5, the GNN-scale twins (datasets.hpp, twin_datasets): products-twin and
+// reddit-twin at F = 64, 128, 256 for spmm (sum against cuSPARSE; mean and max, rows "spmm_mean"
+// and "spmm_max", against the atomic gather-scatter with the same reduce, harness.hpp's
+// baseline_candidates), sddmm, csr_attention (fused and unfused) and segment_reduce (whose E x F
+// messages need 128 GB on products-twin and 117 GB on reddit-twin at F = 256: over the default cap
+// of 70 % of the free device memory, so those rows are skipped unless SPARSEPORT_BENCH_MAX_GB
+// raises it; an H200 holds them with SPARSEPORT_BENCH_MAX_GB=135).
+// Issue 14, item 6, csr_slice_rows (rows named ".../0": no feature width; no baseline, floor_frac
+// is the figure):
+//  - slice-report:5000x1000: the workload of ../shared/reference/csr-slice-rows-report.md (1.25 ms
+//    on an A100, 36 % of its scatter bound): 5000 distinct rows in random order of a 10000 x 10000
+//    matrix holding exactly 1000 random columns per row (hubs:10000:1000:0:0), sliced to a dense
+//    5000 x 10000 output (csr_slice_rows_dense) and to a CSR (csr_slice_rows).
+//  - probe-slice:GRAPH: the scheduler's probe sample (scheduler/timing.cpp, ProbeSample): 3 % of
+//    the rows (at least 512), stratified by degree, sliced to a CSR with csr_slice_rows as a cold
+//    decision does before timing candidates on a large input; on both twins and rmat:20:16.
+struct RowKind {
+  sparseport_op op;
+  Reduce reduce;
+};
+
+// The rows a slice op selects (Selection::none for the other ops).
+enum class Selection { none, report, probe };
+
 struct ExtraInput {
   DatasetSpec spec;
-  sparseport_op op;
-  std::vector<int64_t> features;  // empty: the suite's
+  std::vector<RowKind> kinds;
+  std::vector<int64_t> features;  // empty: the suite's; slice rows take none (F = 0)
   std::string why;                // for --sp_list and the context
+  Selection select;
 };
 
 constexpr const char* kSegmentSource = "segments:";  // source of a segment input: "segments:E:uniform|hubs"
 
+// The seed report's workload and the probe's sample (see above; the probe's fraction and floor are
+// SchedulerOptions' defaults, include/sparseport/plan.hpp).
+constexpr int64_t kSliceReportRows = 5000;
+constexpr double kProbeFrac = 0.03;
+constexpr int64_t kProbeMinRows = 512;
+constexpr uint64_t kSeedSlice = 16;
+
+bool is_slice_op(sparseport_op op) {
+  return op == SPARSEPORT_OP_CSR_SLICE_ROWS || op == SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE;
+}
+
 const std::vector<ExtraInput>& extra_inputs() {
-  static const std::vector<ExtraInput> s = {
-      {{"er:2000000:8e-6", "er:2000000:8e-6", false}, SPARSEPORT_OP_SPMM, {},
-       "spmm only: the uniform companion of megarow:2000000:16:0.05"},
-      {{"seg60m:uniform", "segments:60000000:uniform", false}, SPARSEPORT_OP_SEGMENT_REDUCE, {64},
-       "segment_reduce only, F = 64: 60M sorted messages, 16 per segment"},
-      {{"seg60m:hubs", "segments:60000000:hubs", false}, SPARSEPORT_OP_SEGMENT_REDUCE, {64},
-       "segment_reduce only, F = 64: 60M sorted messages, half in 8 hub segments, the rest 16 per segment"},
-  };
+  static const std::vector<ExtraInput> s = [] {
+    const RowKind spmm{SPARSEPORT_OP_SPMM, Reduce::sum};
+    std::vector<ExtraInput> v = {
+        {{"er:2000000:8e-6", "er:2000000:8e-6", false}, {spmm}, {},
+         "spmm only: the uniform companion of megarow:2000000:16:0.05", Selection::none},
+        {{"seg60m:uniform", "segments:60000000:uniform", false}, {{SPARSEPORT_OP_SEGMENT_REDUCE, Reduce::sum}}, {64},
+         "segment_reduce only, F = 64: 60M sorted messages, 16 per segment", Selection::none},
+        {{"seg60m:hubs", "segments:60000000:hubs", false}, {{SPARSEPORT_OP_SEGMENT_REDUCE, Reduce::sum}}, {64},
+         "segment_reduce only, F = 64: 60M sorted messages, half in 8 hub segments, the rest 16 per segment",
+         Selection::none},
+    };
+    const std::vector<RowKind> gnn = {spmm,
+                                      {SPARSEPORT_OP_SPMM, Reduce::mean},
+                                      {SPARSEPORT_OP_SPMM, Reduce::max},
+                                      {SPARSEPORT_OP_SDDMM, Reduce::sum},
+                                      {SPARSEPORT_OP_CSR_ATTENTION, Reduce::sum},
+                                      {SPARSEPORT_OP_SEGMENT_REDUCE, Reduce::sum}};
+    const RowKind slice_csr{SPARSEPORT_OP_CSR_SLICE_ROWS, Reduce::sum};
+    const auto probe = [&](const DatasetSpec& g) {
+      return ExtraInput{{"probe-slice:" + g.name, g.source, false}, {slice_csr}, {},
+                        "csr_slice_rows: the scheduler's probe sample of " + g.name +
+                            " (3 % of the rows, at least 512, stratified by degree)",
+                        Selection::probe};
+    };
+    // The cheap slices first, so a deadline that the twins reach still leaves them their rows.
+    v.push_back({{"slice-report:5000x1000", "hubs:10000:1000:0:0", false},
+                 {{SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE, Reduce::sum}, slice_csr},
+                 {},
+                 "csr_slice_rows_dense and csr_slice_rows: 5000 distinct rows in random order, 1000 entries each, of "
+                 "hubs:10000:1000:0:0 (the seed report's workload)",
+                 Selection::report});
+    v.push_back(probe({"rmat:20:16", "rmat:20:16", false}));
+    for (const DatasetSpec& t : twin_datasets())
+      v.push_back({t, gnn, {64, 128, 256},
+                   "GNN-scale twin: spmm sum/mean/max, sddmm, csr_attention, segment_reduce at F = 64, 128, 256",
+                   Selection::none});
+    for (const DatasetSpec& t : twin_datasets()) v.push_back(probe(t));
+    return v;
+  }();
   return s;
 }
 
@@ -139,6 +210,85 @@ std::shared_ptr<const Graph> load_segment_input(const DatasetSpec& d) {
   g->touched_cols = E;
   g->load_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   return cache.emplace(d.source, std::move(g)).first->second;
+}
+
+// ---- the slice ops' row selections ----------------------------------------------------------------
+
+uint64_t splitmix64(uint64_t& x) {
+  uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// s distinct rows of [0, n) in random order (a partial Fisher-Yates shuffle on splitmix64, so every
+// platform draws the same rows): a mini-batch, as `sparseport run --op csr_slice_rows_dense` takes.
+std::vector<int32_t> distinct_rows(int64_t n, int64_t s, uint64_t seed) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  std::iota(ids.begin(), ids.end(), 0);
+  s = std::min(s, n);
+  uint64_t state = seed;
+  for (int64_t i = 0; i < s; ++i) {
+    const int64_t j = i + static_cast<int64_t>(splitmix64(state) % static_cast<uint64_t>(n - i));
+    std::swap(ids[static_cast<size_t>(i)], ids[static_cast<size_t>(j)]);
+  }
+  ids.resize(static_cast<size_t>(s));
+  return ids;
+}
+
+// The scheduler's probe sample (scheduler/timing.cpp, ProbeSample::stratified_rows, restated here
+// because the suites use the public API only): rows grouped by the bit width of their degree (0, 1,
+// 2-3, 4-7, ...), max(frac, min_rows / rows) of each group and at least one, evenly spaced inside the
+// group; ascending. A matrix of at most min_rows rows is taken whole.
+std::vector<int32_t> stratified_rows(const HostCsr<int32_t, float>& a, double frac, int64_t min_rows) {
+  const int64_t rows = a.rows;
+  std::vector<int32_t> out;
+  if (rows <= min_rows) {
+    out.resize(static_cast<size_t>(rows));
+    std::iota(out.begin(), out.end(), 0);
+    return out;
+  }
+  const double f = std::min(1.0, std::max(frac, static_cast<double>(min_rows) / static_cast<double>(rows)));
+  std::vector<std::vector<int32_t>> strata(64);
+  for (int64_t i = 0; i < rows; ++i) {
+    uint64_t d = static_cast<uint64_t>(a.rowptr[static_cast<size_t>(i) + 1] - a.rowptr[static_cast<size_t>(i)]);
+    int width = 0;
+    while (d != 0) {
+      ++width;
+      d >>= 1;
+    }
+    strata[static_cast<size_t>(width)].push_back(static_cast<int32_t>(i));
+  }
+  for (const std::vector<int32_t>& st : strata) {
+    if (st.empty()) continue;
+    const int64_t size = static_cast<int64_t>(st.size());
+    const int64_t n = std::clamp<int64_t>(std::llround(f * static_cast<double>(size)), 1, size);
+    for (int64_t j = 0; j < n; ++j) out.push_back(st[static_cast<size_t>(j * size / n)]);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The selection of an input (kept: Google Benchmark reruns a row), by the input's name.
+std::shared_ptr<const std::vector<int32_t>> selected_rows(const std::string& input, Selection how, const Graph& g) {
+  static std::map<std::string, std::shared_ptr<const std::vector<int32_t>>> cache;
+  if (auto it = cache.find(input); it != cache.end()) return it->second;
+  std::vector<int32_t> rows;
+  if (how == Selection::report)
+    rows = distinct_rows(g.csr.rows, kSliceReportRows, kSeedSlice);
+  else if (how == Selection::probe)
+    rows = stratified_rows(g.csr, kProbeFrac, kProbeMinRows);
+  else
+    throw InvalidArgument("sparseport_bench_cuda: input '" + input + "' has no row selection for a slice op.");
+  return cache.emplace(input, std::make_shared<const std::vector<int32_t>>(std::move(rows))).first->second;
+}
+
+RowSelection selection_size(const Graph& g, const std::vector<int32_t>& rows) {
+  RowSelection sel;
+  sel.rows = static_cast<int64_t>(rows.size());
+  for (int32_t r : rows)
+    sel.entries += g.csr.rowptr[static_cast<size_t>(r) + 1] - g.csr.rowptr[static_cast<size_t>(r)];
+  return sel;
 }
 
 void cuda_ok(cudaError_t e, const std::string& what) {
@@ -442,23 +592,37 @@ struct Role {
 
 size_t padded(size_t floats) { return (floats + 63) / 64 * 64; }
 
+// What an OpCase computes besides op, graph and F: spmv (spmm's operands at F = 1, called through
+// sparseport::spmv), spmm's reduce, and the rows a slice op selects (uploaded once per case).
+struct CaseOptions {
+  bool spmv = false;
+  Reduce reduce = Reduce::sum;
+  std::shared_ptr<const std::vector<int32_t>> rows;  // slice ops only
+};
+
 // The device operands of one op on one graph at one F, rotated through `copies` copies; shared by
 // every variant of the op.
 class OpCase {
  public:
-  // The bytes of one copy of the dense operands and output of op (for the memory cap).
-  static int64_t set_bytes(sparseport_op op, const Graph& g, int64_t f) {
-    const auto shapes = role_shapes(op, g, f);
+  // The bytes of one copy of the dense operands and output of op (for the memory cap); `selected`:
+  // the rows a slice op takes.
+  static int64_t set_bytes(sparseport_op op, const Graph& g, int64_t f, int64_t selected = 0) {
+    const auto shapes = role_shapes(op, g, f, selected);
     int64_t b = 0;
     for (const auto& [r, c, seed] : shapes) b += static_cast<int64_t>(padded(static_cast<size_t>(r * c))) * 4;
     return b;
   }
 
-  // spmv: spmm's operands at F = 1, called through sparseport::spmv.
   OpCase(const Context& ctx, cudaStream_t stream, sparseport_op op, std::shared_ptr<const DeviceGraph> g, int64_t f,
-         int copies, bool spmv = false)
-      : op_(op), g_(std::move(g)), copies_(copies), stream_(stream), spmv_(spmv) {
-    const auto shapes = role_shapes(op_, *g_->host, f);
+         int copies, CaseOptions options = {})
+      : op_(op), g_(std::move(g)), copies_(copies), stream_(stream), options_(std::move(options)) {
+    if (is_slice_op(op_)) {
+      if (options_.rows == nullptr || options_.rows->empty())
+        throw InvalidArgument(std::string("sparseport_bench_cuda: ") + op_name(op_) + " needs a row selection.");
+      rows_buf_ = upload(ctx, *options_.rows);
+    }
+    const auto shapes =
+        role_shapes(op_, *g_->host, f, options_.rows ? static_cast<int64_t>(options_.rows->size()) : 0);
     for (size_t i = 0; i < shapes.size(); ++i) {
       const auto& [r, c, seed] = shapes[i];
       Role role;
@@ -471,9 +635,11 @@ class OpCase {
       roles_.push_back(std::move(role));
     }
     // Every copy of the output starts as NaN too, so no copy reads as already written.
-    const Role& out = roles_.back();
-    cuda_ok(cudaMemsetAsync(out.buf.data(), 0xff, out.stride * static_cast<size_t>(copies_) * sizeof(float), stream_),
-            "cudaMemsetAsync (output)");
+    if (!roles_.empty()) {
+      const Role& out = roles_.back();
+      cuda_ok(cudaMemsetAsync(out.buf.data(), 0xff, out.stride * static_cast<size_t>(copies_) * sizeof(float), stream_),
+              "cudaMemsetAsync (output)");
+    }
     cuda_ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (operands)");
   }
 
@@ -482,15 +648,25 @@ class OpCase {
   // scatter_reduce's index (the determinism group's: the COO rows in a shuffled order).
   void set_scatter_index(const IndexView& index) { scatter_index_ = index; }
 
-  // One call of the op on copy `copy` of the dense operands; throws what the op throws.
+  // One call of the op on copy `copy` of the dense operands; throws what the op throws. On an spmm
+  // case, a gather_scatter variant runs spmm in COO form on the same operands (B as x, C as out):
+  // the atomic baseline of spmm's mean and max (harness.hpp, baseline_candidates).
   void run(const Context& ctx, const std::string& variant, int copy) const {
     const CsrView a = g_->csr();
-    const Role& out = roles_.back();
     switch (op_) {
       case SPARSEPORT_OP_SPMM: {
+        const Role& out = roles_.back();
+        if (variant.rfind("gather_scatter.", 0) == 0) {
+          ReduceOptions opt;
+          opt.reduce = options_.reduce;
+          opt.variant = variant;
+          gather_scatter(ctx, g_->coo(), roles_[0].view(copy), out.mut(copy), opt);
+          break;
+        }
         SpmmOptions opt;
+        opt.reduce = options_.reduce;
         opt.variant = variant;
-        if (spmv_)
+        if (options_.spmv)
           spmv(ctx, a, roles_[0].view(copy), out.mut(copy), opt);
         else
           spmm(ctx, a, roles_[0].view(copy), out.mut(copy), opt);
@@ -499,31 +675,47 @@ class OpCase {
       case SPARSEPORT_OP_SDDMM: {
         OpOptions opt;
         opt.variant = variant;
-        sddmm(ctx, a, roles_[0].view(copy), roles_[1].view(copy), out.mut(copy), opt);
+        sddmm(ctx, a, roles_[0].view(copy), roles_[1].view(copy), roles_.back().mut(copy), opt);
         break;
       }
       case SPARSEPORT_OP_SEGMENT_REDUCE: {
         ReduceOptions opt;
         opt.variant = variant;
-        segment_reduce(ctx, g_->index(), roles_[0].view(copy), out.mut(copy), opt);
+        segment_reduce(ctx, g_->index(), roles_[0].view(copy), roles_.back().mut(copy), opt);
         break;
       }
       case SPARSEPORT_OP_GATHER_SCATTER: {
         ReduceOptions opt;
         opt.variant = variant;
-        gather_scatter(ctx, g_->coo(), roles_[0].view(copy), out.mut(copy), opt);
+        gather_scatter(ctx, g_->coo(), roles_[0].view(copy), roles_.back().mut(copy), opt);
         break;
       }
       case SPARSEPORT_OP_SCATTER_REDUCE: {
         ReduceOptions opt;
         opt.variant = variant;
-        scatter_reduce(ctx, scatter_index_, roles_[0].view(copy), out.mut(copy), opt);
+        scatter_reduce(ctx, scatter_index_, roles_[0].view(copy), roles_.back().mut(copy), opt);
         break;
       }
       case SPARSEPORT_OP_CSR_ATTENTION: {
         AttentionOptions opt;
         opt.variant = variant;
-        csr_attention(ctx, a, roles_[0].view(copy), roles_[1].view(copy), roles_[2].view(copy), out.mut(copy), opt);
+        csr_attention(ctx, a, roles_[0].view(copy), roles_[1].view(copy), roles_[2].view(copy),
+                      roles_.back().mut(copy), opt);
+        break;
+      }
+      case SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE: {
+        OpOptions opt;
+        opt.variant = variant;
+        csr_slice_rows_dense(ctx, a, rows(), roles_.back().mut(copy), opt);
+        break;
+      }
+      case SPARSEPORT_OP_CSR_SLICE_ROWS: {
+        // The result (allocated by the call, its entry count read back between the two phases, as
+        // the probe pays it) is freed on return, outside the timed events.
+        OpOptions opt;
+        opt.variant = variant;
+        const CsrMatrix m = csr_slice_rows(ctx, a, rows(), opt);
+        (void)m;
         break;
       }
       default:
@@ -531,62 +723,112 @@ class OpCase {
     }
   }
 
+  // csr_slice_rows' result of one call, on the host (for the warm-up's check).
+  HostCsr<int32_t, float> slice_result(const Context& ctx, const std::string& variant) const {
+    OpOptions opt;
+    opt.variant = variant;
+    return ctx.to_host<int32_t, float>(csr_slice_rows(ctx, g_->csr(), rows(), opt));
+  }
+
   // NaN in copy 0 of the output, so a variant that leaves an element unwritten fails the check.
   void poison_output() const {
+    if (roles_.empty()) return;
     const Role& out = roles_.back();
     cuda_ok(cudaMemsetAsync(out.at(0), 0xff, out.elems() * sizeof(float), stream_), "cudaMemsetAsync (poison)");
   }
 
   // Copy 0 of the output, or for a large output a fixed sample of it: its first 2^18 elements,
   // the elements of the widest row (a hub serialises row-parallel kernels and splits others), and
-  // 512 evenly spaced runs of 4096 elements. Waits for the stream.
+  // 512 evenly spaced runs of 4096 elements. Waits for the stream. Empty without a dense output.
   std::vector<float> output_sample() const {
-    constexpr size_t kWhole = size_t{1} << 22, kHead = size_t{1} << 18, kRuns = 512, kRun = 4096;
-    const Role& out = roles_.back();
-    const size_t n = out.elems();
-    const float* d = out.at(0);
-    struct Range {
-      size_t first, count;
-    };
-    std::vector<Range> ranges;
-    size_t stride = 0;  // of the evenly spaced runs; 0: none
-    if (n <= kWhole) {
-      ranges.push_back({0, n});
-    } else {
-      ranges.push_back({0, kHead});
-      const HostCsr<int32_t, float>& c = g_->host->csr;
-      const size_t w = static_cast<size_t>(g_->widest_row);
-      if (op_ == SPARSEPORT_OP_SDDMM)  // one output element per stored entry
-        ranges.push_back({static_cast<size_t>(c.rowptr[w]),
-                          std::min(kHead, static_cast<size_t>(c.rowptr[w + 1] - c.rowptr[w]))});
-      else
-        ranges.push_back({w * static_cast<size_t>(out.cols), static_cast<size_t>(out.cols)});
-      stride = (n - kRun) / (kRuns - 1);  // >= kRun since n > kWhole
-    }
-    size_t total = stride > 0 ? kRuns * kRun : 0;
-    for (Range& r : ranges) {
-      r.count = std::min(r.count, n - std::min(r.first, n));
-      total += r.count;
-    }
-    std::vector<float> h(total);
+    if (roles_.empty()) return {};
+    const SamplePlan plan = sample_plan();
+    const float* d = roles_.back().at(0);
+    std::vector<float> h(plan.total());
     size_t at = 0;
-    for (const Range& r : ranges) {
+    for (const SampleRange& r : plan.ranges) {
       if (r.count == 0) continue;
       cuda_ok(cudaMemcpyAsync(h.data() + at, d + r.first, r.count * sizeof(float), cudaMemcpyDeviceToHost, stream_),
               "cudaMemcpyAsync (result to host)");
       at += r.count;
     }
-    if (stride > 0)
-      cuda_ok(cudaMemcpy2DAsync(h.data() + at, kRun * sizeof(float), d, stride * sizeof(float), kRun * sizeof(float),
-                                kRuns, cudaMemcpyDeviceToHost, stream_),
+    if (plan.stride > 0)
+      cuda_ok(cudaMemcpy2DAsync(h.data() + at, SamplePlan::kRun * sizeof(float), d, plan.stride * sizeof(float),
+                                SamplePlan::kRun * sizeof(float), SamplePlan::kRuns, cudaMemcpyDeviceToHost, stream_),
               "cudaMemcpy2DAsync (result sample to host)");
     cuda_ok(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (result to host)");
     return h;
   }
 
+  // What csr_slice_rows_dense must give at the elements output_sample() reads, from the host graph:
+  // row t of the output is row rows[t] of A scattered (columns are sorted and unique: one entry at most).
+  std::vector<float> expected_slice_dense_sample() const {
+    const HostCsr<int32_t, float>& c = g_->host->csr;
+    const std::vector<int32_t>& sel = *options_.rows;
+    const auto value_at = [&](size_t p) -> float {
+      const size_t t = p / static_cast<size_t>(c.cols), col = p % static_cast<size_t>(c.cols);
+      const auto first = c.colind.begin() + c.rowptr[static_cast<size_t>(sel[t])];
+      const auto last = c.colind.begin() + c.rowptr[static_cast<size_t>(sel[t]) + 1];
+      const auto it = std::lower_bound(first, last, static_cast<int32_t>(col));
+      if (it == last || *it != static_cast<int32_t>(col)) return 0.0f;
+      return c.values[static_cast<size_t>(it - c.colind.begin())];
+    };
+    const SamplePlan plan = sample_plan();
+    std::vector<float> h;
+    h.reserve(plan.total());
+    for (const SampleRange& r : plan.ranges)
+      for (size_t p = r.first; p < r.first + r.count; ++p) h.push_back(value_at(p));
+    if (plan.stride > 0)
+      for (size_t run = 0; run < SamplePlan::kRuns; ++run)
+        for (size_t p = run * plan.stride; p < run * plan.stride + SamplePlan::kRun; ++p) h.push_back(value_at(p));
+    return h;
+  }
+
  private:
-  // (rows, cols, seed) of each dense role in order, the output last.
-  static std::vector<std::tuple<int64_t, int64_t, uint64_t>> role_shapes(sparseport_op op, const Graph& g, int64_t f) {
+  struct SampleRange {
+    size_t first, count;
+  };
+  // Which elements of the output output_sample() reads: ranges, then (stride > 0) kRuns runs of kRun.
+  struct SamplePlan {
+    static constexpr size_t kWhole = size_t{1} << 22, kHead = size_t{1} << 18, kRuns = 512, kRun = 4096;
+    std::vector<SampleRange> ranges;
+    size_t stride = 0;  // of the evenly spaced runs; 0: none
+    size_t total() const {
+      size_t n = stride > 0 ? kRuns * kRun : 0;
+      for (const SampleRange& r : ranges) n += r.count;
+      return n;
+    }
+  };
+
+  SamplePlan sample_plan() const {
+    const Role& out = roles_.back();
+    const size_t n = out.elems();
+    SamplePlan plan;
+    if (n <= SamplePlan::kWhole) {
+      plan.ranges.push_back({0, n});
+      return plan;
+    }
+    plan.ranges.push_back({0, SamplePlan::kHead});
+    const HostCsr<int32_t, float>& c = g_->host->csr;
+    const size_t w = static_cast<size_t>(g_->widest_row);
+    if (op_ == SPARSEPORT_OP_SDDMM)  // one output element per stored entry
+      plan.ranges.push_back({static_cast<size_t>(c.rowptr[w]),
+                             std::min(SamplePlan::kHead, static_cast<size_t>(c.rowptr[w + 1] - c.rowptr[w]))});
+    else
+      plan.ranges.push_back({w * static_cast<size_t>(out.cols), static_cast<size_t>(out.cols)});
+    plan.stride = (n - SamplePlan::kRun) / (SamplePlan::kRuns - 1);  // >= kRun since n > kWhole
+    for (SampleRange& r : plan.ranges) r.count = std::min(r.count, n - std::min(r.first, n));
+    return plan;
+  }
+
+  IndexView rows() const {
+    return make_index<int32_t>(static_cast<int64_t>(options_.rows->size()), static_cast<const int32_t*>(rows_buf_.data()));
+  }
+
+  // (rows, cols, seed) of each dense role in order, the output last; none for csr_slice_rows (its
+  // output is a CSR the call allocates).
+  static std::vector<std::tuple<int64_t, int64_t, uint64_t>> role_shapes(sparseport_op op, const Graph& g, int64_t f,
+                                                                         int64_t selected) {
     const int64_t m = g.csr.rows, k = g.csr.cols, nnz = g.csr.nnz();
     switch (op) {
       case SPARSEPORT_OP_SPMM:
@@ -595,6 +837,8 @@ class OpCase {
       case SPARSEPORT_OP_SEGMENT_REDUCE:
       case SPARSEPORT_OP_SCATTER_REDUCE: return {{nnz, f, kSeedMessages}, {m, f, 0}};
       case SPARSEPORT_OP_CSR_ATTENTION: return {{m, f, kSeedRows}, {k, f, kSeedCols}, {k, f, kSeedCols2}, {m, f, 0}};
+      case SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE: return {{selected, k, 0}};
+      case SPARSEPORT_OP_CSR_SLICE_ROWS: return {};
       default:
         throw InvalidArgument(std::string("sparseport_bench_cuda: op '") + op_name(op) + "' has no GPU benchmark.");
     }
@@ -604,7 +848,8 @@ class OpCase {
   std::shared_ptr<const DeviceGraph> g_;
   int copies_;
   cudaStream_t stream_;
-  bool spmv_;
+  CaseOptions options_;
+  Buffer rows_buf_;  // the slice ops' selection on the device
   std::vector<Role> roles_;
   IndexView scatter_index_{};
 };
@@ -691,10 +936,11 @@ std::vector<double> time_variant(Suite& s, const std::string& variant, int64_t n
 }
 
 // The first of baseline_candidates that runs on the input (at F = 1 with contiguous vectors
-// cusparseSpMV, else cusparseSpMM), warmed up, with its output for the check and its median time.
-BaselineRun measure_baseline(Suite& s, sparseport_op op) {
+// cusparseSpMV, else cusparseSpMM; spmm's mean and max: the atomic gather-scatter with the same
+// reduce), warmed up, with its output for the check and its median time.
+BaselineRun measure_baseline(Suite& s, sparseport_op op, Reduce reduce) {
   BaselineRun r;
-  for (const Baseline& candidate : baseline_candidates(s.ctx->plugin(), op)) {
+  for (const Baseline& candidate : baseline_candidates(s.ctx->plugin(), op, reduce)) {
     r = BaselineRun{};
     r.which = candidate;
     if (r.which.variant.empty()) {
@@ -728,9 +974,46 @@ struct RowSpec {
   sparseport_op op;
   std::string variant;
   DatasetSpec graph;
-  int64_t features;
-  bool spmv = false;  // spmm at F = 1 through sparseport::spmv (kSpmvRow rows)
+  int64_t features;            // 0 for the slice ops
+  bool spmv;                   // spmm at F = 1 through sparseport::spmv (kSpmvRow rows)
+  Reduce reduce;               // spmm's; sum for the other ops
+  Selection select;            // the slice ops' rows
 };
+
+// The row's op field: "spmv", "spmm_mean", or the op's name.
+std::string row_label(const RowSpec& row) { return row.spmv ? kSpmvRow : row_op_label(row.op, row.reduce); }
+
+// The warm-up check of a slice op against the host graph: the sampled dense output, or the whole
+// CSR result (both must match exactly: a slice copies values). Empty when it matches.
+std::string slice_difference(Suite& s, const OpCase& c, const RowSpec& row, const Graph& g,
+                             const std::vector<int32_t>& sel) {
+  if (row.op == SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE) {
+    c.poison_output();
+    c.run(*s.ctx, row.variant, 0);
+    return gross_difference(c.output_sample(), c.expected_slice_dense_sample());
+  }
+  const HostCsr<int32_t, float> got = c.slice_result(*s.ctx, row.variant);
+  const HostCsr<int32_t, float>& a = g.csr;
+  if (got.rows != static_cast<int64_t>(sel.size()) || got.cols != a.cols)
+    return "the result is " + std::to_string(got.rows) + " x " + std::to_string(got.cols) + ", not " +
+           std::to_string(sel.size()) + " x " + std::to_string(a.cols);
+  int64_t at = 0;
+  for (size_t t = 0; t < sel.size(); ++t) {
+    const size_t r = static_cast<size_t>(sel[t]);
+    const int32_t b = a.rowptr[r], e = a.rowptr[r + 1];
+    if (got.rowptr[t + 1] - got.rowptr[t] != e - b)
+      return "row " + std::to_string(t) + " (row " + std::to_string(r) + " of A) has " +
+             std::to_string(got.rowptr[t + 1] - got.rowptr[t]) + " entries, A's row " + std::to_string(e - b);
+    for (int32_t k = b; k < e; ++k, ++at) {
+      const size_t gk = static_cast<size_t>(got.rowptr[t]) + static_cast<size_t>(k - b);
+      if (got.colind[gk] != a.colind[static_cast<size_t>(k)] ||
+          (!got.values.empty() && got.values[gk] != a.values[static_cast<size_t>(k)]))
+        return "entry " + std::to_string(k - b) + " of row " + std::to_string(t) + " differs from A's";
+    }
+  }
+  if (got.nnz() != at) return "the result holds " + std::to_string(got.nnz()) + " entries, not " + std::to_string(at);
+  return {};
+}
 
 void run_row(benchmark::State& state, Suite& s, const RowSpec& row) {
   if (s.deadline_s > 0 &&
@@ -747,11 +1030,26 @@ void run_row(benchmark::State& state, Suite& s, const RowSpec& row) {
     state.SkipWithError(ex.what());
     return;
   }
-  const OpModel model = op_model(row.op, *g, row.features);
-  const int64_t one_set = OpCase::set_bytes(row.op, *g, row.features);
+  const bool slice = is_slice_op(row.op);
+  std::shared_ptr<const std::vector<int32_t>> sel;  // the slice ops' rows
+  OpModel model;
+  int64_t one_set = 0;
+  try {
+    if (slice) {
+      sel = selected_rows(row.graph.name, row.select, *g);
+      model = op_model(row.op, *g, selection_size(*g, *sel));
+      one_set = static_cast<int64_t>(model.operand_bytes);
+    } else {
+      model = op_model(row.op, *g, row.features);
+      one_set = OpCase::set_bytes(row.op, *g, row.features);
+    }
+  } catch (const std::exception& ex) {
+    state.SkipWithError((std::string("error: ") + ex.what()).c_str());
+    return;
+  }
   if (static_cast<double>(one_set) > s.cfg.max_operand_gb * 1e9) {
     std::ostringstream m;
-    m << "skipped: the dense operands of " << op_name(row.op) << " on " << g->name << " at F=" << row.features
+    m << "skipped: the dense operands of " << row_label(row) << " on " << row.graph.name << " at F=" << row.features
       << " need " << static_cast<double>(one_set) / 1e9 << " GB of device memory, over the SPARSEPORT_BENCH_MAX_GB cap of "
       << s.cfg.max_operand_gb << " GB.";
     state.SkipWithError(m.str().c_str());
@@ -759,8 +1057,8 @@ void run_row(benchmark::State& state, Suite& s, const RowSpec& row) {
   }
 
   Slot& slot = s.slot;
-  const std::string key =
-      g->name + "|" + std::to_string(row.features) + "|" + (row.spmv ? kSpmvRow : op_name(row.op));
+  // By the row's input name (two inputs may share one loaded graph: probe-slice:products-twin).
+  const std::string key = row.graph.name + "|" + std::to_string(row.features) + "|" + row_label(row);
   if (slot.key != key) {
     slot = Slot{};  // frees the previous operands first
     try {
@@ -769,7 +1067,11 @@ void run_row(benchmark::State& state, Suite& s, const RowSpec& row) {
         s.graph = std::make_shared<const DeviceGraph>(*s.ctx, g);
       }
       const int copies = s.rotation.copies_for(one_set);
-      slot.op_case = std::make_unique<OpCase>(*s.ctx, s.stream, row.op, s.graph, row.features, copies, row.spmv);
+      CaseOptions options;
+      options.spmv = row.spmv;
+      options.reduce = row.reduce;
+      options.rows = sel;
+      slot.op_case = std::make_unique<OpCase>(*s.ctx, s.stream, row.op, s.graph, row.features, copies, options);
     } catch (const std::exception& ex) {
       slot = Slot{};
       state.SkipWithError((std::string("building the device operands failed: ") + ex.what()).c_str());
@@ -777,10 +1079,32 @@ void run_row(benchmark::State& state, Suite& s, const RowSpec& row) {
     }
     slot.key = key;
   }
-  if (slot.baseline == nullptr) slot.baseline = std::make_unique<BaselineRun>(measure_baseline(s, row.op));
+  // The slice ops have no baseline (no vendor slice; their figure is floor_frac): checked against
+  // the host graph instead.
+  if (slot.baseline == nullptr)
+    slot.baseline = std::make_unique<BaselineRun>(slice ? BaselineRun{} : measure_baseline(s, row.op, row.reduce));
   const BaselineRun& baseline = *slot.baseline;
   OpCase& c = *slot.op_case;
 
+  if (slot.prepared.count(row.variant) == 0 && slice) {
+    try {
+      if (s.cfg.check) {
+        if (std::string d = slice_difference(s, c, row, *g, *sel); !d.empty()) {
+          state.SkipWithError(("wrong result: " + row.variant + " differs from the host's slice: " + d + ".").c_str());
+          return;
+        }
+      } else {
+        c.run(*s.ctx, row.variant, 0);  // warm-up
+      }
+    } catch (const Unsupported& ex) {
+      state.SkipWithError((std::string("does not apply: ") + ex.what()).c_str());
+      return;
+    } catch (const std::exception& ex) {
+      state.SkipWithError((std::string("error: ") + ex.what()).c_str());
+      return;
+    }
+    slot.prepared.insert(row.variant);
+  }
   if (slot.prepared.count(row.variant) == 0) {
     try {
       c.poison_output();
@@ -832,10 +1156,20 @@ void run_row(benchmark::State& state, Suite& s, const RowSpec& row) {
     state.counters["eff_TB/s"] = model.compulsory_bytes / median(times) / 1e12;
   state.counters["copies"] = c.copies();
   state.counters["gpu_idle_frac"] = idle;
-  if (!baseline.error.empty())
+  if (slice) {
+    const RowSelection rs = selection_size(*g, *sel);
+    state.counters["rows_selected"] = static_cast<double>(rs.rows);
+    state.counters["entries_selected"] = static_cast<double>(rs.entries);
+    state.SetLabel(std::string("baseline=none (no vendor slice; floor_frac is the figure)") +
+                   (row.op == SPARSEPORT_OP_CSR_SLICE_ROWS ? "; includes the mid-call count read-back and allocation" : ""));
+  } else if (!baseline.error.empty()) {
     state.SetLabel("baseline " + baseline.which.variant + " failed: " + baseline.error);
-  else
-    state.SetLabel("baseline=" + baseline.which.variant + (baseline.which.vendor ? " (vendor)" : ""));
+  } else {
+    state.SetLabel("baseline=" + baseline.which.variant + (baseline.which.vendor ? " (vendor)" : "") +
+                   (baseline.which.variant.rfind("gather_scatter.", 0) == 0
+                        ? " (atomic, reduce " + std::string(name(row.reduce)) + ")"
+                        : ""));
+  }
 }
 
 // ---- the determinism group (SPARSEPORT_BENCH_DETERMINISM=1) -----------------------------------------
@@ -1151,6 +1485,11 @@ int real_main(int argc, char** argv) {
     baseline_table += (baseline_table.empty() ? "" : "; ") + std::string(op_name(op)) + ": " +
                       (b.variant.empty() ? "none" : b.variant) + (b.vendor ? " (vendor)" : "");
   }
+  {
+    const std::vector<Baseline> mean = baseline_candidates(cuda, SPARSEPORT_OP_SPMM, Reduce::mean);
+    baseline_table += "; spmm_mean, spmm_max: " + (mean.empty() ? std::string("none") : mean.front().variant) +
+                      " (same reduce); csr_slice_rows, csr_slice_rows_dense: none (floor_frac)";
+  }
   std::ostringstream cap;
   cap << suite->cfg.max_operand_gb;
   benchmark::AddCustomContext("sparseport_version", version());
@@ -1179,11 +1518,15 @@ int real_main(int argc, char** argv) {
   // (graph, F, op) serve all its variants (see Slot).
   Suite* sp = suite.get();
   size_t rows = 0;
-  const auto add_rows = [&](const DatasetSpec& graph, int64_t f, sparseport_op op, bool spmv = false) {
-    for (const std::string& variant : cuda.variants_of(op)) {
-      const RowSpec row{op, variant, graph, f, spmv};
-      const std::string n =
-          spmv ? row_name(kSpmvRow, "cuda", variant, graph.name, f) : row_name(op, "cuda", variant, graph.name, f);
+  const auto add_rows = [&](const DatasetSpec& graph, int64_t f, sparseport_op op, bool spmv = false,
+                            Reduce reduce = Reduce::sum, Selection select = Selection::none) {
+    for (const VariantInfo& v : cuda.variants) {
+      if (v.op != op) continue;
+      // cuSPARSE computes sums only: spmm's mean and max rows leave the vendor variants out.
+      if (reduce != Reduce::sum && v.is_vendor) continue;
+      const std::string& variant = v.name;
+      const RowSpec row{op, variant, graph, f, spmv, reduce, select};
+      const std::string n = row_name(row_label(row), "cuda", variant, graph.name, f);
       benchmark::RegisterBenchmark(n.c_str(), [sp, row](benchmark::State& st) { run_row(st, *sp, row); })
           ->UseManualTime()
           ->Unit(benchmark::kMicrosecond);
@@ -1203,10 +1546,15 @@ int real_main(int argc, char** argv) {
   // The extra inputs last, so the graphs' rows run as in earlier reports. Their operands (16 GB for
   // a 60M-message input at F = 64, one copy) are freed as every row's are: before the next
   // (graph, F, op) allocates its own, or at the end of the run.
-  for (const ExtraInput& x : extras)
+  for (const ExtraInput& x : extras) {
+    if (x.select != Selection::none) {  // a slice: one row per op and variant, F = 0
+      for (const RowKind& k : x.kinds) add_rows(x.spec, 0, k.op, false, k.reduce, x.select);
+      continue;
+    }
     for (int64_t f : suite->cfg.features)
       if (x.features.empty() || std::find(x.features.begin(), x.features.end(), f) != x.features.end())
-        add_rows(x.spec, f, x.op);
+        for (const RowKind& k : x.kinds) add_rows(x.spec, f, k.op, false, k.reduce);
+  }
   // The determinism group, on request, last.
   if (const char* d = env("SPARSEPORT_BENCH_DETERMINISM"); d != nullptr && std::string(d) == "1") {
     const std::regex re(suite->cfg.graph_regex.empty() ? std::string(".*") : suite->cfg.graph_regex,

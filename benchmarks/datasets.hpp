@@ -20,12 +20,23 @@ SuiteSize suite_size_from_name(const std::string& s);  // throws InvalidArgument
 
 struct DatasetSpec {
   std::string name;    // as in benchmark names: the generator spec, or the file name without .mtx[.gz]
-  std::string source;  // the generator spec or the file's path
+  std::string source;  // the generator spec (optionally kSymmetrizePrefix + spec) or the file's path
   bool is_file = false;
 };
 
+// A generated source "symmetrize:SPEC" is SPEC (seed kGeneratorSeed) made symmetric: the union with
+// its transpose, as load_graph with MmReadOptions::symmetrize gives it.
+inline constexpr const char* kSymmetrizePrefix = "symmetrize:";
+
 // The generator specs of one suite size, in a fixed order.
 std::vector<DatasetSpec> generator_datasets(SuiteSize size);
+
+// Generated twins of the graphs GNN papers report on (issue 14): the same rows, about the same
+// entries (within 3 %), symmetric, and a power-law degree skew with the real graph's largest degree.
+// Not part of generator_datasets(): a suite registers them in a group of their own, full size only.
+//   products-twin  ogbn-products (2,449,029 rows, 123,718,280 entries, max degree ~17k)
+//   reddit-twin    Reddit (232,965 rows, 114,615,892 entries, mean degree 492, max ~21.7k)
+std::vector<DatasetSpec> twin_datasets();
 
 // Every *.mtx and *.mtx.gz directly in dir, by name. For SuiteSize::small only files whose header
 // declares at most kSmallFileMaxEntries stored entries. An empty or missing dir gives none; a file

@@ -170,6 +170,35 @@ OpModel op_model(sparseport_op op, const Graph& g, int64_t features) {
   return o;
 }
 
+OpModel op_model(sparseport_op op, const Graph& g, const RowSelection& sel) {
+  constexpr double V = 4, I = 4;
+  const double s = static_cast<double>(sel.rows), e = static_cast<double>(sel.entries);
+  const double k = static_cast<double>(g.csr.cols);
+  const double read = s * I + 2 * s * I + e * (I + V);
+  OpModel o;
+  o.gathered_bytes = e * (I + V);
+  switch (op) {
+    case SPARSEPORT_OP_CSR_SLICE_ROWS:
+      o.compulsory_bytes = read + (s + 1) * I + e * (I + V);
+      o.operand_bytes = s * I + (s + 1) * I + e * (I + V);
+      break;
+    case SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE:
+      o.compulsory_bytes = read + s * k * V;
+      o.operand_bytes = s * I + s * k * V;
+      break;
+    default:
+      throw InvalidArgument(std::string("sparseport_bench: op '") + op_name(op) +
+                            "' takes no row selection (the slice model is for csr_slice_rows and csr_slice_rows_dense).");
+  }
+  return o;
+}
+
+std::string row_op_label(sparseport_op op, Reduce reduce) {
+  std::string s = op_name(op);
+  if (op == SPARSEPORT_OP_SPMM && reduce != Reduce::sum) s += std::string("_") + name(reduce);
+  return s;
+}
+
 // ---- baselines ----------------------------------------------------------------------------------
 
 const std::vector<std::string>& named_baselines(sparseport_op op) {
@@ -195,6 +224,20 @@ std::vector<Baseline> baseline_candidates(const PluginInfo& plugin, sparseport_o
   for (const VariantInfo& v : plugin.variants)
     if (v.op == op && v.is_vendor) out.push_back({v.name, true});
   if (out.empty()) out.push_back(baseline_for(plugin, op));
+  return out;
+}
+
+std::vector<Baseline> baseline_candidates(const PluginInfo& plugin, sparseport_op op, Reduce reduce) {
+  if (op != SPARSEPORT_OP_SPMM || reduce == Reduce::sum) return baseline_candidates(plugin, op);
+  std::vector<Baseline> out;
+  const std::vector<std::string> offered = plugin.variants_of(SPARSEPORT_OP_GATHER_SCATTER);
+  for (const std::string& want : named_baselines(SPARSEPORT_OP_GATHER_SCATTER))
+    if (std::find(offered.begin(), offered.end(), want) != offered.end()) out.push_back({want, false});
+  const std::vector<std::string> spmm = plugin.variants_of(SPARSEPORT_OP_SPMM);
+  for (const std::string& want : named_baselines(SPARSEPORT_OP_SPMM))
+    if (std::find(spmm.begin(), spmm.end(), want) != spmm.end()) out.push_back({want, false});
+  for (const VariantInfo& v : plugin.variants)
+    if (v.op == SPARSEPORT_OP_SPMM && v.is_default) out.push_back({v.name, false});
   return out;
 }
 

@@ -54,6 +54,17 @@ std::vector<int64_t> parse_features(const std::string& what, const std::string& 
 //   csr_attention   A: (m+1)I + nnz*I (values ignored);  Q: r*F*V;  K, V: 2*c*F*V;           4*nnz*F      2*V*F*nnz (K and V rows)
 //                   out: m*F*V written
 //
+// spmm's mean and max (the "spmm_mean" and "spmm_max" rows) read and write what the sum does; their
+// model is spmm's.
+//
+// The row slices (a selection of s rows of A, in the given order, holding e entries together):
+//
+//   op                    compulsory bytes                                                    flops  gathered bytes
+//   csr_slice_rows        rows: s*I;  A.rowptr: 2*s*I (each row's two bounds);                0      e*(I+V) (the rows' entries)
+//                         A's selected entries: e*(I+V);  out: (s+1)*I + e*(I+V) written
+//   csr_slice_rows_dense  rows: s*I;  A.rowptr: 2*s*I;  A's selected entries: e*(I+V);        0      e*(I+V)
+//                         out: s*k*V written (the whole dense s x k output, zeros included)
+//
 // The flop and gathered-byte conventions are those of `sparseport run` (src/cli/workloads.hpp);
 // the softmax's exp is not counted. Write-allocate traffic is not counted (the floor is a floor).
 struct OpModel {
@@ -63,6 +74,18 @@ struct OpModel {
   double operand_bytes = 0;  // what the suite allocates for the op (graph excluded): the memory cap
 };
 OpModel op_model(sparseport_op op, const Graph& g, int64_t features);
+
+// The rows a slice op takes: how many, and the entries they hold together.
+struct RowSelection {
+  int64_t rows = 0;
+  int64_t entries = 0;
+};
+// The model of csr_slice_rows and csr_slice_rows_dense (table above); InvalidArgument for other ops.
+OpModel op_model(sparseport_op op, const Graph& g, const RowSelection& sel);
+
+// The op field of a row's name: the op's name, with the reduce appended for spmm other than sum
+// ("spmm_mean", "spmm_max"), so a report never mixes a mean row with a sum row of the same input.
+std::string row_op_label(sparseport_op op, Reduce reduce);
 
 // ---- baselines ----------------------------------------------------------------------------------
 //
@@ -80,6 +103,12 @@ Baseline baseline_for(const PluginInfo& plugin, sparseport_op op);
 // order (specialised ones first, e.g. cuda's spmm.cusparse_spmv at F = 1), then baseline_for's
 // fallback when there is no vendor.
 std::vector<Baseline> baseline_candidates(const PluginInfo& plugin, sparseport_op op);
+// The same for a reduce: for spmm with mean, max or min, where no vendor SpMM applies (cuSPARSE and
+// MKL compute sums only), the atomic scatter of PyTorch Geometric's scatter path (torch_scatter on
+// gathered messages, here gather_scatter's named atomic baseline with the same reduce, run on the
+// same operands: the graph's COO form, B as x, C as out), then baseline_for's non-vendor fallback
+// (the table's spmm.rows, else the backend's default spmm variant). Other ops and sum: as above.
+std::vector<Baseline> baseline_candidates(const PluginInfo& plugin, sparseport_op op, Reduce reduce);
 // The table itself (what compilers or users write today), for the README and the context line.
 const std::vector<std::string>& named_baselines(sparseport_op op);
 
