@@ -6,14 +6,15 @@
 // and the CTA that finishes the row's last item writes C; one giant row is spread over many SMs.
 // The partition depends only on rowptr and is kept in the plan cache, with the order in which the
 // regular rows are taken: by length within windows of consecutive rows on skewed graphs, so that the
-// rows a warp and a CTA hold side by side end together (regular_order below).
+// rows a warp and a CTA hold side by side end together (spmm_row_order.hpp). The threshold is at
+// least 4 x the mean row (mean_floor).
 //
 // Deterministic mode (SPARSEPORT_EXEC_DETERMINISTIC) keeps the shape but fixes every summation
-// order: the threshold and item length depend on nnz only (SPARSEPORT_HUB_T and
+// order: the threshold and item length depend on nnz and rows only (SPARSEPORT_HUB_T and
 // SPARSEPORT_HUB_CHUNK are ignored), a mega-row is cut into at most kDetSpread items whatever the
 // SM count, regular rows get one lane group each (no slices), and a split hub's items write their
 // partials to slots of their own, which a second kernel folds in item order (det_fold_kernel)
-// instead of combining them with atomics. Each row's result is then a function of its entries and of nnz:
+// instead of combining them with atomics. Each row's result is then a function of its entries, nnz and rows:
 // the same bits for every run, knob, alignment and launch shape. (Max and min combined by
 // compare-and-swap are order-independent for ordinary values but not for NaN, which a later value
 // replaces, nor for 0.0 against -0.0, which compare equal so the first one stored stays; the slots
@@ -405,12 +406,24 @@ int64_t hub_threshold_for(int64_t nnz) {
   return nnz <= kSmallNnz ? kSmallHubThreshold : kDefaultHubThreshold;
 }
 
+// The smallest hub threshold for A: kHubMeanMultiple x its mean row. Items pay a CTA, a shared-
+// memory reduction and, split, a combine each, which only rows that unbalance the lane groups
+// repay; with the regular rows taken longest first (regular_order) a row a few times the mean
+// does not. On long-row graphs a fixed T makes most rows items: reddit-twin (mean degree 491), F =
+// 64: 6.36 ms at T = 256, 3.85 ms at 2048, 4.15 ms at 8192, cuSPARSE 3.49 ms (H200, 2026-11-26,
+// benchmarks/gpu_runs/2026-11-26/call5.sh); at F = 256 22.6 / 21.2 / 21.7 ms. A function of A
+// only, so deterministic mode keeps its bits.
+namespace {
+constexpr int64_t kHubMeanMultiple = 4;
+int64_t mean_floor(const sparseport_csr& a) { return kHubMeanMultiple * (a.nnz / std::max<int64_t>(a.rows, 1)); }
+}  // namespace
+
 void spmm_hub_split(const State& s, const sparseport_spmm_args& a, bool deterministic) {
   const bool vec4 = vec4_rows(a.b.data, a.b.ld, a.b.cols) && vec4_rows(a.c.data, a.c.ld, a.c.cols);
   if (deterministic) {
     // hub_threshold_for without SPARSEPORT_HUB_T, and one lane group per regular row: slices
     // would split a row's sum by a count that depends on the SM count, F and alignment.
-    const int64_t t = a.a.nnz <= kSmallNnz ? kSmallHubThreshold : kDefaultHubThreshold;
+    const int64_t t = std::max(a.a.nnz <= kSmallNnz ? kSmallHubThreshold : kDefaultHubThreshold, mean_floor(a.a));
     if (!vec4) {
       launch<1, 32>(s, a, t, true);
       return;
@@ -423,7 +436,8 @@ void spmm_hub_split(const State& s, const sparseport_spmm_args& a, bool determin
     }
     return;
   }
-  const int64_t t = hub_threshold_for(a.a.nnz);
+  const char* knob = std::getenv("SPARSEPORT_HUB_T");
+  const int64_t t = knob != nullptr && *knob != '\0' ? hub_threshold() : std::max(hub_threshold_for(a.a.nnz), mean_floor(a.a));
   if (vec4) {
     const int g = vec4_group(a.b.cols, 4);
     // Small matrices: the regular rows' groups (m x G lanes, less than two waves of a full GPU)
