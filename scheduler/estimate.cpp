@@ -106,11 +106,9 @@ std::vector<Estimate> estimate(const Machine& m, const Features& f, const Proble
         e.imbalance_s = longest / per_worker_bw;
         // Lanes across F idle when F is narrower than a warp (GPU); vector_rows puts them across
         // a row's entries instead, and leaves none idle at small F.
-        if (m.gpu && !has(v, "subwarp") && !has(v, "vector_rows") && F < 32) t /= 0.4 + 0.6 * F / 32;
-        if (m.gpu && has(v, "subwarp")) t *= F <= 16 && f.mean_degree <= 32 ? 0.8 : 1.5;
+        if (m.gpu && !has(v, "vector_rows") && F < 32) t /= 0.4 + 0.6 * F / 32;
         if (m.gpu && has(v, "vector_rows")) t *= 0.8;
         if (has(v, "vec4")) t *= 0.92;
-        if (has(v, "row_cache")) t *= f.mean_degree >= 8 ? 0.95 : 1.1;
         if (has(v, "unfused")) launches = 3, t *= 1.6;  // scores written and read back twice
         break;
       case Mapping::hub_split:

@@ -49,6 +49,12 @@ bool is_deterministic(const PluginInfo& plugin, sparseport_op op, const std::str
   return false;
 }
 
+bool offers(const PluginInfo& plugin, sparseport_op op, const std::string& variant) {
+  for (const VariantInfo& v : plugin.variants)
+    if (v.op == op && v.name == variant) return true;
+  return false;
+}
+
 const char* const kDetMode = "deterministic mode (Context::set_deterministic or SPARSEPORT_DETERMINISTIC=1)";
 
 // select() with deterministic mode: a requested variant that is not deterministic is refused with
@@ -462,7 +468,13 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
     const double t_summary = since(t0);
     std::optional<Record> hit = CacheFile(p->opt.cache_dir).lookup(p->key, p->versions, &stale);
     const double t_lookup = since(t0);
-    // A deterministic-mode entry naming a variant no longer flagged deterministic is not replayed.
+    // An entry naming a variant the backend no longer offers (one since retired) is not replayed,
+    // nor a deterministic-mode entry naming a variant no longer flagged deterministic.
+    if (hit && !offers(plugin, op, (*hit)["variant"])) {
+      log(p->opt, label(*p) + ": ignored a cached decision for " + (*hit)["variant"] + ", which backend '" +
+                      plugin.name + "' no longer offers");
+      hit.reset();
+    }
     if (hit && deterministic(exec) && !is_deterministic(plugin, op, (*hit)["variant"])) hit.reset();
     if (stale) log(p->opt, label(*p) + ": ignored cached decisions made under other versions (now " + p->versions + ")");
     if (hit) {

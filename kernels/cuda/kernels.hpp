@@ -22,8 +22,6 @@ inline bool vec4_rows(const void* data, int64_t ld, int64_t cols) {
   return cols % 4 == 0 && ld % 4 == 0 && aligned16(data);
 }
 
-// The largest F for spmm.row_subwarp: a group of at most 16 lanes, one column each.
-constexpr int64_t kSubwarpMaxF = 16;
 // The largest F for spmm.vector_rows, and for spmm.merge_path's lanes across entries (above it
 // merge_path puts its lanes across F): a lane holds all F columns of a product in registers
 // (spmm_small_f.cuh).
@@ -43,8 +41,6 @@ void spmm_empty(const State& s, const sparseport_spmm_args& a);
 // row_warp and row_warp_vec4 also write a.arg (ABI 1.5) for max and min when it is non-null.
 void spmm_row_warp(const State& s, const sparseport_spmm_args& a);
 void spmm_row_warp_vec4(const State& s, const sparseport_spmm_args& a);
-void spmm_row_subwarp(const State& s, const sparseport_spmm_args& a);
-void spmm_row_cache(const State& s, const sparseport_spmm_args& a);
 // deterministic (SPARSEPORT_EXEC_DETERMINISTIC): a fixed partition (SPARSEPORT_HUB_T and
 // SPARSEPORT_HUB_CHUNK ignored, one lane group per regular row) and a split hub's items combined
 // in item order instead of by atomics: the same bits for every run, knob and launch shape.

@@ -6,7 +6,7 @@
 namespace sparseport::cuda {
 
 void spmm_row_warp(const State& s, const sparseport_spmm_args& a) {
-  launch_spmm_rows<1, 32, false, true>(s, a, "spmm.row_warp");
+  launch_spmm_rows<1, 32, true>(s, a, "spmm.row_warp");
 }
 
 }  // namespace sparseport::cuda

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// The row-parallel spmm engine shared by row_warp, row_warp_vec4, row_subwarp, row_cache and the
-// regular rows of hub_split: a group of G lanes owns one row at a time; each lane owns VEC
-// consecutive columns of a G * VEC wide tile of F, and F is walked tile by tile.
-//  - STAGE = false: every lane reads the row's (column, value) pairs itself (a broadcast load).
-//  - STAGE = true: the group reads G pairs at once, one per lane, coalesced, and hands them
-//    round with shuffles (GE-SpMM's coalesced row caching).
-// Either way U gathers are issued before the first is used, so U * VEC values per lane are in
-// flight. spmm_rows_body also serves teams of several groups per row (S slices), which hub_split
-// uses on small matrices.
+// The row-parallel spmm engine shared by row_warp, row_warp_vec4 and the regular rows of
+// hub_split: a group of G lanes owns one row at a time; each lane owns VEC consecutive columns of a
+// G * VEC wide tile of F, and F is walked tile by tile. Every lane reads the row's (column, value)
+// pairs itself (a broadcast load), and U gathers are issued before the first is used, so U * VEC
+// values per lane are in flight. spmm_rows_body also serves teams of several groups per row
+// (S slices), which hub_split uses on small matrices.
+// The staged path (the group reading G pairs coalesced and handing them round by shuffles,
+// GE-SpMM's row caching) is gone with the two variants that alone used it, retired as never the
+// fastest (plugins/cuda/README.md); spmm_rows_body keeps its STAGE parameter, always false, only
+// because spmm_hub.cu names it.
 // ARG (max/min of row_warp and row_warp_vec4, ABI 1.5): each lane also keeps, per column, the
 // position of the entry whose product it holds, and writes it to arg. A lane walks its row's
 // entries in storage order, so "the first of equal products, else the first NaN" is a compare with
@@ -99,14 +100,14 @@ __device__ __forceinline__ void vaccumulate_arg(VecN<V, VEC>& acc, VecN<I, VEC>&
 // and 4 for vectors. ARG: see the top of the file (p.arg is then non-null).
 template <Red R, class I, class V, int VEC, int G, bool STAGE, int S = 1, int UU = 0, bool ARG = false>
 __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_t group, int64_t ngroups) {
-  static_assert(G * S <= 32 && (!STAGE || S == 1), "a team fits in a warp; staging is per row");
-  static_assert(!ARG || (R != Red::sum && !STAGE && S == 1),
+  static_assert(!STAGE, "the staged path is gone (see the top of the file)");
+  static_assert(G * S <= 32, "a team fits in a warp");
+  static_assert(!ARG || (R != Red::sum && S == 1),
                 "arg is recorded for max and min by lanes that walk a whole row themselves");
   constexpr int U = UU > 0 ? UU : (VEC == 1 ? 8 : 4);
   constexpr int T = G * S;
   const int t = static_cast<int>(threadIdx.x) & (T - 1);
   const int sub = t & (G - 1), slice = t / G;
-  const unsigned mask = group_mask<G>();
   const unsigned team_mask = group_mask<T>();
   const I* __restrict__ colind = p.colind;
   const V* __restrict__ val = p.val;
@@ -131,37 +132,7 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
       vfill(acc, red_identity<R, V>());
       [[maybe_unused]] VecN<I, VEC> pos;
       if constexpr (ARG) vfill(pos, I(-1));
-      if constexpr (STAGE) {
-        for (int64_t base = e0; base < e1; base += G) {
-          const int n = static_cast<int>(e1 - base < G ? e1 - base : G);
-          I my_c = 0;
-          V my_w = V(0);
-          if (sub < n) {
-            my_c = colind[base + sub];
-            my_w = val != nullptr ? val[base + sub] : V(1);
-          }
-          int j = 0;
-          for (; j + U <= n; j += U) {
-            VecN<V, VEC> bv[U];
-            V w[U];
-#pragma unroll
-            for (int u = 0; u < U; ++u) {
-              const I cc = __shfl_sync(mask, my_c, j + u, G);
-              w[u] = __shfl_sync(mask, my_w, j + u, G);
-              if (active) bv[u] = vload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f);
-            }
-            if (active) {
-#pragma unroll
-              for (int u = 0; u < U; ++u) vaccumulate<R>(acc, w[u], bv[u]);
-            }
-          }
-          for (; j < n; ++j) {
-            const I cc = __shfl_sync(mask, my_c, j, G);
-            const V w = __shfl_sync(mask, my_w, j, G);
-            if (active) vaccumulate<R>(acc, w, vload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f));
-          }
-        }
-      } else if (active) {
+      if (active) {
         int64_t e = e0 + slice;
         for (; e + int64_t{U - 1} * S < e1; e += int64_t{U} * S) {
           I cc[U];
@@ -220,16 +191,16 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
   }
 }
 
-template <Red R, class I, class V, int VEC, int G, bool STAGE, bool ARG = false>
+template <Red R, class I, class V, int VEC, int G, bool ARG = false>
 __global__ void __launch_bounds__(kBlock) spmm_rows_kernel(SpmmParams<I, V> p) {
   const int64_t group = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / G;
   const int64_t ngroups = static_cast<int64_t>(gridDim.x) * blockDim.x / G;
-  spmm_rows_body<R, I, V, VEC, G, STAGE, 1, 0, ARG>(p, group, ngroups);
+  spmm_rows_body<R, I, V, VEC, G, false, 1, 0, ARG>(p, group, ngroups);
 }
 
 // RECORDS: the variant records arg (SPARSEPORT_VARIANT_RECORDS_ARG); its kernels with ARG are then
 // instantiated too, and run only for max and min with a non-null a.arg.
-template <int VEC, int G, bool STAGE, bool RECORDS = false>
+template <int VEC, int G, bool RECORDS = false>
 void launch_spmm_rows(const State& s, const sparseport_spmm_args& a, const char* name) {
   dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
     using I = decltype(i);
@@ -241,11 +212,11 @@ void launch_spmm_rows(const State& s, const sparseport_spmm_args& a, const char*
         if (a.arg != nullptr) {
           p.arg = static_cast<I*>(a.arg);
           p.ldarg = a.arg_ld;
-          spmm_rows_kernel<R, I, V, VEC, G, STAGE, true><<<blocks_for(p.m * G), kBlock, 0, s.stream()>>>(p);
+          spmm_rows_kernel<R, I, V, VEC, G, true><<<blocks_for(p.m * G), kBlock, 0, s.stream()>>>(p);
           return;
         }
       }
-      spmm_rows_kernel<R, I, V, VEC, G, STAGE><<<blocks_for(p.m * G), kBlock, 0, s.stream()>>>(p);
+      spmm_rows_kernel<R, I, V, VEC, G><<<blocks_for(p.m * G), kBlock, 0, s.stream()>>>(p);
     });
   });
   check_launch(name);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // What spmm.vector_rows and spmm.merge_path share: F <= kSmallFMaxF (16), one lane holding all F
 // columns of its entries' products in FT registers (FT: the power of two >= F, 1 to 16), so lanes
-// spread over a row's entries instead of over F. row_warp and row_subwarp put lanes across F and
-// leave most of them idle when F is narrow (at F = 1, 31 of 32 or 1 of 2); SpMV and the few-vector
-// SpMM of solvers are exactly that case.
+// spread over a row's entries instead of over F. row_warp and row_warp_vec4 put lanes across F and
+// leave most of them idle when F is narrow (row_warp: 31 of 32 at F = 1; row_warp_vec4: 3 of 4 at
+// F = 4); SpMV and the few-vector SpMM of solvers are exactly that case.
 //  - load_small: one row of B, FT values, as 8- or 16-byte vectors where F == FT and B allows it;
 //  - fold_small: a product into the FT accumulators (explicit FMAs, as every spmm kernel);
 //  - group_reduce_small: the FT partials of a group of G lanes combined by recursive halving: at

@@ -8,10 +8,10 @@ namespace sparseport::cuda {
 
 void spmm_row_warp_vec4(const State& s, const sparseport_spmm_args& a) {
   switch (vec4_group(a.b.cols, 4)) {
-    case 4: launch_spmm_rows<4, 4, false, true>(s, a, "spmm.row_warp_vec4"); break;
-    case 8: launch_spmm_rows<4, 8, false, true>(s, a, "spmm.row_warp_vec4"); break;
-    case 16: launch_spmm_rows<4, 16, false, true>(s, a, "spmm.row_warp_vec4"); break;
-    default: launch_spmm_rows<4, 32, false, true>(s, a, "spmm.row_warp_vec4"); break;
+    case 4: launch_spmm_rows<4, 4, true>(s, a, "spmm.row_warp_vec4"); break;
+    case 8: launch_spmm_rows<4, 8, true>(s, a, "spmm.row_warp_vec4"); break;
+    case 16: launch_spmm_rows<4, 16, true>(s, a, "spmm.row_warp_vec4"); break;
+    default: launch_spmm_rows<4, 32, true>(s, a, "spmm.row_warp_vec4"); break;
   }
 }
 

@@ -37,16 +37,12 @@ const sparseport_variant kVariants[] = {
      "records arg for max/min"},
     {SPARSEPORT_OP_SPMM, "spmm.row_warp", kDet | kArg,
      "a warp per row, lanes across F; any F and alignment; a long row holds one warp; records arg for max/min"},
-    {SPARSEPORT_OP_SPMM, "spmm.row_subwarp", kDet,
-     "2 to 16 lanes per row (several rows per warp), pairs staged and shuffled; F <= 16, for low degree"},
     {SPARSEPORT_OP_SPMM, "spmm.hub_split", kDet,
      "rows above SPARSEPORT_HUB_T (256; 64 below 4 M entries) entries get whole CTAs, a mega-row split over up to 8 x SMs CTAs; the rest as "
      "row_warp(_vec4), in the same launch, with several lane groups per row on small matrices; deterministic mode: a fixed "
      "partition and the split rows' parts combined in order"},
     {SPARSEPORT_OP_SPMM, "spmm.nnz_balanced", 0,
      "equal nonzero chunks per group, rows reduced in registers, atomics only for rows that cross a chunk; skew-independent"},
-    {SPARSEPORT_OP_SPMM, "spmm.row_cache", kDet,
-     "GE-SpMM coalesced row caching: a warp per row stages 32 (column, value) pairs and broadcasts them by shuffles"},
     {SPARSEPORT_OP_SPMM, "spmm.vector_rows", kDet,
      "F <= 16 (SpMV and a few vectors): 2 to 32 lanes per row by the mean row length, lanes across the row's entries, "
      "each holding all F columns with several gathers in flight; a long row holds one group"},
@@ -115,8 +111,6 @@ std::string why_not(int32_t op, std::string_view v, const void* args) {
     if (v == "spmm.row_warp_vec4" && !(cu::vec4_rows(a.b.data, a.b.ld, F) && cu::vec4_rows(a.c.data, a.c.ld, F)))
       return "spmm.row_warp_vec4 needs F % 4 == 0, B.ld and C.ld multiples of 4 and 16-byte aligned B and C, but F = " +
              std::to_string(F) + ", B has " + dims(a.b) + " and C has " + dims(a.c);
-    if (v == "spmm.row_subwarp" && F > cu::kSubwarpMaxF)
-      return "spmm.row_subwarp serves F <= " + std::to_string(cu::kSubwarpMaxF) + " but F = " + std::to_string(F);
     if (v == "spmm.vector_rows" && F > cu::kSmallFMaxF)
       return std::string(v) + " serves F <= " + std::to_string(cu::kSmallFMaxF) + " (all F columns of a product in a "
              "lane's registers) but F = " + std::to_string(F);
@@ -204,9 +198,8 @@ int spmm(const sparseport_exec* x, const char* variant, const sparseport_spmm_ar
     need_dense(s, a->b.data, a->b.rows, a->b.cols, "spmm", "B");
     need_dense(s, a->c.data, a->c.rows, a->c.cols, "spmm", "C");
     require_applies(SPARSEPORT_OP_SPMM, v, a);
-    if (v != "spmm.row_warp_vec4" && v != "spmm.row_warp" && v != "spmm.row_subwarp" && v != "spmm.hub_split" &&
-        v != "spmm.nnz_balanced" && v != "spmm.row_cache" && v != "spmm.vector_rows" && v != "spmm.merge_path" &&
-        v != "spmm.cusparse_spmv" && v != "spmm.cusparse")
+    if (v != "spmm.row_warp_vec4" && v != "spmm.row_warp" && v != "spmm.hub_split" && v != "spmm.nnz_balanced" &&
+        v != "spmm.vector_rows" && v != "spmm.merge_path" && v != "spmm.cusparse_spmv" && v != "spmm.cusparse")
       unknown(v, "spmm");
     // arg (ABI 1.5) is written for max and min only, and only by the variants flagged kArg.
     if (a->arg != nullptr && (a->reduce == SPARSEPORT_REDUCE_MAX || a->reduce == SPARSEPORT_REDUCE_MIN)) {
@@ -223,14 +216,10 @@ int spmm(const sparseport_exec* x, const char* variant, const sparseport_spmm_ar
       cu::spmm_row_warp_vec4(s, *a);
     } else if (v == "spmm.row_warp") {
       cu::spmm_row_warp(s, *a);
-    } else if (v == "spmm.row_subwarp") {
-      cu::spmm_row_subwarp(s, *a);
     } else if (v == "spmm.hub_split") {
       cu::spmm_hub_split(s, *a, deterministic(x));
     } else if (v == "spmm.nnz_balanced") {
       cu::spmm_nnz_balanced(s, *a);
-    } else if (v == "spmm.row_cache") {
-      cu::spmm_row_cache(s, *a);
     } else if (v == "spmm.vector_rows") {
       cu::spmm_vector_rows(s, *a, deterministic(x));
     } else if (v == "spmm.merge_path") {

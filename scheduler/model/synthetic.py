@@ -25,8 +25,7 @@ MACHINES = {
 
 VARIANTS = {
     "cuda": {
-        "spmm": ["spmm.row_warp_vec4", "spmm.row_warp", "spmm.row_subwarp", "spmm.hub_split", "spmm.nnz_balanced",
-                 "spmm.row_cache", "spmm.cusparse"],
+        "spmm": ["spmm.row_warp_vec4", "spmm.row_warp", "spmm.hub_split", "spmm.nnz_balanced", "spmm.cusparse"],
         "sddmm": ["sddmm.nnz_balanced", "sddmm.row_warp", "sddmm.vec4", "sddmm.cusparse"],
         "segment_reduce": ["segment_reduce.nnz_balanced", "segment_reduce.atomic",
                            "segment_reduce.nnz_balanced_deterministic"],
@@ -135,23 +134,14 @@ def simulate(rng, m, backend, op, variant, g, F, red, floor_s, x, vi):
     t, imb, launches = floor_s * gpen, 0.0, 1
     v = variant.split(".", 1)[1]
     if op in ("spmm", "sddmm", "csr_attention"):
-        if v in ("row_warp_vec4", "row_warp", "row_subwarp", "row_cache", "rows", "fused", "vec4"):
+        if v in ("row_warp_vec4", "row_warp", "rows", "fused", "vec4"):
             imb = longest * (1.0 if gpu else 0.5)
             if gpu:
-                if v == "row_subwarp":
-                    if F > 32:
-                        return None
-                    t *= 0.8 if (F <= 16 and meand <= 32) else 1.35
-                    imb *= 2
-                else:
-                    t /= 0.4 + 0.6 * lanes
+                t /= 0.4 + 0.6 * lanes
                 if v in ("row_warp_vec4", "vec4"):
                     if F % 4:
                         return None
                     t *= 0.86 if F >= 64 else (0.95 if F >= 32 else 1.12)
-                if v == "row_cache":
-                    br = 2 ** x["f:block_reuse"]
-                    t *= 1.12 - 0.22 * min(br - 1, 3) / 3
                 if v == "fused":
                     t *= 0.9
             else:

@@ -123,7 +123,7 @@ void spmm_suite(const Context& ctx, Timer& timer, const std::string& spec) {
     double vendor = 0.0;
     std::vector<std::pair<std::string, Timing>> rows;
     for (const std::string& v : ctx.plugin().variants_of(SPARSEPORT_OP_SPMM)) {
-      if ((v == "spmm.row_subwarp" || v == "spmm.vector_rows") && F > 16) continue;
+      if (v == "spmm.vector_rows" && F > 16) continue;
       if (v == "spmm.cusparse_spmv") continue;  // F == 1 only
       const Timing t = timer.time([&] { spmm(ctx, a, bv, cv, {Reduce::sum, 1.0, 0.0, v}); });
       if (v == "spmm.cusparse") vendor = t.gpu;

@@ -178,7 +178,7 @@ struct Scaling {
 bool spmm_applies(const std::string& v, int64_t F, const DenseView& b, const DenseMutView& c, Reduce r) {
   if (v == "spmm.row_warp_vec4")
     return F % 4 == 0 && b.ld % 4 == 0 && c.ld % 4 == 0 && aligned16(b.data) && aligned16(c.data);
-  if (v == "spmm.row_subwarp" || v == "spmm.vector_rows") return F <= 16;
+  if (v == "spmm.vector_rows") return F <= 16;
   if (v == "spmm.cusparse") return r == Reduce::sum;
   if (v == "spmm.cusparse_spmv")
     return r == Reduce::sum && F == 1 && (b.ld == 1 || b.rows <= 1) && (c.ld == 1 || c.rows <= 1);

@@ -149,7 +149,7 @@ HostCsr<I, V> scaled_racing_csr(Size full, Size at_least, double mega, uint64_t 
 
 bool spmm_applies(const std::string& v, int64_t F, int64_t ldb, int64_t ldc) {
   if (v == "spmm.row_warp_vec4") return F % 4 == 0 && ldb % 4 == 0 && ldc % 4 == 0;  // buffers are 256-byte aligned
-  if (v == "spmm.row_subwarp" || v == "spmm.vector_rows") return F <= 16;
+  if (v == "spmm.vector_rows") return F <= 16;
   return true;
 }
 

@@ -162,11 +162,10 @@ TEST_F(CudaValidation, SpmmEveryVariantRefusesBadIndicesAndWritesNothing) {
     }
   }
   // The context still works, and the table's valid input gives sum(C) = 8 F (256 at F = 32) with
-  // every variant at a width it serves (row_subwarp, vector_rows: F <= 16;
-  // cusparse_spmv: F == 1).
+  // every variant at a width it serves (vector_rows: F <= 16; cusparse_spmv: F == 1).
   const DevMatrix good = upload_csr(ctx_, two_per_row(4, 8));
   for (const std::string& v : variants_and_auto(SPARSEPORT_OP_SPMM)) {
-    const bool small = v == "spmm.row_subwarp" || v == "spmm.vector_rows";
+    const bool small = v == "spmm.vector_rows";
     const int64_t F = v == "spmm.cusparse_spmv" ? 1 : small ? 16 : kF;
     const DevDense<float> bf = filled(ctx_, 8, F, 1.0f), c = filled(ctx_, 4, F, kPoison);
     spmm(ctx_, good.view, bf.view(), c.mut(), {Reduce::sum, 1.0, 0.0, v});

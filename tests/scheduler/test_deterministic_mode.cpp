@@ -73,8 +73,7 @@ TEST(DeterministicFlags, OpenMPFlagsOnlyWhatIsTheSameForAnyThreadCount) {
 TEST(DeterministicFlags, CudaFlagsRowKernelsAndTheFixedOrderPathsNotTheAtomicOnes) {
   const PluginInfo& p = plugin("cuda");
   if (p.table == nullptr) GTEST_SKIP() << "skipped: the cuda plugin is not compiled in (" << p.reason << ")";
-  for (const char* v : {"spmm.row_warp_vec4", "spmm.row_warp", "spmm.row_subwarp", "spmm.row_cache", "spmm.hub_split",
-                        "spmm.vector_rows", "spmm.merge_path",
+  for (const char* v : {"spmm.row_warp_vec4", "spmm.row_warp", "spmm.hub_split", "spmm.vector_rows", "spmm.merge_path",
                         "segment_reduce.nnz_balanced_deterministic", "gather_scatter.nnz_balanced_deterministic",
                         "scatter_reduce.sort_segment", "csr_attention.fused", "csr_attention.unfused",
                         "csr_slice_rows_dense.device", "csr_transpose.device"})

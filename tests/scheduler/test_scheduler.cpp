@@ -541,6 +541,32 @@ TEST(SchedulerPipeline, ReplayIsDeterministicAndAMissUsesTheVendor) {
   EXPECT_FALSE(prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &a16, options(dir, SchedulerMode::replay))->decision.verified);
 }
 
+// A cached decision naming a variant the backend no longer offers (one since retired, see
+// plugins/cuda/README.md) is decided afresh, never replayed: the plugin would refuse every call.
+TEST(SchedulerPipeline, ACachedDecisionForARetiredVariantIsNotReplayed) {
+  TempDir dir;
+  const PluginInfo fake = fake_plugin();
+  Problem pb = make_problem(2000);
+  sparseport_spmm_args args = pb.args();
+  auto probed = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe));
+  execute(probed, &args, "test");
+  const CacheFile f(dir.path);
+  const std::vector<Record> records = f.read();
+  ASSERT_FALSE(records.empty());
+  Record retired = records.back();
+  retired["variant"] = "spmm.retired";
+  f.append(retired);  // the last line of a key wins
+  auto replay = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::replay));
+  EXPECT_EQ(replay->decision.source, "replay miss");
+  execute(replay, &args, "test");
+  EXPECT_EQ(replay->decision.variant, "spmm.vendor");
+  auto again = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::automatic));
+  EXPECT_FALSE(again->decided);
+  execute(again, &args, "test");
+  EXPECT_NE(again->decision.source, "cache hit");
+  EXPECT_NE(again->decision.variant, "spmm.retired");
+}
+
 TEST(SchedulerPipeline, PlansOnTheOpenMPBackendComputeTheRightAnswer) {
   TempDir dir;
   Context ctx = Context::create("openmp");
