@@ -1086,32 +1086,19 @@ void run_row(benchmark::State& state, Suite& s, const RowSpec& row) {
   const BaselineRun& baseline = *slot.baseline;
   OpCase& c = *slot.op_case;
 
-  if (slot.prepared.count(row.variant) == 0 && slice) {
+  if (slot.prepared.count(row.variant) == 0) {
     try {
-      if (s.cfg.check) {
+      if (slice && s.cfg.check) {
         if (std::string d = slice_difference(s, c, row, *g, *sel); !d.empty()) {
           state.SkipWithError(("wrong result: " + row.variant + " differs from the host's slice: " + d + ".").c_str());
           return;
         }
       } else {
-        c.run(*s.ctx, row.variant, 0);  // warm-up
+        if (!slice) c.poison_output();
+        c.run(*s.ctx, row.variant, 0);  // warm-up: plans, lazy module loading
       }
-    } catch (const Unsupported& ex) {
-      state.SkipWithError((std::string("does not apply: ") + ex.what()).c_str());
-      return;
-    } catch (const std::exception& ex) {
-      state.SkipWithError((std::string("error: ") + ex.what()).c_str());
-      return;
-    }
-    slot.prepared.insert(row.variant);
-  }
-  if (slot.prepared.count(row.variant) == 0) {
-    try {
-      c.poison_output();
-      c.run(*s.ctx, row.variant, 0);  // warm-up: plans, lazy module loading
-      const std::vector<float> got = c.output_sample();
-      if (s.cfg.check && !baseline.output.empty()) {
-        if (std::string d = gross_difference(got, baseline.output); !d.empty()) {
+      if (!slice && s.cfg.check && !baseline.output.empty()) {
+        if (std::string d = gross_difference(c.output_sample(), baseline.output); !d.empty()) {
           state.SkipWithError(("wrong result: " + row.variant + " differs from the baseline " +
                                baseline.which.variant + ": " + d + ".")
                                   .c_str());
