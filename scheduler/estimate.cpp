@@ -48,7 +48,7 @@ Mapping mapping_of(const std::string& v) {
 // output once, and the gathered rows beyond the first touch that miss the cache (in proportion
 // to how much of the gathered operand fits in it). *hit_out: that fraction.
 double traffic(const Machine& m, const Features& f, const ProblemInfo& p, double* hit_out) {
-  const double vsz = p.value_type == SPARSEPORT_F64 ? 8 : 4, isz = p.index_type == SPARSEPORT_I64 ? 8 : 4;
+  const double vsz = static_cast<double>(sparseport_value_size(p.value_type)), isz = p.index_type == SPARSEPORT_I64 ? 8 : 4;
   const double F = static_cast<double>(std::max<int64_t>(1, p.features));
   const double nnz = static_cast<double>(f.nnz), rows = static_cast<double>(f.rows);
   const double cols = static_cast<double>(std::max<int64_t>(1, f.cols));
@@ -85,7 +85,7 @@ double floor_seconds(const Machine& m, const Features& f, const ProblemInfo& p) 
 
 std::vector<Estimate> estimate(const Machine& m, const Features& f, const ProblemInfo& p,
                                const std::vector<std::string>& variants) {
-  const double vsz = p.value_type == SPARSEPORT_F64 ? 8 : 4;
+  const double vsz = static_cast<double>(sparseport_value_size(p.value_type));
   const double F = static_cast<double>(std::max<int64_t>(1, p.features));
   const double nnz = static_cast<double>(f.nnz);
   double hit = 0;

@@ -70,7 +70,7 @@ Features base(const ProblemInfo& p, int64_t rows, int64_t cols, int64_t nnz, int
   f.features = p.features;
   f.hub_threshold = hub_threshold;
   f.mean_degree = rows > 0 ? static_cast<double>(nnz) / static_cast<double>(rows) : 0;
-  const size_t vsz = p.value_type == SPARSEPORT_F64 ? 8 : 4;
+  const size_t vsz = static_cast<size_t>(sparseport_value_size(p.value_type));
   f.aligned16 = (p.features * vsz) % 16 == 0;
   return f;
 }
@@ -135,7 +135,7 @@ std::vector<std::pair<std::string, double>> inputs(const Features& f, const Prob
                                                    double floor_s) {
   const auto lg = [](double x) { return std::log2(std::max(x, 1e-30)); };
   const auto lg1 = [](double x) { return std::log2(1.0 + std::max(x, 0.0)); };
-  const double vsz = p.value_type == SPARSEPORT_F64 ? 8 : 4;
+  const double vsz = static_cast<double>(sparseport_value_size(p.value_type));
   const auto frac = [&](int lo, int hi) {  // buckets lo..hi inclusive
     double s = 0;
     for (int b = lo; b <= std::min(hi, SPARSEPORT_SUMMARY_BUCKETS - 1); ++b) s += f.degree_frac[b];

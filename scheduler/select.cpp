@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <functional>
 #include <map>
 #include <unistd.h>
 
@@ -28,6 +30,17 @@ using Clock = std::chrono::steady_clock;
 
 bool applies(const PluginInfo& plugin, sparseport_op op, const std::string& variant, const void* args,
              std::string* why) {
+  // 16-bit values reach only the variants that take them; the others serve them through the
+  // float32 path (values16.hpp), never by reading 16-bit arrays as float32 ones.
+  if (is_values16(args_value_type(op, args))) {
+    bool takes16 = false;
+    for (const VariantInfo& v : plugin.variants)
+      if (v.op == op && v.name == variant) takes16 = v.values16;
+    if (!takes16) {
+      if (why != nullptr) *why = "takes 16-bit values only through the float32 conversion";
+      return false;
+    }
+  }
   if (plugin.table->applies == nullptr) return true;
   sparseport_status st{};
   if (plugin.table->applies(op, variant.c_str(), args, &st) != 0) return true;
@@ -518,7 +531,10 @@ Decision last_decision() {
   return p->decision;
 }
 
-void execute(const std::shared_ptr<PlanState>& plan, const void* args, const std::string& where) {
+namespace {
+
+// Runs the plan's native choice; returns the variant that ran.
+std::string execute_native(const std::shared_ptr<PlanState>& plan, const void* args, const std::string& where) {
   PlanState& p = *plan;
   if (g_last != plan) g_last = plan;
   std::lock_guard<std::mutex> lock(p.mu);
@@ -548,13 +564,113 @@ void execute(const std::shared_ptr<PlanState>& plan, const void* args, const std
     }
     if (p.verify_pending && variant == p.decision.variant) {
       check(p, args, where);
-      return;  // verify's last call was the final variant: the output is written
+      return variant;  // verify's last call was the final variant: the output is written
     }
   }
   sparseport_status st{};
   const sparseport_exec exec = p.exec;
   if (call_slot(plugin.table, p.op, exec, variant, args, &st) != SPARSEPORT_OK)
     detail::throw_status(st, where + "/" + variant);
+  return variant;
+}
+
+// The float32 path for a 16-bit call: float32 copies in the plan's scratch, the op run on them as
+// a float32 call (`requested` or the scheduler's choice for float32), results rounded back once.
+void run_via_f32(const std::shared_ptr<PlanState>& plan, const void* args, std::string_view requested,
+                 const std::string& where) {
+  PlanState& p = *plan;
+  std::lock_guard<std::mutex> lock(p.via_mu);
+  if (p.scratch == nullptr) p.scratch = std::make_unique<Scratch>(*p.plugin, p.exec.state);
+  // A copy of the argument struct whose pointers and tags are rewritten to the copies.
+  alignas(std::max_align_t) unsigned char copy[512];
+  static_assert(sizeof(sparseport_spmm_args) <= sizeof copy && sizeof(sparseport_attention_args) <= sizeof copy &&
+                    sizeof(sparseport_slice_rows_args) <= sizeof copy && sizeof(sparseport_transpose_args) <= sizeof copy,
+                "argument structs fit the copy");
+  std::memcpy(copy, args, args_size(p.op));
+  std::vector<int32_t*> tags;
+  std::vector<ValueOperand> ops = value_operands(p.op, copy, &tags);
+  Decision inner;
+  run_as_f32(*p.plugin, p.exec, std::move(ops), tags, *p.scratch, [&] {
+    run(*p.plugin, p.exec, p.op, copy, requested, where);
+    inner = last_decision();
+  }, where);
+  {
+    std::lock_guard<std::mutex> l(p.mu);
+    p.decision.via_f32 = true;
+    if (!inner.variant.empty()) p.decision.variant = inner.variant;
+    else if (!requested.empty()) p.decision.variant = std::string(requested);
+  }
+  g_last = plan;
+}
+
+double seconds_of(const PlanState& p, int reps, const std::function<void()>& call) {
+  sparseport_status st{};
+  const auto sync = [&] {
+    if (p.plugin->table->synchronize != nullptr && p.plugin->table->synchronize(p.exec.state, &st) != SPARSEPORT_OK)
+      detail::throw_status(st, "sparseport scheduler: synchronising while timing the float32 path");
+  };
+  sync();
+  const Clock::time_point t0 = Clock::now();
+  for (int i = 0; i < reps; ++i) call();
+  sync();
+  return since(t0) / reps;
+}
+
+// Whether the float32 path beats the native 16-bit variant that just ran: both timed on the
+// call's own operands (3 calls each after a warm-up), so only ops that overwrite their outputs
+// are timed (spmm with beta != 0 accumulates into C and keeps the native variant).
+void decide_via(const std::shared_ptr<PlanState>& plan, const void* args, const std::string& native,
+                const std::string& where) {
+  PlanState& p = *plan;
+  const bool accumulates = p.op == SPARSEPORT_OP_SPMM && static_cast<const sparseport_spmm_args*>(args)->beta != 0.0;
+  if (deterministic(p.exec) || p.opt.mode != SchedulerMode::automatic || accumulates || !p.info.scheduled) {
+    p.via_f32 = 0;
+    return;
+  }
+  const auto call_native = [&] {
+    sparseport_status st{};
+    if (call_slot(p.plugin->table, p.op, p.exec, native, args, &st) != SPARSEPORT_OK)
+      detail::throw_status(st, where + "/" + native);
+  };
+  const auto call_via = [&] { run_via_f32(plan, args, {}, where); };
+  call_via();  // warm-up: the float32 plan's own decision and the copies' allocation
+  const double t_via = seconds_of(p, 3, call_via);
+  const double t_native = seconds_of(p, 3, call_native);
+  std::lock_guard<std::mutex> lock(p.mu);
+  p.via_f32 = t_via < t_native ? 1 : 0;
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "; 16-bit %s %s vs float32 copies %s -> %s", native.c_str(), ms(t_native).c_str(),
+                ms(t_via).c_str(), p.via_f32 ? "float32 copies" : native.c_str());
+  p.decision.reason += buf;
+  if (p.via_f32 == 0) {
+    p.decision.via_f32 = false;
+    p.decision.variant = native;
+  }
+  log(p.opt, label(p) + ":" + std::string(buf + 1));
+  if (p.via_f32 == 0) g_last = plan;
+}
+
+}  // namespace
+
+void execute(const std::shared_ptr<PlanState>& plan, const void* args, const std::string& where) {
+  PlanState& p = *plan;
+  if (!is_values16(p.info.value_type)) {
+    (void)execute_native(plan, args, where);
+    return;
+  }
+  // 16 bits: a native variant when one takes them and is faster than the float32 path.
+  if (p.via_f32 < 0 &&
+      applicable_variants(*p.plugin, p.op, args, deterministic(p.exec)).empty()) {
+    p.via_f32 = 1;
+    log(p.opt, std::string(op_name(p.op)) + "[" + p.plugin->name + "]: no variant takes " +
+                   name(static_cast<ValueType>(p.info.value_type)) + " values for this input: float32 copies");
+  }
+  if (p.via_f32 == 1) {
+    run_via_f32(plan, args, {}, where);
+    return;
+  }
+  const std::string native = execute_native(plan, args, where);
+  if (p.via_f32 < 0) decide_via(plan, args, native, where);
 }
 
 namespace {
@@ -613,7 +729,34 @@ void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op
          std::string_view requested, const std::string& where) {
   const ProblemInfo info = problem_info(op, args);
   const SchedulerOptions opt = resolve({});
-  if (!requested.empty() || !info.scheduled || opt.mode == SchedulerMode::off || plugin.variants_of(op).size() <= 1) {
+  const bool v16 = is_values16(args_value_type(op, args));
+  if (v16 && !requested.empty() && !applies(plugin, op, std::string(requested), args, nullptr) &&
+      offers(plugin, op, std::string(requested))) {
+    // A named variant that does not take 16-bit values runs on float32 copies (held by a memo
+    // plan of its own, so repeated calls reuse them).
+    std::shared_ptr<PlanState> plan;
+    const std::string key = memo_key(exec, plugin, op, args, info, opt) + "/requested=" + std::string(requested);
+    {
+      std::lock_guard<std::mutex> lock(memo_mu);
+      if (auto it = memo.find(key); it != memo.end()) plan = it->second;
+      if (plan == nullptr) {
+        plan = std::make_shared<PlanState>();
+        plan->plugin = &plugin;
+        plan->exec = exec;
+        plan->op = op;
+        plan->opt = opt;
+        plan->info = info;
+        plan->decided = true;
+        plan->decision.source = "requested";
+        plan->decision.reason = "the caller named the variant";
+        if (memo.size() >= 1024) memo.clear();
+        memo.emplace(key, plan);
+      }
+    }
+    run_via_f32(plan, args, requested, where);
+    return;
+  }
+  if (!requested.empty() || (!v16 && (!info.scheduled || opt.mode == SchedulerMode::off || plugin.variants_of(op).size() <= 1))) {
     const std::string variant = select_in(plugin, op, args, requested, where, deterministic(exec));
     sparseport_status st{};
     if (call_slot(plugin.table, op, exec, variant, args, &st) != SPARSEPORT_OK)
@@ -638,6 +781,21 @@ void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op
 void clear_memo() {
   std::lock_guard<std::mutex> lock(memo_mu);
   memo.clear();
+}
+
+void forget_state(void* state) {
+  std::lock_guard<std::mutex> lock(memo_mu);
+  for (auto it = memo.begin(); it != memo.end();) {
+    if (it->second->exec.state == state) {
+      {
+        std::lock_guard<std::mutex> l(it->second->via_mu);
+        if (it->second->scratch != nullptr) it->second->scratch->release();
+      }
+      it = memo.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 }  // namespace sparseport::scheduler

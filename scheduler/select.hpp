@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "scheduler/guardrail.hpp"
+#include "scheduler/values16.hpp"
 #include "scheduler/signature.hpp"
 #include "sparseport/context.hpp"
 #include "sparseport/plan.hpp"
@@ -52,6 +53,11 @@ struct PlanState {
   // -1: no check was made, e.g. no summary or a plugin that cannot check, so the caller checks).
   int32_t index_problem = -1;
   std::mutex mu;
+  // 16-bit values: whether the float32 path runs (-1: not decided yet, 0: a native 16-bit variant,
+  // 1: float32 copies), and the copies, used under via_mu.
+  int via_f32 = -1;
+  std::unique_ptr<scheduler::Scratch> scratch;
+  std::mutex via_mu;
 };
 
 }  // namespace sparseport::detail

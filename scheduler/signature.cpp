@@ -184,7 +184,7 @@ ProblemInfo problem_info(sparseport_op op, const void* args) {
 
 std::string type_suffix(const ProblemInfo& p) {
   static const char* kReduce[] = {"sum", "mean", "max", "min"};
-  std::string s = std::string(p.value_type == SPARSEPORT_F64 ? "f64" : "f32") + "/" +
+  std::string s = std::string(name(static_cast<ValueType>(p.value_type))) + "/" +
                   (p.index_type == SPARSEPORT_I64 ? "i64" : "i32");
   if (p.op == SPARSEPORT_OP_SPMM || p.op == SPARSEPORT_OP_SEGMENT_REDUCE || p.op == SPARSEPORT_OP_SCATTER_REDUCE ||
       p.op == SPARSEPORT_OP_GATHER_SCATTER)

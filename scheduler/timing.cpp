@@ -116,7 +116,7 @@ OutputGuard::OutputGuard(const PluginInfo& plugin, const sparseport_exec& exec, 
     : plugin_(plugin), exec_(exec), where_(where) {
   const auto* spmm = op == SPARSEPORT_OP_SPMM ? static_cast<const sparseport_spmm_args*>(args) : nullptr;
   if (spmm == nullptr || spmm->beta == 0 || spmm->c.rows == 0) return;
-  const size_t vsz = spmm->c.value_type == SPARSEPORT_F64 ? 8 : 4;
+  const size_t vsz = static_cast<size_t>(sparseport_value_size(spmm->c.value_type));
   bytes_ = static_cast<size_t>((spmm->c.rows - 1) * spmm->c.ld + spmm->c.cols) * vsz;
   target_ = spmm->c.data;
   sparseport_status st{};
@@ -227,6 +227,11 @@ void* ProbeSample::filled(size_t count, int32_t value_type) {
     std::vector<double> v(count, 0.25);
     return upload(v.data(), count * 8);
   }
+  if (value_type == SPARSEPORT_F16 || value_type == SPARSEPORT_BF16) {
+    const uint16_t q = value_type == SPARSEPORT_F16 ? half(0.25f).bits : bfloat16(0.25f).bits;
+    std::vector<uint16_t> v(count, q);
+    return upload(v.data(), count * 2);
+  }
   std::vector<float> v(count, 0.25f);
   return upload(v.data(), count * 4);
 }
@@ -293,7 +298,7 @@ ProbeSample::ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, 
     widen_rowptr(s);
     const std::vector<int64_t> rows = stratified_rows(s.rowptr, opt.probe_frac, opt.min_probe_rows);
     const int64_t n = static_cast<int64_t>(rows.size());
-    const size_t isz = a->index_type == SPARSEPORT_I64 ? 8 : 4, vsz = a->value_type == SPARSEPORT_F64 ? 8 : 4;
+    const size_t isz = a->index_type == SPARSEPORT_I64 ? 8 : 4, vsz = static_cast<size_t>(sparseport_value_size(a->value_type));
     const std::vector<char> ids = encode(rows, a->index_type);
     // The slice is built with the backend's own csr_slice_rows (on the device for a GPU backend).
     const std::vector<std::string> slicers = plugin.variants_of(SPARSEPORT_OP_CSR_SLICE_ROWS);
@@ -399,7 +404,7 @@ ProbeSample::ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, 
   void* new_index = upload(ids.data(), ids.size());
   if (edges != nullptr) {
     sparseport_gather_scatter_args p = *static_cast<const sparseport_gather_scatter_args*>(args);
-    const size_t vsz = p.x.value_type == SPARSEPORT_F64 ? 8 : 4;
+    const size_t vsz = static_cast<size_t>(sparseport_value_size(p.x.value_type));
     void* cols = alloc(m * isz);
     void* vals = p.edges.values != nullptr ? alloc(m * vsz) : nullptr;
     for (int64_t w = 0; w < windows; ++w) {
@@ -414,7 +419,7 @@ ProbeSample::ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, 
     args_ = pack(p);
   } else {
     sparseport_segment_args p = *static_cast<const sparseport_segment_args*>(args);
-    const size_t vsz = p.src.value_type == SPARSEPORT_F64 ? 8 : 4;
+    const size_t vsz = static_cast<size_t>(sparseport_value_size(p.src.value_type));
     const size_t row_bytes = p.src.ld * vsz;
     void* src = alloc(m * row_bytes);
     for (int64_t w = 0; w < windows; ++w)

@@ -35,6 +35,9 @@ struct VariantInfo {
   bool is_deterministic = false;
   // spmm only: writes the winning entry of max/min when asked (spmm_arg in backward.hpp).
   bool records_arg = false;
+  // Takes f16/bf16 values itself (SPARSEPORT_VARIANT_VALUES16); other variants see 16-bit calls
+  // through the float32 conversion.
+  bool values16 = false;
 };
 
 struct PluginInfo {

@@ -80,6 +80,10 @@ struct Decision {
   bool model_alone = false;  // the model's lead exceeded its measured error: no timing
   double lead = 0;        // predicted log2(t(second) / t(best)); the model decides alone above its margin
   std::string timing;     // "none", "full size", "single calls at full size", "probe sample"
+  // 16-bit values (f16, bf16) ran as float32 copies: no variant takes them for this input, or the
+  // float32 path measured faster than the best native 16-bit variant. variant then names the
+  // float32 variant that ran.
+  bool via_f32 = false;
 };
 
 namespace detail {

@@ -23,10 +23,21 @@ extern "C" {
 #endif
 
 #define SPARSEPORT_ABI_VERSION_MAJOR 1
-#define SPARSEPORT_ABI_VERSION_MINOR 6
+#define SPARSEPORT_ABI_VERSION_MINOR 7
 #define SPARSEPORT_ABI_VERSION ((SPARSEPORT_ABI_VERSION_MAJOR << 16) | SPARSEPORT_ABI_VERSION_MINOR)
 
-typedef enum sparseport_value_type { SPARSEPORT_F32 = 1, SPARSEPORT_F64 = 2 } sparseport_value_type;
+/* ABI 1.7: F16 (IEEE binary16) and BF16 (bfloat16), 16-bit storage with float32 arithmetic. Only
+ * variants flagged SPARSEPORT_VARIANT_VALUES16 receive them; the front end converts 16-bit operands
+ * to float32 for every other variant (see the convert slot), so a plugin built against 1.6 never
+ * meets a 16-bit tag. */
+typedef enum sparseport_value_type {
+  SPARSEPORT_F32 = 1,
+  SPARSEPORT_F64 = 2,
+  SPARSEPORT_F16 = 3,
+  SPARSEPORT_BF16 = 4
+} sparseport_value_type;
+/* Bytes per value of a sparseport_value_type tag. */
+static inline int64_t sparseport_value_size(int32_t t) { return t == SPARSEPORT_F64 ? 8 : t == SPARSEPORT_F32 ? 4 : 2; }
 typedef enum sparseport_index_type { SPARSEPORT_I32 = 1, SPARSEPORT_I64 = 2 } sparseport_index_type;
 typedef enum sparseport_reduce {
   SPARSEPORT_REDUCE_SUM = 0,
@@ -246,11 +257,15 @@ typedef struct sparseport_transpose_args {
 /* DETERMINISTIC (ABI 1.2): the variant gives bitwise-identical results run to run and for any
  * launch configuration or thread count on the same device; deterministic mode offers only these. */
 /* RECORDS_ARG (ABI 1.5, spmm): the variant writes sparseport_spmm_args.arg for max/min when asked. */
+/* VALUES16 (ABI 1.7): the variant takes F16 and BF16 values itself (16-bit loads and stores,
+ * float32 accumulation, one rounding per stored result). Without it, 16-bit calls reach the
+ * variant through the front end's float32 conversion. */
 enum {
   SPARSEPORT_VARIANT_DEFAULT = 1u,
   SPARSEPORT_VARIANT_VENDOR = 2u,
   SPARSEPORT_VARIANT_DETERMINISTIC = 4u,
-  SPARSEPORT_VARIANT_RECORDS_ARG = 8u
+  SPARSEPORT_VARIANT_RECORDS_ARG = 8u,
+  SPARSEPORT_VARIANT_VALUES16 = 16u
 };
 
 /* ABI 1.2: index contents checked where they live (device memory). One check per call. */
@@ -424,6 +439,13 @@ typedef struct sparseport_plugin {
    * plugin's memory, ordered like an op. Null: the front end runs it on the host (copying the
    * scores there and back on a device-memory plugin). */
   int (*csr_softmax)(const sparseport_exec*, const sparseport_csr_softmax_args*, sparseport_status*);
+  /* ABI 1.7: dst = src converted element by element (rows x cols, any two value types, each with
+   * its own ld), rounding to nearest even, NaN kept NaN and overflow to infinity; ordered like an
+   * op. The front end's float32 path for 16-bit values uses it on device memory. Null on a
+   * device-memory plugin: 16-bit values are Unsupported there. Host plugins may leave it null (the
+   * front end converts host memory itself). */
+  int (*convert)(const sparseport_exec*, const sparseport_dense* src, const sparseport_dense_mut* dst,
+                 sparseport_status*);
   /* Append new fields here only. */
 } sparseport_plugin;
 

@@ -8,26 +8,34 @@
 #include <type_traits>
 #include <vector>
 
+#include "sparseport/half.hpp"
 #include "sparseport/plugin_abi.h"
 
 namespace sparseport {
 
-enum class ValueType : int32_t { f32 = SPARSEPORT_F32, f64 = SPARSEPORT_F64 };
+// f16 and bf16 store 16 bits and compute in float32 (half.hpp); every op takes them.
+enum class ValueType : int32_t { f32 = SPARSEPORT_F32, f64 = SPARSEPORT_F64, f16 = SPARSEPORT_F16, bf16 = SPARSEPORT_BF16 };
 enum class IndexType : int32_t { i32 = SPARSEPORT_I32, i64 = SPARSEPORT_I64 };
 
 template <class V>
 constexpr ValueType value_type_of() {
-  static_assert(std::is_same_v<V, float> || std::is_same_v<V, double>, "values are float or double");
-  return std::is_same_v<V, float> ? ValueType::f32 : ValueType::f64;
+  static_assert(std::is_same_v<V, float> || std::is_same_v<V, double> || std::is_same_v<V, half> ||
+                    std::is_same_v<V, bfloat16>,
+                "values are float, double, sparseport::half or sparseport::bfloat16");
+  if constexpr (std::is_same_v<V, float>) return ValueType::f32;
+  if constexpr (std::is_same_v<V, double>) return ValueType::f64;
+  if constexpr (std::is_same_v<V, half>) return ValueType::f16;
+  return ValueType::bf16;
 }
 template <class I>
 constexpr IndexType index_type_of() {
   static_assert(std::is_same_v<I, int32_t> || std::is_same_v<I, int64_t>, "indices are int32_t or int64_t");
   return std::is_same_v<I, int32_t> ? IndexType::i32 : IndexType::i64;
 }
-const char* name(ValueType t);  // "f32", "f64"
+const char* name(ValueType t);  // "f32", "f64", "f16", "bf16"
 const char* name(IndexType t);  // "i32", "i64"
-inline int64_t size_of(ValueType t) { return t == ValueType::f32 ? 4 : 8; }
+inline int64_t size_of(ValueType t) { return t == ValueType::f64 ? 8 : t == ValueType::f32 ? 4 : 2; }
+inline bool is_16bit(ValueType t) { return t == ValueType::f16 || t == ValueType::bf16; }
 inline int64_t size_of(IndexType t) { return t == IndexType::i32 ? 4 : 8; }
 
 // CSR, rows x cols. values == nullptr is a pattern (every value 1); value_type then names the type

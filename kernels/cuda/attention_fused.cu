@@ -997,7 +997,7 @@ void csr_attention_fused(const State& s, const sparseport_attention_args& a, boo
   const bool vec4 = vec4_rows(a.q.data, a.q.ld, a.q.cols) && vec4_rows(a.k.data, a.k.ld, a.k.cols) &&
                     vec4_rows(a.v.data, a.v.ld, a.v.cols) && vec4_rows(a.out.data, a.out.ld, a.out.cols);
   const int64_t F = a.q.cols, Fv = a.v.cols, wide = std::max(F, Fv);
-  const int64_t value_bytes = a.q.value_type == SPARSEPORT_F64 ? 8 : 4;
+  const int64_t value_bytes = sparseport_value_size(a.q.value_type);
   const bool ld_fits = a.k.ld * value_bytes <= INT_MAX && a.v.ld * value_bytes <= INT_MAX;
   if (F >= 1 && ld_fits) {
     if (vec4 && wide <= 256) {

@@ -126,6 +126,8 @@ void prepare_summary(const State& s);
 
 // ---- helpers other kernels use -----------------------------------------------------------------
 
+// dst = src converted between value types (the convert slot, ABI 1.7), rounding to nearest even.
+void convert(const State& s, const sparseport_dense& src, const sparseport_dense_mut& dst);
 // Dense fill and scale (rows x cols with leading dimension ld) in the value type vt.
 void dense_fill(const State& s, void* data, int64_t rows, int64_t cols, int64_t ld, int32_t vt, double value);
 // The same for indices of type it (SPARSEPORT_I32 / I64): the -1 of spmm's arg for empty rows.

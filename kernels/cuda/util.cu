@@ -28,7 +28,7 @@ __global__ void __launch_bounds__(kBlock) scale_kernel(V* data, int64_t rows, in
 void dense_fill(const State& s, void* data, int64_t rows, int64_t cols, int64_t ld, int32_t vt, double value) {
   if (rows <= 0 || cols <= 0) return;
   if (value == 0.0) {
-    const int64_t w = vt == SPARSEPORT_F64 ? 8 : 4;
+    const int64_t w = sparseport_value_size(vt);
     check(cudaMemset2DAsync(data, static_cast<size_t>(ld * w), 0, static_cast<size_t>(cols * w),
                             static_cast<size_t>(rows), s.stream()),
           "cudaMemset2DAsync");

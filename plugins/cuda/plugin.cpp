@@ -433,6 +433,17 @@ int csr_softmax(const sparseport_exec* x, const sparseport_csr_softmax_args* a, 
   });
 }
 
+// ---- value conversion (ABI 1.7): the front end's float32 path for 16-bit values ----------------
+
+int convert(const sparseport_exec* x, const sparseport_dense* src, const sparseport_dense_mut* dst,
+            sparseport_status* st) {
+  return run_op(x, st, [&](cu::State& s) {
+    need(s, src->data, src->rows > 0 && src->cols > 0, "convert", "src");
+    need(s, dst->data, src->rows > 0 && src->cols > 0, "convert", "dst");
+    cu::convert(s, *src, *dst);
+  });
+}
+
 // ---- index checks --------------------------------------------------------------------------------
 
 int check_indices(const sparseport_exec* x, const sparseport_index_check* c, sparseport_index_report* r,
@@ -550,6 +561,7 @@ const sparseport_plugin kTable = {
     &spmm_arg_backward,
     &set_external,
     &csr_softmax,
+    &convert,
 };
 
 }  // namespace

@@ -203,6 +203,7 @@ const sparseport_plugin kTable = {
     [](const sparseport_exec*, const sparseport_csr_softmax_args* a, sparseport_status* st) {
       return detail::guarded(st, [&] { kk::csr_softmax(*a); });
     },
+    nullptr,  // convert: host memory, the front end converts 16-bit values itself
 };
 
 }  // namespace

@@ -285,6 +285,7 @@ const sparseport_plugin kTable = {
     [](const sparseport_exec* x, const sparseport_csr_softmax_args* a, sparseport_status* st) {
       return detail::guarded(st, [&] { kernels().csr_softmax(*a, omp::resolve_threads(x)); });
     },
+    nullptr,  // convert: host memory, the front end converts 16-bit values itself
 };
 
 }  // namespace

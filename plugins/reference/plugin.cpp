@@ -97,6 +97,7 @@ const sparseport_plugin kTable = {
     [](const sparseport_exec*, const sparseport_csr_softmax_args* a, sparseport_status* st) {
       return detail::guarded(st, [&] { reference::csr_softmax(*a); });
     },
+    nullptr,  // convert: host memory, the front end converts 16-bit values itself
 };
 
 }  // namespace

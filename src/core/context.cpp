@@ -11,6 +11,8 @@
 #include "sparseport/errors.hpp"
 #include "scheduler/model.hpp"
 #include "scheduler/signature.hpp"
+#include "scheduler/values16.hpp"
+#include "src/core/convert.hpp"
 #include "src/core/registry.hpp"
 #include "src/core/validated.hpp"
 
@@ -73,7 +75,8 @@ PluginInfo load(const detail::BuiltinPlugin& b) {
     info.variants.push_back({static_cast<sparseport_op>(v.op), v.name, (v.flags & SPARSEPORT_VARIANT_DEFAULT) != 0,
                              (v.flags & SPARSEPORT_VARIANT_VENDOR) != 0, v.doc ? v.doc : "",
                              (v.flags & SPARSEPORT_VARIANT_DETERMINISTIC) != 0,
-                             (v.flags & SPARSEPORT_VARIANT_RECORDS_ARG) != 0});
+                             (v.flags & SPARSEPORT_VARIANT_RECORDS_ARG) != 0,
+                             (v.flags & SPARSEPORT_VARIANT_VALUES16) != 0});
   }
   info.status = PluginStatus::available;
   if (copy.device_count != nullptr) {
@@ -134,6 +137,7 @@ struct Context::Impl {
 
   ~Impl() {
     detail::forget_validated(state, nullptr, 0);
+    scheduler::forget_state(state);  // one-shot plans' float32 copies of 16-bit operands
     if (plugin != nullptr && plugin->table->context_destroy != nullptr) plugin->table->context_destroy(state);
   }
 };
@@ -359,7 +363,14 @@ HostCsr<I, V> Context::to_host(const CsrMatrix& m) const {
   const bool i32 = m.index_type == IndexType::i32;
   h.rowptr = fetch_as<I, int32_t, int64_t>(*this, m.rowptr, m.rows + 1, i32);
   h.colind = fetch_as<I, int32_t, int64_t>(*this, m.colind, m.nnz, i32);
-  if (!m.pattern) h.values = fetch_as<V, float, double>(*this, m.values, m.nnz, m.value_type == ValueType::f32);
+  if (!m.pattern && m.nnz > 0) {
+    // Raw bytes in the matrix's type, converted to V on the host (16-bit types included).
+    std::vector<char> raw(static_cast<size_t>(m.nnz * size_of(m.value_type)));
+    copy_to_host(raw.data(), m.values.data(), raw.size());
+    h.values.resize(static_cast<size_t>(m.nnz));
+    detail::convert_host({m.nnz, 1, 1, raw.data(), static_cast<int32_t>(m.value_type)},
+                         {m.nnz, 1, 1, h.values.data(), static_cast<int32_t>(value_type_of<V>())});
+  }
   return h;
 }
 
@@ -367,5 +378,9 @@ template HostCsr<int32_t, float> Context::to_host(const CsrMatrix&) const;
 template HostCsr<int32_t, double> Context::to_host(const CsrMatrix&) const;
 template HostCsr<int64_t, float> Context::to_host(const CsrMatrix&) const;
 template HostCsr<int64_t, double> Context::to_host(const CsrMatrix&) const;
+template HostCsr<int32_t, half> Context::to_host(const CsrMatrix&) const;
+template HostCsr<int32_t, bfloat16> Context::to_host(const CsrMatrix&) const;
+template HostCsr<int64_t, half> Context::to_host(const CsrMatrix&) const;
+template HostCsr<int64_t, bfloat16> Context::to_host(const CsrMatrix&) const;
 
 }  // namespace sparseport

@@ -15,7 +15,14 @@ namespace sparseport {
 
 const char* version() { return SPARSEPORT_VERSION_STRING; }
 
-const char* name(ValueType t) { return t == ValueType::f32 ? "f32" : "f64"; }
+const char* name(ValueType t) {
+  switch (t) {
+    case ValueType::f64: return "f64";
+    case ValueType::f16: return "f16";
+    case ValueType::bf16: return "bf16";
+    default: return "f32";
+  }
+}
 const char* name(IndexType t) { return t == IndexType::i32 ? "i32" : "i64"; }
 
 const char* name(PluginStatus s) {

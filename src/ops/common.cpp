@@ -32,7 +32,7 @@ namespace {
 
 std::string shape(int64_t r, int64_t c) { return std::to_string(r) + "x" + std::to_string(c); }
 
-bool valid_tag(ValueType t) { return t == ValueType::f32 || t == ValueType::f64; }
+bool valid_tag(ValueType t) { return t == ValueType::f32 || t == ValueType::f64 || is_16bit(t); }
 bool valid_tag(IndexType t) { return t == IndexType::i32 || t == IndexType::i64; }
 
 // The host checks, in the order the device check reports: rowptr[0], rowptr[rows], the first

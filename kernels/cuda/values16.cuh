@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the 16-bit kernels share (ABI 1.7 f16/bf16): the CUDA storage types, their float32
+// accumulator, and vectorised loads and stores that move 2, 4 or 8 values per lane (4, 8 or 16
+// bytes) and convert to or from float32 in registers. Values are stored in 16 bits and every
+// product and sum is float32; a result is rounded once, when it is stored.
+// Included by .cu files only.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <type_traits>
+
+#include "kernels/cuda/common.cuh"
+
+namespace sparseport::cuda {
+
+template <class S>
+inline constexpr bool is16_v = std::is_same_v<S, __half> || std::is_same_v<S, __nv_bfloat16>;
+
+// The accumulator of a storage type: float for the 16-bit ones, the type itself otherwise.
+template <class S>
+struct acc_of {
+  using type = S;
+};
+template <>
+struct acc_of<__half> {
+  using type = float;
+};
+template <>
+struct acc_of<__nv_bfloat16> {
+  using type = float;
+};
+template <class S>
+using acc_t = typename acc_of<S>::type;
+
+__device__ __forceinline__ float widen(__half x) { return __half2float(x); }
+__device__ __forceinline__ float widen(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float widen(float x) { return x; }
+__device__ __forceinline__ double widen(double x) { return x; }
+
+// One rounding to nearest even (overflow to infinity, NaN stays NaN).
+template <class S>
+__device__ __forceinline__ S narrow(acc_t<S> x) {
+  if constexpr (std::is_same_v<S, __half>)
+    return __float2half_rn(x);
+  else if constexpr (std::is_same_v<S, __nv_bfloat16>)
+    return __float2bfloat16_rn(x);
+  else
+    return x;
+}
+
+// A pair of 16-bit values <-> float2.
+__device__ __forceinline__ float2 widen2(unsigned w, __half) { return __half22float2(*reinterpret_cast<__half2*>(&w)); }
+__device__ __forceinline__ float2 widen2(unsigned w, __nv_bfloat16) {
+  return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&w));
+}
+__device__ __forceinline__ unsigned narrow2(float a, float b, __half) {
+  const __half2 h = __floats2half2_rn(a, b);
+  return *reinterpret_cast<const unsigned*>(&h);
+}
+__device__ __forceinline__ unsigned narrow2(float a, float b, __nv_bfloat16) {
+  const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+  return *reinterpret_cast<const unsigned*>(&h);
+}
+
+// N 16-bit values (N = 1, 2, 4 or 8; p aligned to N * 2 bytes) as float32, through the read-only
+// path: one 2-, 4-, 8- or 16-byte load.
+template <class S, int N>
+__device__ __forceinline__ void load16(const S* p, float (&out)[N]) {
+  static_assert(is16_v<S> && (N == 1 || N == 2 || N == 4 || N == 8), "1, 2, 4 or 8 16-bit values");
+  if constexpr (N == 1) {
+    out[0] = widen(__ldg(p));
+  } else if constexpr (N == 2) {
+    const float2 f = widen2(__ldg(reinterpret_cast<const unsigned*>(p)), S{});
+    out[0] = f.x, out[1] = f.y;
+  } else if constexpr (N == 4) {
+    const uint2 w = __ldg(reinterpret_cast<const uint2*>(p));
+    const float2 a = widen2(w.x, S{}), b = widen2(w.y, S{});
+    out[0] = a.x, out[1] = a.y, out[2] = b.x, out[3] = b.y;
+  } else {
+    const uint4 w = __ldg(reinterpret_cast<const uint4*>(p));
+    const unsigned ws[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float2 f = widen2(ws[i], S{});
+      out[2 * i] = f.x, out[2 * i + 1] = f.y;
+    }
+  }
+}
+
+// Plain (coherent) load, for outputs read back (C with beta != 0).
+template <class S, int N>
+__device__ __forceinline__ void load16_rw(const S* p, float (&out)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) out[i] = widen(p[i]);
+}
+
+// N float32 values rounded once into 16 bits, one store of N * 2 bytes.
+template <class S, int N>
+__device__ __forceinline__ void store16(S* p, const float (&v)[N]) {
+  static_assert(is16_v<S> && (N == 1 || N == 2 || N == 4 || N == 8), "1, 2, 4 or 8 16-bit values");
+  if constexpr (N == 1) {
+    *p = narrow<S>(v[0]);
+  } else if constexpr (N == 2) {
+    *reinterpret_cast<unsigned*>(p) = narrow2(v[0], v[1], S{});
+  } else if constexpr (N == 4) {
+    *reinterpret_cast<uint2*>(p) = make_uint2(narrow2(v[0], v[1], S{}), narrow2(v[2], v[3], S{}));
+  } else {
+    *reinterpret_cast<uint4*>(p) = make_uint4(narrow2(v[0], v[1], S{}), narrow2(v[2], v[3], S{}),
+                                              narrow2(v[4], v[5], S{}), narrow2(v[6], v[7], S{}));
+  }
+}
+
+// Calls f(__half{}) or f(__nv_bfloat16{}) for a 16-bit value type tag.
+template <class F>
+void dispatch_value16(int32_t value_type, F&& f) {
+  if (value_type == SPARSEPORT_BF16)
+    f(__nv_bfloat16{});
+  else
+    f(__half{});
+}
+
+// Calls f(I{}, S{}) for every value type: float, double, __half, __nv_bfloat16.
+template <class F>
+void dispatch_types_all(int32_t index_type, int32_t value_type, F&& f) {
+  dispatch_index(index_type, [&](auto i) {
+    switch (value_type) {
+      case SPARSEPORT_F64: return f(i, double{});
+      case SPARSEPORT_F16: return f(i, __half{});
+      case SPARSEPORT_BF16: return f(i, __nv_bfloat16{});
+      default: return f(i, float{});
+    }
+  });
+}
+
+}  // namespace sparseport::cuda
