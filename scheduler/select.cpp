@@ -595,10 +595,19 @@ void run_via_f32(const std::shared_ptr<PlanState>& plan, const void* args, std::
     inner = last_decision();
   }, where);
   {
+    // The plan reports the float32 call's decision, marked as run on copies.
     std::lock_guard<std::mutex> l(p.mu);
+    const std::string reason = p.decision.reason;
+    if (!inner.variant.empty()) {
+      const double decide = p.decision.decide_seconds;
+      p.decision = inner;
+      p.decision.decide_seconds += decide;
+    } else if (!requested.empty()) {
+      p.decision.variant = std::string(requested);
+    }
     p.decision.via_f32 = true;
-    if (!inner.variant.empty()) p.decision.variant = inner.variant;
-    else if (!requested.empty()) p.decision.variant = std::string(requested);
+    if (p.decision.reason.rfind("16-bit values as float32 copies", 0) != 0)
+      p.decision.reason = "16-bit values as float32 copies; " + p.decision.reason;
   }
   g_last = plan;
 }
@@ -654,7 +663,8 @@ void decide_via(const std::shared_ptr<PlanState>& plan, const void* args, const 
 
 void execute(const std::shared_ptr<PlanState>& plan, const void* args, const std::string& where) {
   PlanState& p = *plan;
-  if (!is_values16(p.info.value_type)) {
+  const int32_t value_type = args_value_type(p.op, args);
+  if (!is_values16(value_type)) {
     (void)execute_native(plan, args, where);
     return;
   }
@@ -663,7 +673,7 @@ void execute(const std::shared_ptr<PlanState>& plan, const void* args, const std
       applicable_variants(*p.plugin, p.op, args, deterministic(p.exec)).empty()) {
     p.via_f32 = 1;
     log(p.opt, std::string(op_name(p.op)) + "[" + p.plugin->name + "]: no variant takes " +
-                   name(static_cast<ValueType>(p.info.value_type)) + " values for this input: float32 copies");
+                   name(static_cast<ValueType>(value_type)) + " values for this input: float32 copies");
   }
   if (p.via_f32 == 1) {
     run_via_f32(plan, args, {}, where);

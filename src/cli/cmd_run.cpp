@@ -224,7 +224,20 @@ int run_typed(const RunOptions& opt, const Args& args, DistSession* dist) {
 
   HostCsr<I, V> graph;
   on_every_rank([&] {
-    if (root) graph = load_with_progress<I, V>(opt.graph, show);
+    if (!root) return;
+    if constexpr (std::is_same_v<V, half> || std::is_same_v<V, bfloat16>) {
+      // Generated or read as float32, then rounded once into 16 bits (the inputs the op and the
+      // double-precision check both see).
+      HostCsr<I, float> g = load_with_progress<I, float>(opt.graph, show);
+      graph.rows = g.rows;
+      graph.cols = g.cols;
+      graph.rowptr = std::move(g.rowptr);
+      graph.colind = std::move(g.colind);
+      graph.values.assign(g.values.size(), V());
+      for (size_t e = 0; e < g.values.size(); ++e) graph.values[e] = V(g.values[e]);
+    } else {
+      graph = load_with_progress<I, V>(opt.graph, show);
+    }
   });
   WorkloadSpec spec;
   spec.op = opt.op;
@@ -236,7 +249,10 @@ int run_typed(const RunOptions& opt, const Args& args, DistSession* dist) {
   std::unique_ptr<Workload> work;
   {
     Progress p(dist != nullptr ? "partitioning and preparing operands" : "preparing operands", show);
-    work = dist != nullptr ? make_dist_workload<I, V>(*dist, ctx, graph, spec) : make_workload<I, V>(ctx, graph, spec);
+    if constexpr (std::is_same_v<V, half> || std::is_same_v<V, bfloat16>)
+      work = make_workload<I, V>(ctx, graph, spec);  // --dist with 16 bits is refused before this
+    else
+      work = dist != nullptr ? make_dist_workload<I, V>(*dist, ctx, graph, spec) : make_workload<I, V>(ctx, graph, spec);
   }
 
   Report report{opt, ctx.backend(), graph_label(opt.graph), graph.rows, graph.cols, graph.nnz(), ctx.threads(),
@@ -313,7 +329,7 @@ int cmd_run(const std::vector<std::string>& argv) {
       .option("--sample", "S",
               "rows (csr_slice_rows*) or vertices (csr_induced_subgraph) to select\n"
               "                        (default 1024 rows; for the subgraph 3% of the vertices, at least 512)")
-      .option("--dtype", "T", "value type: f32 or f64 (default f32)")
+      .option("--dtype", "T", "value type: f32, f64, f16 or bf16 (default f32; 16-bit values accumulate in f32)")
       .option("--index", "T", "index type: i32 or i64 (default i32)")
       .flag("--json", "one JSON object per result on stdout (progress and notes go to stderr)")
       .flag("--dist",
@@ -388,8 +404,9 @@ int cmd_run(const std::vector<std::string>& argv) {
   opt.seed = args.get_u64("--seed", 1);
   opt.sample = args.get_int("--sample", 0, 1, INT64_MAX);
   const std::string dtype = args.get("--dtype", "f32");
-  if (dtype != "f32" && dtype != "f64") args.fail("--dtype is '" + dtype + "' but must be f32 or f64");
-  opt.dtype = dtype == "f32" ? ValueType::f32 : ValueType::f64;
+  if (dtype != "f32" && dtype != "f64" && dtype != "f16" && dtype != "bf16")
+    args.fail("--dtype is '" + dtype + "' but must be f32, f64, f16 or bf16");
+  opt.dtype = dtype == "f64" ? ValueType::f64 : dtype == "f16" ? ValueType::f16 : dtype == "bf16" ? ValueType::bf16 : ValueType::f32;
   const std::string itype = args.get("--index", "i32");
   if (itype != "i32" && itype != "i64") args.fail("--index is '" + itype + "' but must be i32 or i64");
   opt.itype = itype == "i32" ? IndexType::i32 : IndexType::i64;
@@ -409,12 +426,17 @@ int cmd_run(const std::vector<std::string>& argv) {
                        opt.op == SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH;
   if (args.has("--sample") && !selects) note("--sample does not apply to " + op + "; ignored");
 
+  if (opt.dist && is_16bit(opt.dtype)) args.fail("--dist takes --dtype f32 or f64, not " + dtype);
   const auto run = [&](DistSession* dist) {
-    if (opt.itype == IndexType::i32)
-      return opt.dtype == ValueType::f32 ? run_typed<int32_t, float>(opt, args, dist)
-                                         : run_typed<int32_t, double>(opt, args, dist);
-    return opt.dtype == ValueType::f32 ? run_typed<int64_t, float>(opt, args, dist)
-                                       : run_typed<int64_t, double>(opt, args, dist);
+    const auto typed = [&]<class I>() {
+      switch (opt.dtype) {
+        case ValueType::f64: return run_typed<I, double>(opt, args, dist);
+        case ValueType::f16: return run_typed<I, half>(opt, args, dist);
+        case ValueType::bf16: return run_typed<I, bfloat16>(opt, args, dist);
+        default: return run_typed<I, float>(opt, args, dist);
+      }
+    };
+    return opt.itype == IndexType::i32 ? typed.template operator()<int32_t>() : typed.template operator()<int64_t>();
   };
   if (!opt.dist) return run(nullptr);
   const std::unique_ptr<DistSession> session = start_dist_session();  // NotCompiled without MPI

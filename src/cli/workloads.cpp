@@ -77,8 +77,24 @@ std::vector<I> distinct_sample(int64_t n, int64_t s, uint64_t seed) {
 // summation order per variant), so 1e-4 of the sum of |terms| leaves room for hub rows of 1e5
 // entries while a dropped or doubled term in a row of up to ~1e4 entries still fails.
 // double: the same reasoning from eps 1.1e-16.
+// 16 bits: the result is rounded once into the type (unit roundoff 2^-11 for half, 2^-8 for
+// bfloat16) after a float32 sum; 4 units of it, relative to the sum of |terms|.
 template <class V>
-constexpr double kRelTol = std::is_same_v<V, float> ? 1e-4 : 1e-10;
+constexpr double kRelTol = std::is_same_v<V, float>      ? 1e-4
+                           : std::is_same_v<V, double>   ? 1e-10
+                           : std::is_same_v<V, half>     ? 4 * 0x1p-11
+                                                         : 4 * 0x1p-8;
+
+// A NaN of V: the fill that shows an element the op did not write.
+template <class V>
+V nan_of() {
+  if constexpr (std::is_same_v<V, half>)
+    return half::from_bits(0x7e00);
+  else if constexpr (std::is_same_v<V, bfloat16>)
+    return bfloat16::from_bits(0x7fc0);
+  else
+    return std::numeric_limits<V>::quiet_NaN();
+}
 // An element whose terms are all zero must come out (nearly) zero.
 constexpr double kAbsTol = 1e-30;
 
@@ -294,7 +310,7 @@ template <class I, class V>
 class DenseOut : public Base<I, V> {
  public:
   void reset() override {
-    std::fill(out_.data.begin(), out_.data.end(), std::numeric_limits<V>::quiet_NaN());
+    std::fill(out_.data.begin(), out_.data.end(), nan_of<V>());
     this->stage_.store(out_dev_, out_.data);
   }
 
@@ -428,7 +444,7 @@ class SegmentWork final : public DenseOut<I, V> {
       const V w = a.is_pattern() ? V(1) : a.values[e];
       const V* xr = &x(static_cast<int64_t>(a.colind[e]), 0);
       V* sr = &src_(t, 0);
-      for (int64_t j = 0; j < f; ++j) sr[j] = w * xr[j];
+      for (int64_t j = 0; j < f; ++j) sr[j] = V(w * xr[j]);
     }
     index_dev_ = this->stage_.place(std::as_const(index_));
     src_dev_ = this->stage_.place(std::as_const(src_.data));
@@ -719,5 +735,9 @@ template std::unique_ptr<Workload> make_workload(const Context&, const HostCsr<i
 template std::unique_ptr<Workload> make_workload(const Context&, const HostCsr<int32_t, double>&, const WorkloadSpec&);
 template std::unique_ptr<Workload> make_workload(const Context&, const HostCsr<int64_t, float>&, const WorkloadSpec&);
 template std::unique_ptr<Workload> make_workload(const Context&, const HostCsr<int64_t, double>&, const WorkloadSpec&);
+template std::unique_ptr<Workload> make_workload(const Context&, const HostCsr<int32_t, half>&, const WorkloadSpec&);
+template std::unique_ptr<Workload> make_workload(const Context&, const HostCsr<int32_t, bfloat16>&, const WorkloadSpec&);
+template std::unique_ptr<Workload> make_workload(const Context&, const HostCsr<int64_t, half>&, const WorkloadSpec&);
+template std::unique_ptr<Workload> make_workload(const Context&, const HostCsr<int64_t, bfloat16>&, const WorkloadSpec&);
 
 }  // namespace sparseport::cli

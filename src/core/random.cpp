@@ -79,6 +79,43 @@ void fill_random(std::vector<V>& v, uint64_t seed, double lo, double hi) {
   for (size_t j = 0; j < v.size(); ++j) v[j] = map(detail::word_at(row_key, j));
 }
 
+// 16 bits: the float32 draws of the same seed, rounded once; a draw that rounds up to hi (or past
+// it) takes the interval's first 16-bit value instead, so every value stays in [lo, hi).
+template <class V16>
+void round_into(V16* out, const float* in, size_t n, double lo, double hi) {
+  V16 first(static_cast<float>(lo));
+  if (static_cast<double>(static_cast<float>(first)) < lo) first = V16::from_bits(static_cast<uint16_t>(first.bits + (lo >= 0 ? 1 : -1)));
+  for (size_t i = 0; i < n; ++i) {
+    const V16 v(in[i]);
+    out[i] = static_cast<double>(static_cast<float>(v)) >= hi ? first : v;
+  }
+}
+
+template <>
+void fill_random<half>(HostDense<half>& m, uint64_t seed, double lo, double hi) {
+  HostDense<float> f(m.rows, m.cols, m.ld);
+  fill_random(f, seed, lo, hi);
+  round_into(m.data.data(), f.data.data(), m.data.size(), lo, hi);
+}
+template <>
+void fill_random<bfloat16>(HostDense<bfloat16>& m, uint64_t seed, double lo, double hi) {
+  HostDense<float> f(m.rows, m.cols, m.ld);
+  fill_random(f, seed, lo, hi);
+  round_into(m.data.data(), f.data.data(), m.data.size(), lo, hi);
+}
+template <>
+void fill_random<half>(std::vector<half>& v, uint64_t seed, double lo, double hi) {
+  std::vector<float> f(v.size());
+  fill_random(f, seed, lo, hi);
+  round_into(v.data(), f.data(), v.size(), lo, hi);
+}
+template <>
+void fill_random<bfloat16>(std::vector<bfloat16>& v, uint64_t seed, double lo, double hi) {
+  std::vector<float> f(v.size());
+  fill_random(f, seed, lo, hi);
+  round_into(v.data(), f.data(), v.size(), lo, hi);
+}
+
 template void fill_random<float>(HostDense<float>&, uint64_t, double, double);
 template void fill_random<double>(HostDense<double>&, uint64_t, double, double);
 template void fill_random<float>(std::vector<float>&, uint64_t, double, double);

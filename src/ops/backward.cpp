@@ -136,14 +136,16 @@ void ensure_inverse_degree(TransposeState& s) {
     std::vector<V> h(static_cast<size_t>(a.nnz));
     for (int64_t i = 0; i < a.rows; ++i)
       for (int64_t e = rp[static_cast<size_t>(i)]; e < rp[static_cast<size_t>(i) + 1]; ++e)
-        h[static_cast<size_t>(e)] = V(1) / static_cast<V>(rp[static_cast<size_t>(i) + 1] - rp[static_cast<size_t>(i)]);
+        h[static_cast<size_t>(e)] = V(1.0 / static_cast<double>(rp[static_cast<size_t>(i) + 1] - rp[static_cast<size_t>(i)]));
     s.inv_deg_a = ops::allocate_result(s.ctx, "sparseport::backward", "1/deg per entry", a.nnz, sizeof(V));
     s.ctx.copy_to_backend(s.inv_deg_a.data(), h.data(), h.size() * sizeof(V));
   };
-  if (a.value_type == ValueType::f32)
-    fill.template operator()<float>();
-  else
-    fill.template operator()<double>();
+  switch (a.value_type) {
+    case ValueType::f64: fill.template operator()<double>(); break;
+    case ValueType::f16: fill.template operator()<half>(); break;
+    case ValueType::bf16: fill.template operator()<bfloat16>(); break;
+    default: fill.template operator()<float>(); break;
+  }
   s.inv_deg_at = ops::allocate_result(s.ctx, "sparseport::backward", "1/deg per entry of A^T", a.nnz,
                                       static_cast<size_t>(size_of(a.value_type)));
   gather_values(s, s.positions.data(), nullptr, s.inv_deg_a.data(), s.inv_deg_at.data());
@@ -260,8 +262,26 @@ void run_spmm_backward(const Context& ctx, const std::string& w, const CsrView& 
       args.at_perm = at->positions().data;
     }
     const sparseport_exec exec = ctx.exec();
-    sparseport_status st{};
-    if (slot(&exec, &args, &st) != 0) detail::throw_status(st, w);
+    const auto call = [&] {
+      sparseport_status st{};
+      if (slot(&exec, &args, &st) != 0) detail::throw_status(st, w);
+    };
+    if (!is_16bit(a.value_type)) return call();
+    // The slot takes float32 and float64 only: 16-bit operands go through float32 copies.
+    scheduler::Scratch copies(ctx.plugin(), exec.state);
+    std::vector<scheduler::ValueOperand> ops(5);
+    ops[0].in = &args.a.values, ops[0].type = &args.a.value_type, ops[0].rows = a.is_pattern() ? 0 : a.nnz;
+    ops[1].in = &args.b.data, ops[1].type = &args.b.value_type, ops[1].ld = &args.b.ld;
+    ops[1].rows = args.b.rows, ops[1].cols = args.b.cols;
+    ops[2].in = &args.dc.data, ops[2].type = &args.dc.value_type, ops[2].ld = &args.dc.ld;
+    ops[2].rows = args.dc.rows, ops[2].cols = args.dc.cols;
+    for (auto [o, d] : {std::pair{&ops[3], &args.db}, {&ops[4], &args.dvalues}}) {
+      o->out = &d->data, o->type = &d->value_type, o->ld = &d->ld;
+      o->rows = d->data != nullptr ? d->rows : 0, o->cols = d->cols;
+      o->read = false, o->written = true;
+    }
+    ops[0].cols = 1;
+    scheduler::run_as_f32(ctx.plugin(), exec, std::move(ops), {}, copies, call, w);
     return;
   }
 

@@ -41,6 +41,18 @@ void softmax_in_place(const Context& ctx, const std::string& w, const CsrView& a
                       void* p) {
   if (a.nnz == 0) return;
   const sparseport_plugin* t = ctx.plugin().table;
+  if (is_16bit(a.value_type)) {
+    // Softmax statistics in float32: the scores go through a float32 copy (one rounding back).
+    const sparseport_exec exec = ctx.exec();
+    scheduler::Scratch copies(ctx.plugin(), exec.state);
+    std::vector<scheduler::ValueOperand> ops(1);
+    CsrView a32 = with_values(a, nullptr);
+    ops[0].out = &p, ops[0].type = reinterpret_cast<int32_t*>(&a32.value_type), ops[0].rows = a.nnz, ops[0].cols = 1;
+    ops[0].read = ops[0].written = true;
+    scheduler::run_as_f32(ctx.plugin(), exec, std::move(ops), {}, copies,
+                          [&] { softmax_in_place(ctx, w, a32, s, scale, p); }, w);
+    return;
+  }
   if (t->csr_softmax != nullptr && t->abi_version >= kAbiCsrSoftmax) {
     const sparseport_csr_softmax_args args{ops::to_abi(with_values(a, nullptr)), p, scale};
     const sparseport_exec exec = ctx.exec();

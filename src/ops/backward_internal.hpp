@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/values16.hpp"
 #include "sparseport/backward.hpp"
 #include "src/ops/common.hpp"
 
