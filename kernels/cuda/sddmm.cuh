@@ -3,9 +3,12 @@
 // dot(X[row(e), :], Y[col(e), :]), a warp per row, a group of G lanes (VEC values each along F)
 // per dot product reduced with shuffles, the warp's groups striding over the row's entries, each
 // group with U dot products in flight. sddmm.nnz_balanced has its own kernel (entries, not rows).
+// 16-bit values (ABI 1.7): V is the storage type of A's values, X, Y and out; the products and the
+// dot products are acc_t<V> (float), 16-byte vectors hold 8 values (VEC = 8), and out is rounded
+// once when stored.
 #pragma once
 
-#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/values16.cuh"
 
 namespace sparseport::cuda {
 
@@ -45,14 +48,15 @@ SddmmParams<I, V> sddmm_params(const sparseport_sddmm_args& a) {
 // entries' loads issued before the first product (entries with !ok[u] load nothing).
 template <class I, class V, int VEC, int G, int U>
 __device__ __forceinline__ void sddmm_walk_dots(const SddmmParams<I, V>& p, const int64_t (&r)[U],
-                                                const int64_t (&c)[U], const bool (&ok)[U], int sub, V (&dot)[U]) {
+                                                const int64_t (&c)[U], const bool (&ok)[U], int sub,
+                                                acc_t<V> (&dot)[U]) {
   for (int64_t f = int64_t{sub} * VEC; f < p.F; f += int64_t{G} * VEC) {
-    VecN<V, VEC> xv[U], yv[U];
+    VecN<acc_t<V>, VEC> xv[U], yv[U];
 #pragma unroll
     for (int u = 0; u < U; ++u)
       if (ok[u]) {
-        xv[u] = vload<V, VEC>(p.x + r[u] * p.ldx + f);
-        yv[u] = vload<V, VEC>(p.y + c[u] * p.ldy + f);
+        xv[u] = sload<V, VEC>(p.x + r[u] * p.ldx + f);
+        yv[u] = sload<V, VEC>(p.y + c[u] * p.ldy + f);
       }
 #pragma unroll
     for (int u = 0; u < U; ++u)
@@ -68,14 +72,15 @@ __device__ __forceinline__ void sddmm_walk_dots(const SddmmParams<I, V>& p, cons
 // shuffles are all taken.
 template <class I, class V, int G, int U>
 __device__ __forceinline__ void sddmm_store(const SddmmParams<I, V>& p, int64_t first, int64_t stride,
-                                            const bool (&ok)[U], int sub, unsigned mask, V (&dot)[U]) {
+                                            const bool (&ok)[U], int sub, unsigned mask, acc_t<V> (&dot)[U]) {
+  using A = acc_t<V>;
 #pragma unroll
   for (int u = 0; u < U; ++u) dot[u] = group_sum<G>(dot[u], mask);
   if (sub != 0) return;
 #pragma unroll
   for (int u = 0; u < U; ++u) {
     const int64_t e = first + int64_t{u} * stride;
-    if (ok[u]) p.out[e * p.ldo] = (p.val != nullptr ? p.val[e] : V(1)) * dot[u];
+    if (ok[u]) st_acc(p.out + e * p.ldo, (p.val != nullptr ? widen(p.val[e]) : A(1)) * dot[u]);
   }
 }
 
@@ -106,9 +111,9 @@ __device__ __forceinline__ void sddmm_span(const SddmmParams<I, V>& p, int64_t z
       }
       r[u] = row;
     }
-    V dot[U];
+    acc_t<V> dot[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u) dot[u] = V(0);
+    for (int u = 0; u < U; ++u) dot[u] = acc_t<V>(0);
     sddmm_walk_dots<I, V, VEC, G, U>(p, r, c, ok, sub, dot);
     sddmm_store<I, V, G, U>(p, e, NG, ok, sub, mask, dot);
   }
@@ -121,9 +126,10 @@ __global__ void __launch_bounds__(kBlock) sddmm_rows_kernel(SddmmParams<I, V> p)
   for (int64_t row = warp; row < p.m; row += nwarps) sddmm_span<I, V, VEC, G>(p, p.rowptr[row], p.rowptr[row + 1], row);
 }
 
+// The value types follow VEC (dispatch_types_vec): 1 all four, 8 the 16-bit ones, 4 float and double.
 template <int VEC, int G>
 void launch_sddmm_rows(const State& s, const sparseport_sddmm_args& a, const char* name) {
-  dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
+  dispatch_types_vec<VEC>(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
     sddmm_rows_kernel<I, V, VEC, G><<<blocks_for(a.a.rows * 32), kBlock, 0, s.stream()>>>(sddmm_params<I, V>(a));

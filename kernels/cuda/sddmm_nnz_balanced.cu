@@ -83,19 +83,19 @@ __global__ void __launch_bounds__(kBlock) sddmm_nnz_kernel(SddmmParams<I, V> p, 
       r[u] = ok[u] ? static_cast<int64_t>(rowind[e]) : 0;
       c[u] = ok[u] ? static_cast<int64_t>(colind[e]) : 0;
     }
-    V dot[U];
+    acc_t<V> dot[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u) dot[u] = V(0);
+    for (int u = 0; u < U; ++u) dot[u] = acc_t<V>(0);
     if constexpr (CPL > 0) {
-      VecN<V, VEC> xv[U][CPL], yv[U][CPL];
+      VecN<acc_t<V>, VEC> xv[U][CPL], yv[U][CPL];
 #pragma unroll
       for (int u = 0; u < U; ++u)
         if (ok[u]) {
 #pragma unroll
           for (int k = 0; k < CPL; ++k) {
             const int64_t f = (int64_t{k} * G + sub) * VEC;
-            xv[u][k] = vload<V, VEC>(p.x + r[u] * p.ldx + f);
-            yv[u][k] = vload<V, VEC>(p.y + c[u] * p.ldy + f);
+            xv[u][k] = sload<V, VEC>(p.x + r[u] * p.ldx + f);
+            yv[u][k] = sload<V, VEC>(p.y + c[u] * p.ldy + f);
           }
         }
 #pragma unroll
@@ -132,12 +132,19 @@ void launch_vec(const State& s, const sparseport_sddmm_args& a) {
   constexpr int VEC = 16 / static_cast<int>(sizeof(V));
   const int64_t F = a.x.cols;
   const int64_t vecs = F / VEC;  // F % VEC == 0 here
+  // 16-bit values: at most 4 vectors a lane unrolled (8 would be 128 float registers of X and Y).
+  constexpr bool k16 = is16_v<V>;
   if (vecs >= 8) {
-    switch (vecs == 8 ? 1 : vecs == 16 ? 2 : vecs == 32 ? 4 : vecs == 64 ? 8 : 0) {
+    switch (vecs == 8 ? 1 : vecs == 16 ? 2 : vecs == 32 ? 4 : (vecs == 64 && !k16) ? 8 : 0) {
       case 1: launch<I, V, VEC, 8, 1>(s, a); return;
       case 2: launch<I, V, VEC, 8, 2>(s, a); return;
       case 4: launch<I, V, VEC, 8, 4>(s, a); return;
-      case 8: launch<I, V, VEC, 8, 8>(s, a); return;
+      case 8:
+        if constexpr (!k16) {
+          launch<I, V, VEC, 8, 8>(s, a);
+          return;
+        }
+        [[fallthrough]];
       default: launch<I, V, VEC, 8, 0>(s, a); return;
     }
   }
@@ -152,8 +159,11 @@ void launch_vec(const State& s, const sparseport_sddmm_args& a) {
 }  // namespace
 
 void sddmm_nnz_balanced(const State& s, const sparseport_sddmm_args& a) {
-  const bool vec = vec4_rows(a.x.data, a.x.ld, a.x.cols) && vec4_rows(a.y.data, a.y.ld, a.y.cols);
-  dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
+  // 16-bit values: 8 a vector, so F % 8 and ld % 8 (vec16_rows).
+  const bool vec = is16_tag(a.a.value_type)
+                       ? vec16_rows(a.x.data, a.x.ld, a.x.cols, 2) && vec16_rows(a.y.data, a.y.ld, a.y.cols, 2)
+                       : vec4_rows(a.x.data, a.x.ld, a.x.cols) && vec4_rows(a.y.data, a.y.ld, a.y.cols);
+  dispatch_types_all(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
     // vec4_rows (F % 4, 16-byte rows) also makes double pairs legal (F % 2, 16-byte rows).

@@ -18,6 +18,13 @@
 //  - a plan preprocessed with beta = 0 and then called with beta != 0 gave wrong rows (a hub of
 //    600 entries), so cuSPARSE always runs exactly as planned, alpha = 1 and beta = 0; any other
 //    alpha or beta goes into scratch and one elementwise pass finishes C = alpha * T + beta * C.
+//
+// 16-bit values (ABI 1.7): A, B and C as CUDA_R_16F / CUDA_R_16BF with CUSPARSE_COMPUTE_32F
+// (compute type CUDA_R_32F, alpha and beta as float), the mixed precision cuSPARSE documents for
+// SpMM and SpMV; an algorithm cuSPARSE refuses for them is left out of the timing (the plan's note
+// says which). SpMM's alpha and beta: where the kept algorithm is ALG2 (no preprocessing, so the
+// beta trap above does not apply) cuSPARSE applies them itself, C rounded once; after ALG3 the
+// epilogue finishes C from the 16-bit T in float32, a second rounding. SpMV passes them as always.
 #include <algorithm>
 #include <cstdio>
 #include <initializer_list>
@@ -26,7 +33,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/values16.cuh"
 #include "sparseport/errors.hpp"
 
 namespace sparseport::cuda {
@@ -52,7 +59,7 @@ class VendorPlan : public Plan {
     if (values == nullptr) {
       check(cudaMallocFromPoolAsync(&ones_, static_cast<size_t>(A.nnz) * sizeof(V), state_->pool(), state_->stream()),
             "cudaMallocFromPoolAsync (ones for a pattern)");
-      dense_fill(*state_, ones_, A.nnz, 1, 1, A.value_type, 1.0);
+      fill_ones<V>(ones_, A.nnz);
       values = ones_;
     }
     bound_values_ = A.values;
@@ -71,7 +78,17 @@ class VendorPlan : public Plan {
   }
   template <class V>
   static cudaDataType data_type() {
-    return std::is_same_v<V, double> ? CUDA_R_64F : CUDA_R_32F;
+    if constexpr (std::is_same_v<V, __half>)
+      return CUDA_R_16F;
+    else if constexpr (std::is_same_v<V, __nv_bfloat16>)
+      return CUDA_R_16BF;
+    else
+      return std::is_same_v<V, double> ? CUDA_R_64F : CUDA_R_32F;
+  }
+  // The compute type (and the type of alpha and beta): float32 for 16-bit values.
+  template <class V>
+  static cudaDataType compute_type() {
+    return data_type<acc_t<V>>();
   }
 
   cusparseSpMatDescr_t a_ = nullptr;
@@ -81,6 +98,10 @@ class VendorPlan : public Plan {
   const State* state_;
   void* ones_ = nullptr;
   const void* bound_values_ = nullptr;
+
+  // n ones of V (dense_fill for float and double; 16-bit values by ones_kernel).
+  template <class V>
+  void fill_ones(void* p, int64_t n);
 };
 
 class SpmmVendorPlan : public VendorPlan {
@@ -136,13 +157,33 @@ bool canonical(const State& s, const sparseport_csr& a) {
 }
 
 template <class V>
+__global__ void __launch_bounds__(kBlock) ones_kernel(V* p, int64_t n) {
+  for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < n;
+       k += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    p[k] = narrow<V>(1.0f);
+}
+
+template <class V>
+void VendorPlan::fill_ones(void* p, int64_t n) {
+  if constexpr (is16_v<V>) {
+    ones_kernel<V><<<blocks_for(n), kBlock, 0, state_->stream()>>>(static_cast<V*>(p), n);
+    check_launch("ones for a pattern");
+  } else {
+    dense_fill(*state_, p, n, 1, 1, std::is_same_v<V, double> ? SPARSEPORT_F64 : SPARSEPORT_F32, 1.0);
+  }
+}
+
+// C = alpha * T + beta * C (beta == 0: C not read), in acc_t<V>, one rounding into V.
+template <class V>
 __global__ void __launch_bounds__(kBlock) epilogue_kernel(const V* t, V* c, int64_t rows, int64_t cols, int64_t ld,
-                                                          V alpha, V beta) {
+                                                          acc_t<V> alpha, acc_t<V> beta) {
+  using A = acc_t<V>;
   const int64_t total = rows * cols;
   for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < total;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t at = (k / cols) * ld + k % cols;
-    c[at] = beta != V(0) ? alpha * t[at] + beta * c[at] : alpha * t[at];
+    const A tv = ld_acc(t + at);
+    st_acc(c + at, beta != A(0) ? alpha * tv + beta * ld_acc(c + at) : alpha * tv);
   }
 }
 
@@ -213,13 +254,15 @@ std::string plan_key(const char* variant, const sparseport_spmm_args& a, size_t 
          std::to_string(reinterpret_cast<uintptr_t>(a.a.colind)) + "|" + std::to_string(a.a.rows) + "|" +
          std::to_string(a.a.cols) + "|" + std::to_string(a.a.nnz) + "|" + std::to_string(a.b.cols) + "|" +
          std::to_string(a.b.ld) + "|" + std::to_string(a.c.ld) + "|" + std::to_string(isz) + "|" +
-         std::to_string(vsz) + "|" + (a.a.values == nullptr ? "pattern" : "values");
+         std::to_string(vsz) + "|" + std::to_string(a.c.value_type) + "|" +  // f16 and bf16 share vsz
+         (a.a.values == nullptr ? "pattern" : "values");
 }
 
 template <class I, class V>
 std::shared_ptr<SpmmVendorPlan> build_spmm_plan(const State& s, const sparseport_spmm_args& args) {
   const sparseport_csr& A = args.a;
   const cudaDataType vt = VendorPlan::data_type<V>();
+  const cudaDataType ct = VendorPlan::compute_type<V>();
   auto plan = std::make_shared<SpmmVendorPlan>(s);
   plan->describe<I, V>(A);
   check(cusparseCreateDnMat(&plan->b_, args.b.rows, args.b.cols, args.b.ld, const_cast<void*>(args.b.data), vt,
@@ -234,21 +277,21 @@ std::shared_ptr<SpmmVendorPlan> build_spmm_plan(const State& s, const sparseport
   }
   check(cusparseCreateDnMat(&plan->c_, args.c.rows, args.c.cols, args.c.ld, target, vt, CUSPARSE_ORDER_ROW),
         "cusparseCreateDnMat (C)");
-  const V one = 1, zero = 0;
+  const acc_t<V> one = 1, zero = 0;
   const cusparseOperation_t N = CUSPARSE_OPERATION_NON_TRANSPOSE;
   std::string report, refused;
   const bool alg3_ok = canonical<I>(s, A);
   if (!alg3_ok) refused = "ALG3: not tried, columns not strictly increasing in every row";
   const auto bytes = [&](cusparseSpMMAlg_t alg, size_t* n) {
-    return cusparseSpMM_bufferSize(s.sparse(), N, N, &one, plan->a_, plan->b_, &zero, plan->c_, vt, alg, n);
+    return cusparseSpMM_bufferSize(s.sparse(), N, N, &one, plan->a_, plan->b_, &zero, plan->c_, ct, alg, n);
   };
   const auto run = [&](cusparseSpMMAlg_t alg, void* buffer) {
-    return cusparseSpMM(s.sparse(), N, N, &one, plan->a_, plan->b_, &zero, plan->c_, vt, alg, buffer);
+    return cusparseSpMM(s.sparse(), N, N, &one, plan->a_, plan->b_, &zero, plan->c_, ct, alg, buffer);
   };
   const auto start = [&](cusparseSpMMAlg_t alg, void* buffer) {
     cusparseStatus_t st = CUSPARSE_STATUS_SUCCESS;
     if (alg == CUSPARSE_SPMM_CSR_ALG3)
-      st = cusparseSpMM_preprocess(s.sparse(), N, N, &one, plan->a_, plan->b_, &zero, plan->c_, vt, alg, buffer);
+      st = cusparseSpMM_preprocess(s.sparse(), N, N, &one, plan->a_, plan->b_, &zero, plan->c_, ct, alg, buffer);
     return st == CUSPARSE_STATUS_SUCCESS ? run(alg, buffer) : st;
   };
   if (alg3_ok)
@@ -266,19 +309,20 @@ template <class I, class V>
 std::shared_ptr<SpmvVendorPlan> build_spmv_plan(const State& s, const sparseport_spmm_args& args) {
   const sparseport_csr& A = args.a;
   const cudaDataType vt = VendorPlan::data_type<V>();
+  const cudaDataType ct = VendorPlan::compute_type<V>();
   auto plan = std::make_shared<SpmvVendorPlan>(s);
   plan->describe<I, V>(A);
   check(cusparseCreateDnVec(&plan->x_, args.b.rows, const_cast<void*>(args.b.data), vt), "cusparseCreateDnVec (x)");
   // Trials write a vector of their own: y keeps its contents until the call proper.
   Scratch trial_y(s, static_cast<size_t>(args.c.rows) * sizeof(V));
   check(cusparseCreateDnVec(&plan->y_, args.c.rows, trial_y.get(), vt), "cusparseCreateDnVec (y)");
-  const V one = 1, zero = 0;
+  const acc_t<V> one = 1, zero = 0;
   const cusparseOperation_t N = CUSPARSE_OPERATION_NON_TRANSPOSE;
   const auto bytes = [&](cusparseSpMVAlg_t alg, size_t* n) {
-    return cusparseSpMV_bufferSize(s.sparse(), N, &one, plan->a_, plan->x_, &zero, plan->y_, vt, alg, n);
+    return cusparseSpMV_bufferSize(s.sparse(), N, &one, plan->a_, plan->x_, &zero, plan->y_, ct, alg, n);
   };
   const auto run = [&](cusparseSpMVAlg_t alg, void* buffer) {
-    return cusparseSpMV(s.sparse(), N, &one, plan->a_, plan->x_, &zero, plan->y_, vt, alg, buffer);
+    return cusparseSpMV(s.sparse(), N, &one, plan->a_, plan->x_, &zero, plan->y_, ct, alg, buffer);
   };
   std::string report, refused;
   keep_fastest(s, *plan, {CUSPARSE_SPMV_CSR_ALG1, CUSPARSE_SPMV_CSR_ALG2}, bytes, run, run, "cusparseSpMV", report,
@@ -303,33 +347,37 @@ std::shared_ptr<P> vendor_plan(const State& s, const std::string& key, Build bui
 }  // namespace
 
 void spmm_cusparse(const State& s, const sparseport_spmm_args& a) {
-  dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
+  dispatch_types_all(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
+    using A = acc_t<V>;
     const auto plan = vendor_plan<SpmmVendorPlan>(s, plan_key("spmm.cusparse", a, sizeof(I), sizeof(V)),
                                                   [&] { return build_spmm_plan<I, V>(s, a); });
     plan->bind_values(a.a);
     check(cusparseDnMatSetValues(plan->b_, const_cast<void*>(a.b.data)), "cusparseDnMatSetValues (B)");
-    // cuSPARSE runs as planned (alpha 1, beta 0); other scalars are applied by the epilogue.
-    const bool plain = a.alpha == 1.0 && a.beta == 0.0;
+    // cuSPARSE runs as planned (alpha 1, beta 0); other scalars are applied by the epilogue, except
+    // for 16-bit values under ALG2 (see the top of the file): cuSPARSE applies them, one rounding.
+    const bool direct = is16_v<V> && plan->alg_ == CUSPARSE_SPMM_CSR_ALG2;
+    const bool plain = (a.alpha == 1.0 && a.beta == 0.0) || direct;
     Scratch t;
     if (!plain) t = Scratch(s, static_cast<size_t>(a.c.rows * a.c.ld) * sizeof(V));
     check(cusparseDnMatSetValues(plan->c_, plain ? a.c.data : t.get()), "cusparseDnMatSetValues (C)");
-    const V one = 1, zero = 0;
-    check(cusparseSpMM(s.sparse(), CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, plan->a_,
-                       plan->b_, &zero, plan->c_, VendorPlan::data_type<V>(), plan->alg_, plan->buffer_),
+    const A one = 1, zero = 0;
+    const A alpha = direct ? static_cast<A>(a.alpha) : one, beta = direct ? static_cast<A>(a.beta) : zero;
+    check(cusparseSpMM(s.sparse(), CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha,
+                       plan->a_, plan->b_, &beta, plan->c_, VendorPlan::compute_type<V>(), plan->alg_, plan->buffer_),
           "cusparseSpMM");
     if (!plain) {
       epilogue_kernel<V><<<blocks_for(a.c.rows * a.c.cols), kBlock, 0, s.stream()>>>(
-          t.as<V>(), static_cast<V*>(a.c.data), a.c.rows, a.c.cols, a.c.ld, static_cast<V>(a.alpha),
-          static_cast<V>(a.beta));
+          t.as<V>(), static_cast<V*>(a.c.data), a.c.rows, a.c.cols, a.c.ld, static_cast<A>(a.alpha),
+          static_cast<A>(a.beta));
       check_launch("spmm.cusparse (alpha, beta)");
     }
   });
 }
 
 void spmm_cusparse_spmv(const State& s, const sparseport_spmm_args& a) {
-  dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
+  dispatch_types_all(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
     const auto plan = vendor_plan<SpmvVendorPlan>(s, plan_key("spmm.cusparse_spmv", a, sizeof(I), sizeof(V)),
@@ -338,9 +386,9 @@ void spmm_cusparse_spmv(const State& s, const sparseport_spmm_args& a) {
     check(cusparseDnVecSetValues(plan->x_, const_cast<void*>(a.b.data)), "cusparseDnVecSetValues (x)");
     check(cusparseDnVecSetValues(plan->y_, a.c.data), "cusparseDnVecSetValues (y)");
     // beta == 0: cuSPARSE does not read y (NaN in it stays out; tests/conformance/spmv.cpp checks it).
-    const V alpha = static_cast<V>(a.alpha), beta = static_cast<V>(a.beta);
+    const acc_t<V> alpha = static_cast<acc_t<V>>(a.alpha), beta = static_cast<acc_t<V>>(a.beta);
     check(cusparseSpMV(s.sparse(), CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, plan->a_, plan->x_, &beta, plan->y_,
-                       VendorPlan::data_type<V>(), plan->alg_, plan->buffer_),
+                       VendorPlan::compute_type<V>(), plan->alg_, plan->buffer_),
           "cusparseSpMV");
   });
 }

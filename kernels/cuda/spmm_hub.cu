@@ -181,29 +181,31 @@ std::shared_ptr<HubPlan> build_plan(const State& s, const sparseport_csr& a, int
 // folded, warp q taking items [n q / 8, n (q + 1) / 8) in order, then the 8 range results in order
 // by warp 0; the row is then finished. 32 columns per pass, one per lane.
 template <Red R, class I, class V>
-__device__ __forceinline__ void det_finish(const SpmmParams<I, V>& p, const V* slots, int64_t n, V count, V* crow) {
+__device__ __forceinline__ void det_finish(const SpmmParams<I, V>& p, const acc_t<V>* slots, int64_t n,
+                                           acc_t<V> count, V* crow) {
   static_assert(kDetRanges * 32 == kBlock, "one warp per range");
-  __shared__ V ranges[kDetRanges][32];
+  using A = acc_t<V>;
+  __shared__ A ranges[kDetRanges][32];
   const int q = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) & 31;
   const int64_t i0 = n * q / kDetRanges, i1 = n * (q + 1) / kDetRanges;
   for (int64_t f0 = 0; f0 < p.F; f0 += 32) {
     const int64_t f = f0 + lane;
     if (f < p.F && i0 < i1) {
-      V r = __ldcg(slots + i0 * p.F + f);
+      A r = __ldcg(slots + i0 * p.F + f);
 #pragma unroll 8
       for (int64_t i = i0 + 1; i < i1; ++i) r = red_combine<R>(r, __ldcg(slots + i * p.F + f));
       ranges[q][lane] = r;
     }
     __syncthreads();
     if (q == 0 && f < p.F) {
-      V r = red_identity<R, V>();
+      A r = red_identity<R, A>();
       bool first = true;
       for (int k = 0; k < kDetRanges; ++k) {
         if (n * k / kDetRanges == n * (k + 1) / kDetRanges) continue;  // an empty range (n < 8)
         r = first ? ranges[k][lane] : red_combine<R>(r, ranges[k][lane]);
         first = false;
       }
-      crow[f] = p.fin.value(r, count, p.fin.beta != V(0) ? crow[f] : V(0));
+      st_acc(crow + f, p.fin.value(r, count, p.fin.beta != A(0) ? ld_acc(crow + f) : A(0)));
     }
     __syncthreads();
   }
@@ -213,17 +215,20 @@ __device__ __forceinline__ void det_finish(const SpmmParams<I, V>& p, const V* s
 // (A function of its own: in the deterministic instantiation the call follows a return that is
 // always taken, and nvcc calls a loop written there unreachable, warning #128.)
 template <class I, class V>
-__device__ __forceinline__ void atomic_finish(const SpmmParams<I, V>& p, const V* acc, V count, V* crow) {
+__device__ __forceinline__ void atomic_finish(const SpmmParams<I, V>& p, const acc_t<V>* acc, acc_t<V> count,
+                                              V* crow) {
+  using A = acc_t<V>;
   for (int64_t f = threadIdx.x; f < p.F; f += blockDim.x) {
-    const V r = __ldcg(acc + f);
-    crow[f] = p.fin.value(r, count, p.fin.beta != V(0) ? crow[f] : V(0));
+    const A r = __ldcg(acc + f);
+    st_acc(crow + f, p.fin.value(r, count, p.fin.beta != A(0) ? ld_acc(crow + f) : A(0)));
   }
 }
 
 template <Red R, bool kDet, class I, class V>
-__device__ __forceinline__ void hub_item(const SpmmParams<I, V>& p, const HubItem& it, V* acc, unsigned* counters,
-                                         const int32_t* split_items, const int32_t* split_first) {
-  __shared__ V part[kBlock / 32][kHubTile];
+__device__ __forceinline__ void hub_item(const SpmmParams<I, V>& p, const HubItem& it, acc_t<V>* acc,
+                                         unsigned* counters, const int32_t* split_items, const int32_t* split_first) {
+  using A = acc_t<V>;
+  __shared__ A part[kBlock / 32][kHubTile];
   __shared__ bool last;
   constexpr int kWarps = kBlock / 32;
   constexpr int U = 4;
@@ -231,27 +236,27 @@ __device__ __forceinline__ void hub_item(const SpmmParams<I, V>& p, const HubIte
   const int64_t n = it.end - it.begin;
   const int64_t w0 = it.begin + n * warp / kWarps, w1 = it.begin + n * (warp + 1) / kWarps;
   const int64_t row = it.row;
-  const V count = static_cast<V>(p.rowptr[row + 1] - p.rowptr[row]);
+  const A count = static_cast<A>(p.rowptr[row + 1] - p.rowptr[row]);
   V* crow = p.c + row * p.ldc;
   const I* __restrict__ colind = p.colind;
   const V* __restrict__ val = p.val;
   const V* __restrict__ b = p.b;
   for (int64_t f0 = 0; f0 < p.F; f0 += kHubTile) {
-    V a[kHubTile / 32];
+    A a[kHubTile / 32];
 #pragma unroll
-    for (int k = 0; k < kHubTile / 32; ++k) a[k] = red_identity<R, V>();
+    for (int k = 0; k < kHubTile / 32; ++k) a[k] = red_identity<R, A>();
     int64_t e = w0;
     for (; e + U <= w1; e += U) {
-      V bv[U][kHubTile / 32];
-      V w[U];
+      A bv[U][kHubTile / 32];
+      A w[U];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int64_t cc = colind[e + u];
-        w[u] = val != nullptr ? val[e + u] : V(1);
+        w[u] = val != nullptr ? widen(val[e + u]) : A(1);
 #pragma unroll
         for (int k = 0; k < kHubTile / 32; ++k) {
           const int64_t f = f0 + lane + 32 * k;
-          bv[u][k] = f < p.F ? __ldg(b + cc * p.ldb + f) : V(0);
+          bv[u][k] = f < p.F ? widen(__ldg(b + cc * p.ldb + f)) : A(0);
         }
       }
 #pragma unroll
@@ -261,11 +266,11 @@ __device__ __forceinline__ void hub_item(const SpmmParams<I, V>& p, const HubIte
     }
     for (; e < w1; ++e) {
       const int64_t cc = colind[e];
-      const V w = val != nullptr ? val[e] : V(1);
+      const A w = val != nullptr ? widen(val[e]) : A(1);
 #pragma unroll
       for (int k = 0; k < kHubTile / 32; ++k) {
         const int64_t f = f0 + lane + 32 * k;
-        if (f < p.F) a[k] = red_step<R>(a[k], w, __ldg(b + cc * p.ldb + f));
+        if (f < p.F) a[k] = red_step<R>(a[k], w, widen(__ldg(b + cc * p.ldb + f)));
       }
     }
 #pragma unroll
@@ -274,10 +279,10 @@ __device__ __forceinline__ void hub_item(const SpmmParams<I, V>& p, const HubIte
     if (threadIdx.x < kHubTile) {
       const int64_t f = f0 + threadIdx.x;
       if (f < p.F) {
-        V r = part[0][threadIdx.x];
+        A r = part[0][threadIdx.x];
         for (int k = 1; k < kWarps; ++k) r = red_combine<R>(r, part[k][threadIdx.x]);
         if (it.split < 0)
-          crow[f] = p.fin.value(r, count, p.fin.beta != V(0) ? crow[f] : V(0));
+          st_acc(crow + f, p.fin.value(r, count, p.fin.beta != A(0) ? ld_acc(crow + f) : A(0)));
         else if constexpr (kDet)
           acc[(static_cast<int64_t>(split_first[it.split]) + it.k) * p.F + f] = r;  // the item's own slot
         else
@@ -305,17 +310,17 @@ __device__ __forceinline__ void hub_item(const SpmmParams<I, V>& p, const HubIte
 template <Red R, class I, class V>
 __global__ void __launch_bounds__(kBlock)
     det_fold_kernel(SpmmParams<I, V> p, const int64_t* split_rows, const int32_t* split_items,
-                    const int32_t* split_first, const V* slots, int64_t nsplit) {
+                    const int32_t* split_first, const acc_t<V>* slots, int64_t nsplit) {
   for (int64_t h = blockIdx.x; h < nsplit; h += gridDim.x) {
     const int64_t row = split_rows[h];
-    const V count = static_cast<V>(p.rowptr[row + 1] - p.rowptr[row]);
+    const acc_t<V> count = static_cast<acc_t<V>>(p.rowptr[row + 1] - p.rowptr[row]);
     det_finish<R>(p, slots + static_cast<int64_t>(split_first[h]) * p.F, split_items[h], count, p.c + row * p.ldc);
   }
 }
 
 template <Red R, bool kDet, class I, class V, int VEC, int G, int S>
 __global__ void __launch_bounds__(kBlock)
-    spmm_hub_kernel(SpmmParams<I, V> p, const HubItem* items, int64_t nitems, V* acc, unsigned* counters,
+    spmm_hub_kernel(SpmmParams<I, V> p, const HubItem* items, int64_t nitems, acc_t<V>* acc, unsigned* counters,
                     const int32_t* split_items, const int32_t* split_first) {
   if (blockIdx.x < nitems) {
     hub_item<R, kDet>(p, items[blockIdx.x], acc, counters, split_items, split_first);
@@ -334,9 +339,10 @@ void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold, bo
   static_assert(S == 1 || G * S <= 32, "a team fits in a warp");
   const int64_t chunk = det ? det_chunk(a.a.nnz) : hub_chunk(a.a.nnz);
   const int64_t spread = det ? kDetSpread : int64_t{8} * s.info().sms;
-  dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
+  dispatch_types_vec<VEC>(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
+    using A = acc_t<V>;
     const std::string key = "spmm.hub_split|" + std::to_string(reinterpret_cast<uintptr_t>(a.a.rowptr)) + "|" +
                             std::to_string(a.a.rows) + "|" + std::to_string(a.a.nnz) + "|" +
                             std::to_string(sizeof(I)) + "|" + std::to_string(threshold) + "|" +
@@ -356,11 +362,11 @@ void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold, bo
       if (plan->nsplit_ > 0) {
         // Deterministic mode: a slot per item of a split hub, each written whole by its item.
         const int64_t accs = det ? plan->nslots_ : int64_t{plan->nsplit_};
-        acc = Scratch(s, static_cast<size_t>(accs) * static_cast<size_t>(p.F) * sizeof(V));
+        acc = Scratch(s, static_cast<size_t>(accs) * static_cast<size_t>(p.F) * sizeof(A));
         if (!det) {
           counters = Scratch(s, static_cast<size_t>(plan->nsplit_) * sizeof(unsigned));
           const double identity = R == Red::sum ? 0.0 : (R == Red::max ? -HUGE_VAL : HUGE_VAL);
-          dense_fill(s, acc.get(), plan->nsplit_, p.F, p.F, a.c.value_type, identity);
+          dense_fill(s, acc.get(), plan->nsplit_, p.F, p.F, kAccTag<V>, identity);
           check(cudaMemsetAsync(counters.get(), 0, static_cast<size_t>(plan->nsplit_) * sizeof(unsigned), s.stream()),
                 "cudaMemsetAsync (hub_split counters)");
         }
@@ -370,17 +376,17 @@ void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold, bo
       const unsigned grid = static_cast<unsigned>(plan->nitems_ + regular);
       if (det)
         spmm_hub_kernel<R, true, I, V, VEC, G, S><<<grid, kBlock, 0, s.stream()>>>(
-            p, plan->items_, plan->nitems_, acc.as<V>(), counters.as<unsigned>(), plan->split_items_,
+            p, plan->items_, plan->nitems_, acc.as<A>(), counters.as<unsigned>(), plan->split_items_,
             plan->split_first_);
       else
         spmm_hub_kernel<R, false, I, V, VEC, G, S><<<grid, kBlock, 0, s.stream()>>>(
-            p, plan->items_, plan->nitems_, acc.as<V>(), counters.as<unsigned>(), plan->split_items_,
+            p, plan->items_, plan->nitems_, acc.as<A>(), counters.as<unsigned>(), plan->split_items_,
             plan->split_first_);
       check_launch("spmm.hub_split");
       if (det && plan->nsplit_ > 0) {
         const unsigned folds = static_cast<unsigned>(std::min<int64_t>(plan->nsplit_, 65535));
         det_fold_kernel<R, I, V><<<folds, kBlock, 0, s.stream()>>>(p, plan->split_rows_, plan->split_items_,
-                                                                   plan->split_first_, acc.as<V>(), plan->nsplit_);
+                                                                   plan->split_first_, acc.as<A>(), plan->nsplit_);
         check_launch("spmm.hub_split (deterministic fold)");
       }
     });
@@ -418,28 +424,32 @@ constexpr int64_t kHubMeanMultiple = 4;
 int64_t mean_floor(const sparseport_csr& a) { return kHubMeanMultiple * (a.nnz / std::max<int64_t>(a.rows, 1)); }
 }  // namespace
 
-void spmm_hub_split(const State& s, const sparseport_spmm_args& a, bool deterministic) {
-  const bool vec4 = vec4_rows(a.b.data, a.b.ld, a.b.cols) && vec4_rows(a.c.data, a.c.ld, a.c.cols);
+namespace {
+
+// spmm_hub_split for vectors of W values a lane along F (W = 4: float and double, 16 bytes of
+// floats; W = 8: 16-bit values, 16 bytes), or single values (vec false: every type).
+template <int W>
+void hub_split_typed(const State& s, const sparseport_spmm_args& a, bool vec, bool deterministic) {
   if (deterministic) {
     // hub_threshold_for without SPARSEPORT_HUB_T, and one lane group per regular row: slices
     // would split a row's sum by a count that depends on the SM count, F and alignment.
     const int64_t t = std::max(a.a.nnz <= kSmallNnz ? kSmallHubThreshold : kDefaultHubThreshold, mean_floor(a.a));
-    if (!vec4) {
+    if (!vec) {
       launch<1, 32>(s, a, t, true);
       return;
     }
-    switch (vec4_group(a.b.cols, 4)) {
-      case 4: launch<4, 4>(s, a, t, true); break;
-      case 8: launch<4, 8>(s, a, t, true); break;
-      case 16: launch<4, 16>(s, a, t, true); break;
-      default: launch<4, 32>(s, a, t, true); break;
+    switch (vecw_group(a.b.cols, W, 4)) {
+      case 4: launch<W, 4>(s, a, t, true); break;
+      case 8: launch<W, 8>(s, a, t, true); break;
+      case 16: launch<W, 16>(s, a, t, true); break;
+      default: launch<W, 32>(s, a, t, true); break;
     }
     return;
   }
   const char* knob = std::getenv("SPARSEPORT_HUB_T");
   const int64_t t = knob != nullptr && *knob != '\0' ? hub_threshold() : std::max(hub_threshold_for(a.a.nnz), mean_floor(a.a));
-  if (vec4) {
-    const int g = vec4_group(a.b.cols, 4);
+  if (vec) {
+    const int g = vecw_group(a.b.cols, W, 4);
     // Small matrices: the regular rows' groups (m x G lanes, less than two waves of a full GPU)
     // leave the GPU idle while each group walks its row, so a row gets a team of S slices, as
     // long as the mean row keeps at least 4 entries per slice (more slices on a full GPU lost:
@@ -449,32 +459,47 @@ void spmm_hub_split(const State& s, const sparseport_spmm_args& a, bool determin
     // shared-memory reduction each (bcsstk16, mean degree 59: 17.8 us against 13.0 for
     // row_warp_vec4 at F = 32 with T = 64, H200). A tiny matrix, one that leaves the GPU half
     // empty even with a whole warp per row, gets full teams whatever its mean degree: idle slices
-    // cost nothing there, and the longest row decides.
+    // cost nothing there, and the longest row decides. (16-bit values: the same choice by the
+    // group width, tuned on float32 only.)
     const int64_t resident = int64_t{s.info().sms} * 2048;
     const bool small = a.a.rows * g < 2 * resident;
     const bool tiny = a.a.rows * 32 <= resident / 2;
     const int64_t mean_deg = a.a.nnz / std::max<int64_t>(a.a.rows, 1);
     if (g == 8 && (tiny || (small && mean_deg >= 16))) {
-      launch<4, 8, 4>(s, a, 4 * t, false);
+      launch<W, 8, 4>(s, a, 4 * t, false);
     } else if (small && g == 8 && mean_deg >= 8) {
-      launch<4, 8, 2>(s, a, 2 * t, false);
+      launch<W, 8, 2>(s, a, 2 * t, false);
     } else if (g == 16 && (tiny || (small && mean_deg >= 8))) {
-      launch<4, 16, 2>(s, a, 2 * t, false);
+      launch<W, 16, 2>(s, a, 2 * t, false);
     } else {
       // F >= 128 keeps whole-warp groups: two slices of 16 lanes holding two or four vectors
       // each lost to them on astro-ph (25.9 / 51.8 us against 21.6 / 35.5 at F = 128 / 256,
       // H200) and won nowhere by more than noise; eight lanes of eight vectors in four slices
       // take 170 registers a lane.
       switch (g) {
-        case 4: launch<4, 4>(s, a, t, false); break;
-        case 8: launch<4, 8>(s, a, t, false); break;
-        case 16: launch<4, 16>(s, a, t, false); break;
-        default: launch<4, 32>(s, a, t, false); break;
+        case 4: launch<W, 4>(s, a, t, false); break;
+        case 8: launch<W, 8>(s, a, t, false); break;
+        case 16: launch<W, 16>(s, a, t, false); break;
+        default: launch<W, 32>(s, a, t, false); break;
       }
     }
   } else {
     launch<1, 32>(s, a, t, false);
   }
+}
+
+}  // namespace
+
+void spmm_hub_split(const State& s, const sparseport_spmm_args& a, bool deterministic) {
+  if (is16_tag(a.a.value_type)) {
+    // 16-bit values: 8 a lane in 16-byte vectors where B and C allow it (F % 8 == 0, ld % 8 == 0,
+    // 16-byte aligned), else one a lane; float32 accumulation either way.
+    const bool vec8 = vec16_rows(a.b.data, a.b.ld, a.b.cols, 2) && vec16_rows(a.c.data, a.c.ld, a.c.cols, 2);
+    hub_split_typed<8>(s, a, vec8, deterministic);
+    return;
+  }
+  const bool vec4 = vec4_rows(a.b.data, a.b.ld, a.b.cols) && vec4_rows(a.c.data, a.c.ld, a.c.cols);
+  hub_split_typed<4>(s, a, vec4, deterministic);
 }
 
 }  // namespace sparseport::cuda

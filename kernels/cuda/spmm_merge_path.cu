@@ -120,21 +120,23 @@ std::shared_ptr<MergePlan> build_plan(const State& s, const sparseport_csr& a, i
 
 // A row of `count` entries walked whole by one lane, or finished from its pieces: r into C.
 template <class I, class V, int FT>
-__device__ __forceinline__ void write_row(const SpmmParams<I, V>& p, int64_t row, int64_t count, const V (&r)[FT]) {
+__device__ __forceinline__ void write_row(const SpmmParams<I, V>& p, int64_t row, int64_t count,
+                                          const acc_t<V> (&r)[FT]) {
   V* crow = p.c + row * p.ldc;
   if (count == 0) {
 #pragma unroll
     for (int j = 0; j < FT; ++j)
-      if (j < p.F) crow[j] = p.fin.empty(crow[j]);
+      if (j < p.F) st_acc(crow + j, p.fin.empty(ld_acc(crow + j)));
     return;
   }
   SmallShare whole;
   whole.held = FT;
-  write_small(crow, p.F, p.fin, r, static_cast<V>(count), whole);
+  write_small<V, FT>(crow, p.F, p.fin, r, static_cast<acc_t<V>>(count), whole);
 }
 
-template <class V, int FT>
-__device__ __forceinline__ void store_piece(V* slot, int64_t F, const V (&r)[FT]) {
+// A piece of a row (accumulator values, acc_t of the storage type) into its slot.
+template <class A, int FT>
+__device__ __forceinline__ void store_piece(A* slot, int64_t F, const A (&r)[FT]) {
 #pragma unroll
   for (int j = 0; j < FT; ++j)
     if (j < F) slot[j] = r[j];
@@ -142,7 +144,9 @@ __device__ __forceinline__ void store_piece(V* slot, int64_t F, const V (&r)[FT]
 
 template <Red R, class I, class V, int FT>
 __global__ void __launch_bounds__(kMergeWarps * 32)
-    merge_path_kernel(SpmmParams<I, V> p, const MergeChunk* chunks, int64_t nchunks, bool vec, V* tails, V* heads) {
+    merge_path_kernel(SpmmParams<I, V> p, const MergeChunk* chunks, int64_t nchunks, bool vec, acc_t<V>* tails,
+                      acc_t<V>* heads) {
+  using A = acc_t<V>;
   constexpr int64_t L = kMergeItems<FT>;
   constexpr int U = kSmallInFlight<FT>;
   constexpr unsigned kAll = 0xffffffffu;
@@ -182,7 +186,7 @@ __global__ void __launch_bounds__(kMergeWarps * 32)
 
     // The walk: rows the lane ends are written, except its first one when it began before the
     // lane (kept in `head` for the scan below); what is left in acc belongs to row_stop (tail).
-    V acc[FT], head[FT];
+    A acc[FT], head[FT];
     fill_identity<R>(acc);
     bool has_head = false;
     int64_t row = first_row;
@@ -199,15 +203,15 @@ __global__ void __launch_bounds__(kMergeWarps * 32)
     };
     for (int64_t z = z0; z < z1; z += U) {
       I cc[U];
-      V w[U];
+      A w[U];
       bool ok[U];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         ok[u] = z + u < z1;
         cc[u] = ok[u] ? colind[z + u] : I(0);
-        w[u] = ok[u] ? (val != nullptr ? val[z + u] : V(1)) : V(0);
+        w[u] = ok[u] ? (val != nullptr ? widen(val[z + u]) : A(1)) : A(0);
       }
-      V bv[U][FT];
+      A bv[U][FT];
 #pragma unroll
       for (int u = 0; u < U; ++u)
         if (ok[u]) load_small<V, FT>(b + static_cast<int64_t>(cc[u]) * p.ldb, p.F, vec, bv[u]);
@@ -226,7 +230,7 @@ __global__ void __launch_bounds__(kMergeWarps * 32)
     int64_t key = row_stop;
     for (int o = 1; o < 32; o *= 2) {
       const int64_t up_key = __shfl_up_sync(kAll, key, o);
-      V up[FT];
+      A up[FT];
 #pragma unroll
       for (int j = 0; j < FT; ++j) up[j] = __shfl_up_sync(kAll, acc[j], o);
       if (lane >= o && up_key == key) {
@@ -234,7 +238,7 @@ __global__ void __launch_bounds__(kMergeWarps * 32)
         for (int j = 0; j < FT; ++j) acc[j] = red_combine<R>(up[j], acc[j]);
       }
     }
-    V before[FT];
+    A before[FT];
 #pragma unroll
     for (int j = 0; j < FT; ++j) before[j] = __shfl_up_sync(kAll, acc[j], 1);
     if (has_head) {
@@ -255,27 +259,29 @@ __global__ void __launch_bounds__(kMergeWarps * 32)
 // head, then finished.
 template <Red R, class I, class V, int FT>
 __global__ void __launch_bounds__(kBlock)
-    merge_fix_kernel(SpmmParams<I, V> p, const MergeFix* fixes, int64_t nfix, const V* tails, const V* heads) {
+    merge_fix_kernel(SpmmParams<I, V> p, const MergeFix* fixes, int64_t nfix, const acc_t<V>* tails,
+                     const acc_t<V>* heads) {
+  using A = acc_t<V>;
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int64_t nwarps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
   for (int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; i < nfix; i += nwarps) {
     const MergeFix fx = fixes[i];
-    V acc[FT];
+    A acc[FT];
     fill_identity<R>(acc);
     for (int64_t t = lane; t < fx.tails; t += 32) {
-      const V* piece = tails + (fx.first_tail + t) * p.F;
+      const A* piece = tails + (fx.first_tail + t) * p.F;
 #pragma unroll
       for (int j = 0; j < FT; ++j)
         if (j < p.F) acc[j] = red_combine<R>(acc[j], piece[j]);
     }
     const SmallShare share = group_reduce_small<R>(acc, 5, lane, 0xffffffffu);
     if (!share.writer) continue;
-    const V* head = heads + fx.head_slot * p.F;
+    const A* head = heads + fx.head_slot * p.F;
 #pragma unroll
     for (int j = 0; j < FT; ++j)
       if (j < share.held && share.first + j < p.F) acc[j] = red_combine<R>(acc[j], head[share.first + j]);
     const int64_t count = static_cast<int64_t>(p.rowptr[fx.row + 1]) - static_cast<int64_t>(p.rowptr[fx.row]);
-    write_small(p.c + fx.row * p.ldc, p.F, p.fin, acc, static_cast<V>(count), share);
+    write_small<V, FT>(p.c + fx.row * p.ldc, p.F, p.fin, acc, static_cast<A>(count), share);
   }
 }
 
@@ -299,9 +305,10 @@ void spmm_merge_path(const State& s, const sparseport_spmm_args& a) {
     spmm_merge_path_wide(s, a);
     return;
   }
-  dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
+  dispatch_types_all(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
+    using A = acc_t<V>;
     const SpmmParams<I, V> p = spmm_params<I, V>(a);
     dispatch_small_f(p.F, [&](auto ft) {
       constexpr int FT = decltype(ft)::value;
@@ -310,18 +317,18 @@ void spmm_merge_path(const State& s, const sparseport_spmm_args& a) {
       const bool vec = small_vector_rows<V, FT>(a.b.data, a.b.ld, p.F);
       Scratch tails, heads;
       if (plan->nfix_ > 0) {
-        tails = Scratch(s, static_cast<size_t>(plan->ntails_ * p.F) * sizeof(V));
-        heads = Scratch(s, static_cast<size_t>(plan->nfix_ * p.F) * sizeof(V));
+        tails = Scratch(s, static_cast<size_t>(plan->ntails_ * p.F) * sizeof(A));
+        heads = Scratch(s, static_cast<size_t>(plan->nfix_ * p.F) * sizeof(A));
       }
       const auto grid = static_cast<unsigned>(std::min<int64_t>(ceil_div(plan->nchunks_, kMergeWarps), 2147483647));
       dispatch_reduce(a.reduce, [&](auto r) {
         constexpr Red R = decltype(r)::value;
         merge_path_kernel<R, I, V, FT><<<grid, kMergeWarps * 32, 0, s.stream()>>>(
-            p, plan->chunks_, plan->nchunks_, vec, tails.as<V>(), heads.as<V>());
+            p, plan->chunks_, plan->nchunks_, vec, tails.as<A>(), heads.as<A>());
         check_launch("spmm.merge_path");
         if (plan->nfix_ > 0) {
           merge_fix_kernel<R, I, V, FT><<<blocks_for(plan->nfix_ * 32), kBlock, 0, s.stream()>>>(
-              p, plan->fixes_, plan->nfix_, tails.as<V>(), heads.as<V>());
+              p, plan->fixes_, plan->nfix_, tails.as<A>(), heads.as<A>());
           check_launch("spmm.merge_path (rows across chunks)");
         }
       });

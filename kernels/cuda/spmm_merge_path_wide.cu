@@ -26,6 +26,9 @@
 //    warp per group (again on groups of 32 of those while a row still has more than kFixPieces
 //    pieces), so a mega-row's fold is spread over the whole GPU and the fix-up folds at most about
 //    kFixPieces pieces a row.
+// 16-bit values (ABI 1.7): V is the storage type of A's values, B and C; the walk, the pieces and
+// the fix-up are in acc_t<V> (float), vectors are 16 bytes (8 values a lane, VEC = 8), C is
+// rounded once when written.
 // No atomics and no pass over C; every combination has an order fixed by the plan (rowptr and L)
 // and the lane shape (F, alignment): the same bits every run.
 #include <algorithm>
@@ -73,7 +76,7 @@ constexpr int64_t kFixPieces = 128;
 // Gathers in flight per lane: at most 8 entries and at most 32 registers of gathered values
 // (float4: 8 entries at K = 1, 4 at K = 2; scalar floats: 8 at any K up to 4).
 template <class V, int VEC, int K>
-constexpr int kWideRegs = 32 / (K * VEC * static_cast<int>(sizeof(V) / 4));
+constexpr int kWideRegs = 32 / (K * VEC * static_cast<int>(sizeof(acc_t<V>) / 4));
 template <class V, int VEC, int K>
 constexpr int kWideInFlight = kWideRegs<V, VEC, K> < 8 ? kWideRegs<V, VEC, K> : 8;
 
@@ -95,8 +98,9 @@ constexpr int kWideMinBlocks = sizeof(V) == 8 && K * VEC >= 4 ? 3 : 4;
 // division: its slow path is a call, around which the registers of the walk would be spilled.
 template <Red R, bool MEAN, class I, class V, int VEC, int G, int K>
 __global__ void __launch_bounds__(kWideWarps * 32, kWideMinBlocks<V, VEC, K>)
-    merge_wide_kernel(SpmmParams<I, V> p, const MergeChunk* chunks, int64_t nchunks, int64_t window, V* tails,
-                      V* heads) {
+    merge_wide_kernel(SpmmParams<I, V> p, const MergeChunk* chunks, int64_t nchunks, int64_t window,
+                      acc_t<V>* tails, acc_t<V>* heads) {
+  using A = acc_t<V>;
   static_assert(G == 8 || G == 16 || G == 32, "a sub-group is 8, 16 or 32 lanes");
   static_assert(!MEAN || R == Red::sum, "mean carries a sum");
   constexpr int S = 32 / G;
@@ -111,7 +115,7 @@ __global__ void __launch_bounds__(kWideWarps * 32, kWideMinBlocks<V, VEC, K>)
   const I* __restrict__ colind = p.colind;
   const V* __restrict__ val = p.val;
   const V* __restrict__ b = p.b;
-  Finish<V> fin = p.fin;
+  Finish<A> fin = p.fin;
   fin.mean = MEAN;
   for (int64_t k = static_cast<int64_t>(blockIdx.x) * kWideWarps + warp; k < nchunks;
        k += static_cast<int64_t>(gridDim.x) * kWideWarps) {
@@ -149,24 +153,24 @@ __global__ void __launch_bounds__(kWideWarps * 32, kWideMinBlocks<V, VEC, K>)
       // F % VEC == 0, so a vector is in F whole or not at all).
       const auto column = [&](int j) -> int64_t { return f0 + (int64_t{j} * G + sub) * VEC; };
       // C[r, this lane's columns] from the reduction v of a row of `count` entries.
-      const auto write_row = [&](int64_t r, int64_t count, const VecN<V, VEC>(&v)[K]) {
+      const auto write_row = [&](int64_t r, int64_t count, const VecN<A, VEC>(&v)[K]) {
         V* crow = p.c + r * p.ldc;
-        const V n = static_cast<V>(count);
+        const A n = static_cast<A>(count);
 #pragma unroll
         for (int j = 0; j < K; ++j) {
           const int64_t f = column(j);
           if (f >= p.F) continue;
-          VecN<V, VEC> old, out;
-          if (fin.beta != V(0))
-            old = vload_rw<V, VEC>(crow + f);
+          VecN<A, VEC> old, out;
+          if (fin.beta != A(0))
+            old = sload_rw<V, VEC>(crow + f);
           else
-            vfill(old, V(0));
+            vfill(old, A(0));
 #pragma unroll
           for (int i = 0; i < VEC; ++i) out.x[i] = count == 0 ? fin.empty(old.x[i]) : fin.value(v[j].x[i], n, old.x[i]);
-          vstore<V, VEC>(crow + f, out);
+          sstore<V, VEC>(crow + f, out);
         }
       };
-      const auto store_piece = [&](V* slot, const VecN<V, VEC>(&v)[K]) {
+      const auto store_piece = [&](A* slot, const VecN<A, VEC>(&v)[K]) {
 #pragma unroll
         for (int j = 0; j < K; ++j) {
           const int64_t f = column(j);
@@ -176,11 +180,11 @@ __global__ void __launch_bounds__(kWideWarps * 32, kWideMinBlocks<V, VEC, K>)
         }
       };
 
-      VecN<V, VEC> acc[K], head[K];
+      VecN<A, VEC> acc[K], head[K];
 #pragma unroll
       for (int j = 0; j < K; ++j) {
-        vfill(acc[j], red_identity<R, V>());
-        vfill(head[j], red_identity<R, V>());
+        vfill(acc[j], red_identity<R, A>());
+        vfill(head[j], red_identity<R, A>());
       }
       bool has_head = false;
       // The row being walked, its first entry and its end (kNever for row_stop, which the share
@@ -195,7 +199,7 @@ __global__ void __launch_bounds__(kWideWarps * 32, kWideMinBlocks<V, VEC, K>)
           write_row(row, end - start, acc);
         }
 #pragma unroll
-        for (int j = 0; j < K; ++j) vfill(acc[j], red_identity<R, V>());
+        for (int j = 0; j < K; ++j) vfill(acc[j], red_identity<R, A>());
         ++row;
         start = end;
         end = row < row_stop ? row_end(row) : kNever;
@@ -208,22 +212,22 @@ __global__ void __launch_bounds__(kWideWarps * 32, kWideMinBlocks<V, VEC, K>)
       for (int64_t z = z0; z < z1;) {
         const int n = z1 - z < U ? static_cast<int>(z1 - z) : U;
         I cc[U];
-        V w[U];
+        A w[U];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
           cc[u] = u < n ? colind[z + u] : I(0);
-          w[u] = u < n ? (val != nullptr ? val[z + u] : V(1)) : V(0);
+          w[u] = u < n ? (val != nullptr ? widen(val[z + u]) : A(1)) : A(0);
         }
-        VecN<V, VEC> bv[U][K];
+        VecN<A, VEC> bv[U][K];
 #pragma unroll
         for (int u = 0; u < U; ++u)
 #pragma unroll
           for (int j = 0; j < K; ++j) {
             const int64_t f = column(j);
             if (u < n && f < p.F)
-              bv[u][j] = vload<V, VEC>(b + static_cast<int64_t>(cc[u]) * p.ldb + f);
+              bv[u][j] = sload<V, VEC>(b + static_cast<int64_t>(cc[u]) * p.ldb + f);
             else
-              vfill(bv[u][j], V(0));
+              vfill(bv[u][j], A(0));
           }
         // Entries [u0, u1) of the batch into acc.
         const auto fold = [&](int u0, int u1) {
@@ -258,7 +262,7 @@ __global__ void __launch_bounds__(kWideWarps * 32, kWideMinBlocks<V, VEC, K>)
 #pragma unroll
         for (int o = 1; o < S; o *= 2) {
           const int64_t up_key = __shfl_up_sync(kAll, key, o * G);
-          VecN<V, VEC> up[K];
+          VecN<A, VEC> up[K];
 #pragma unroll
           for (int j = 0; j < K; ++j)
 #pragma unroll
@@ -268,7 +272,7 @@ __global__ void __launch_bounds__(kWideWarps * 32, kWideMinBlocks<V, VEC, K>)
             for (int j = 0; j < K; ++j) acc[j] = vcombine<R>(up[j], acc[j]);
           }
         }
-        VecN<V, VEC> before[K];
+        VecN<A, VEC> before[K];
 #pragma unroll
         for (int j = 0; j < K; ++j)
 #pragma unroll
@@ -359,23 +363,24 @@ __global__ void __launch_bounds__(kBlock)
 // alone (the number of passes follows the plan's longest row).
 template <Red R, class I, class V>
 __global__ void __launch_bounds__(kBlock)
-    merge_wide_fix_kernel(SpmmParams<I, V> p, const MergeFix* fixes, int64_t nfix, const V* tails, const V* heads,
-                          int shift) {
+    merge_wide_fix_kernel(SpmmParams<I, V> p, const MergeFix* fixes, int64_t nfix, const acc_t<V>* tails,
+                          const acc_t<V>* heads, int shift) {
+  using A = acc_t<V>;
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int64_t nwarps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
   for (int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; i < nfix; i += nwarps) {
     const MergeFix fx = fixes[i];
     const Pieces pc = pieces_of(fx.first_tail, fx.first_tail + fx.tails, shift);
     const int64_t n = pc.count();
-    const V count = static_cast<V>(static_cast<int64_t>(p.rowptr[fx.row + 1]) - static_cast<int64_t>(p.rowptr[fx.row]));
+    const A count = static_cast<A>(static_cast<int64_t>(p.rowptr[fx.row + 1]) - static_cast<int64_t>(p.rowptr[fx.row]));
     V* crow = p.c + fx.row * p.ldc;
-    const V* head = heads + fx.head_slot * p.F;
+    const A* head = heads + fx.head_slot * p.F;
     for (int64_t f = lane; f < p.F; f += 32) {
-      V r = tails[pc.first * p.F + f];
+      A r = tails[pc.first * p.F + f];
 #pragma unroll 8
       for (int64_t j = 1; j < n; ++j) r = red_combine<R>(r, tails[pc.slot(j) * p.F + f]);
       r = red_combine<R>(r, head[f]);
-      crow[f] = p.fin.value(r, count, p.fin.beta != V(0) ? crow[f] : V(0));
+      st_acc(crow + f, p.fin.value(r, count, p.fin.beta != A(0) ? ld_acc(crow + f) : A(0)));
     }
   }
 }
@@ -390,10 +395,11 @@ bool wide_vector_rows(const sparseport_spmm_args& a) {
 template <class I, class V, int VEC, int G, int K>
 void launch_wide(const State& s, const sparseport_spmm_args& a, const SpmmParams<I, V>& p, const MergePlan& plan,
                  int64_t items) {
+  using A = acc_t<V>;
   Scratch tails, heads;
   if (plan.nfix_ > 0) {
-    tails = Scratch(s, static_cast<size_t>(plan.ntails_ * p.F) * sizeof(V));
-    heads = Scratch(s, static_cast<size_t>(plan.nfix_ * p.F) * sizeof(V));
+    tails = Scratch(s, static_cast<size_t>(plan.ntails_ * p.F) * sizeof(A));
+    heads = Scratch(s, static_cast<size_t>(plan.nfix_ * p.F) * sizeof(A));
   }
   const int64_t window = 2 * items;
   const size_t smem = static_cast<size_t>(kWideWarps * window) * sizeof(I);
@@ -403,13 +409,13 @@ void launch_wide(const State& s, const sparseport_spmm_args& a, const SpmmParams
     if constexpr (R == Red::sum) {
       if (p.fin.mean)
         merge_wide_kernel<R, true, I, V, VEC, G, K><<<grid, kWideWarps * 32, smem, s.stream()>>>(
-            p, plan.chunks_, plan.nchunks_, window, tails.as<V>(), heads.as<V>());
+            p, plan.chunks_, plan.nchunks_, window, tails.as<A>(), heads.as<A>());
       else
         merge_wide_kernel<R, false, I, V, VEC, G, K><<<grid, kWideWarps * 32, smem, s.stream()>>>(
-            p, plan.chunks_, plan.nchunks_, window, tails.as<V>(), heads.as<V>());
+            p, plan.chunks_, plan.nchunks_, window, tails.as<A>(), heads.as<A>());
     } else {
       merge_wide_kernel<R, false, I, V, VEC, G, K><<<grid, kWideWarps * 32, smem, s.stream()>>>(
-          p, plan.chunks_, plan.nchunks_, window, tails.as<V>(), heads.as<V>());
+          p, plan.chunks_, plan.nchunks_, window, tails.as<A>(), heads.as<A>());
     }
     check_launch("spmm.merge_path");
     if (plan.nfix_ == 0) return;
@@ -417,13 +423,13 @@ void launch_wide(const State& s, const sparseport_spmm_args& a, const SpmmParams
     int shift = 0;
     while ((plan.max_tails_ >> shift) > kFixPieces) {
       const int64_t span = kTailGroup << shift;
-      merge_wide_group_kernel<R, V><<<blocks_for(ceil_div(plan.ntails_, span) * 32), kBlock, 0, s.stream()>>>(
-          plan.fixes_, plan.nfix_, plan.ntails_, p.F, shift, tails.as<V>());
+      merge_wide_group_kernel<R, A><<<blocks_for(ceil_div(plan.ntails_, span) * 32), kBlock, 0, s.stream()>>>(
+          plan.fixes_, plan.nfix_, plan.ntails_, p.F, shift, tails.as<A>());
       check_launch("spmm.merge_path (tail groups of long rows)");
       shift += 5;
     }
     merge_wide_fix_kernel<R, I, V><<<blocks_for(plan.nfix_ * 32), kBlock, 0, s.stream()>>>(
-        p, plan.fixes_, plan.nfix_, tails.as<V>(), heads.as<V>(), shift);
+        p, plan.fixes_, plan.nfix_, tails.as<A>(), heads.as<A>(), shift);
     check_launch("spmm.merge_path (rows across chunks)");
   });
 }
@@ -433,19 +439,20 @@ void launch_wide(const State& s, const sparseport_spmm_args& a, const SpmmParams
 void spmm_merge_path_wide(const State& s, const sparseport_spmm_args& a) {
   const int64_t items = wide_items(a.a.rows + a.a.nnz);
   const std::shared_ptr<MergePlan> plan = merge_plan(s, a.a, items);
-  dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
+  dispatch_types_all(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
     const SpmmParams<I, V> p = spmm_params<I, V>(a);
     if (wide_vector_rows<V>(a)) {
       constexpr int W = static_cast<int>(16 / sizeof(V));
       const int64_t vectors = p.F / W;
-      if constexpr (W == 4) {
-        if (vectors <= 8) return launch_wide<I, V, W, 8, 1>(s, a, p, *plan, items);  // float, F <= 32
+      if constexpr (W >= 4) {
+        // float, F <= 32; 16-bit values (8 a vector), F <= 64
+        if (vectors <= 8) return launch_wide<I, V, W, 8, 1>(s, a, p, *plan, items);
       }
       if (vectors <= 16) return launch_wide<I, V, W, 16, 1>(s, a, p, *plan, items);
       if (vectors <= 32) return launch_wide<I, V, W, 32, 1>(s, a, p, *plan, items);
-      return launch_wide<I, V, W, 32, 2>(s, a, p, *plan, items);  // tiles of 256 floats / 128 doubles
+      return launch_wide<I, V, W, 32, 2>(s, a, p, *plan, items);  // tiles of 256 floats / 128 doubles / 512 halves
     }
     if (p.F <= 32) return launch_wide<I, V, 1, 32, 1>(s, a, p, *plan, items);
     if (p.F <= 64) return launch_wide<I, V, 1, 32, 2>(s, a, p, *plan, items);

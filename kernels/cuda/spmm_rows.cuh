@@ -13,14 +13,19 @@
 // position of the entry whose product it holds, and writes it to arg. A lane walks its row's
 // entries in storage order, so "the first of equal products, else the first NaN" is a compare with
 // the current winner; no two lanes share a column, so no (value, position) pairs are combined.
+// 16-bit values (ABI 1.7): V is the storage type of A's values, B and C, and every product, sum,
+// max and min is carried in A = acc_t<V> (float for __half and __nv_bfloat16; V itself for float and
+// double, whose code is unchanged); C is rounded once when it is stored. Vectors are 16 bytes:
+// VEC = 4 floats or 8 16-bit values (sload / sstore, values16.cuh).
 #pragma once
 
-#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/values16.cuh"
 
 namespace sparseport::cuda {
 
 template <class I, class V>
 struct SpmmParams {
+  using A = acc_t<V>;  // the accumulator
   int64_t m = 0, F = 0;
   const I* rowptr = nullptr;
   const I* colind = nullptr;
@@ -29,7 +34,7 @@ struct SpmmParams {
   int64_t ldb = 0;
   V* c = nullptr;
   int64_t ldc = 0;
-  Finish<V> fin{};
+  Finish<A> fin{};
   // Rows with more entries are left to another kernel (hub_split's CTAs); INT64_MAX otherwise.
   int64_t skip_above = INT64_MAX;
   // Non-null: the row engine walks the rows order[0 .. norder - 1] instead of 0 .. m - 1
@@ -53,14 +58,14 @@ SpmmParams<I, V> spmm_params(const sparseport_spmm_args& a) {
   p.ldb = a.b.ld;
   p.c = static_cast<V*>(a.c.data);
   p.ldc = a.c.ld;
-  p.fin = {static_cast<V>(a.alpha), static_cast<V>(a.beta), a.reduce == SPARSEPORT_REDUCE_MEAN};
+  p.fin = {static_cast<acc_t<V>>(a.alpha), static_cast<acc_t<V>>(a.beta), a.reduce == SPARSEPORT_REDUCE_MEAN};
   return p;
 }
 
 // Writes an empty row: beta * C, or 0.
 template <class V, int G>
-__device__ __forceinline__ void write_empty_row(V* crow, int64_t F, const Finish<V>& fin, int sub) {
-  for (int64_t f = sub; f < F; f += G) crow[f] = fin.empty(crow[f]);
+__device__ __forceinline__ void write_empty_row(V* crow, int64_t F, const Finish<acc_t<V>>& fin, int sub) {
+  for (int64_t f = sub; f < F; f += G) st_acc(crow + f, fin.empty(ld_acc(crow + f)));
 }
 
 // Whether the product x of an entry that comes after the current winner (value cur at position
@@ -106,6 +111,7 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
                 "arg is recorded for max and min by lanes that walk a whole row themselves");
   constexpr int U = UU > 0 ? UU : (VEC == 1 ? 8 : 4);
   constexpr int T = G * S;
+  using A = acc_t<V>;
   const int t = static_cast<int>(threadIdx.x) & (T - 1);
   const int sub = t & (G - 1), slice = t / G;
   const unsigned team_mask = group_mask<T>();
@@ -124,27 +130,27 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
         for (int64_t f = sub; f < p.F; f += G) p.arg[row * p.ldarg + f] = I(-1);
       continue;
     }
-    const V count = static_cast<V>(e1 - e0);
+    const A count = static_cast<A>(e1 - e0);
     for (int64_t f0 = 0; f0 < p.F; f0 += int64_t{G} * VEC) {
       const int64_t f = f0 + int64_t{sub} * VEC;
       const bool active = f < p.F;  // VEC > 1 only when F % VEC == 0
-      VecN<V, VEC> acc;
-      vfill(acc, red_identity<R, V>());
+      VecN<A, VEC> acc;
+      vfill(acc, red_identity<R, A>());
       [[maybe_unused]] VecN<I, VEC> pos;
       if constexpr (ARG) vfill(pos, I(-1));
       if (active) {
         int64_t e = e0 + slice;
         for (; e + int64_t{U - 1} * S < e1; e += int64_t{U} * S) {
           I cc[U];
-          V w[U];
+          A w[U];
 #pragma unroll
           for (int u = 0; u < U; ++u) {
             cc[u] = colind[e + u * S];
-            w[u] = val != nullptr ? val[e + u * S] : V(1);
+            w[u] = val != nullptr ? widen(val[e + u * S]) : A(1);
           }
-          VecN<V, VEC> bv[U];
+          VecN<A, VEC> bv[U];
 #pragma unroll
-          for (int u = 0; u < U; ++u) bv[u] = vload<V, VEC>(b + static_cast<int64_t>(cc[u]) * p.ldb + f);
+          for (int u = 0; u < U; ++u) bv[u] = sload<V, VEC>(b + static_cast<int64_t>(cc[u]) * p.ldb + f);
           if constexpr (ARG) {
 #pragma unroll
             for (int u = 0; u < U; ++u) vaccumulate_arg<R>(acc, pos, w[u], bv[u], static_cast<I>(e + u));
@@ -155,11 +161,11 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
         }
         for (; e < e1; e += S) {
           const I cc = colind[e];
-          const V w = val != nullptr ? val[e] : V(1);
+          const A w = val != nullptr ? widen(val[e]) : A(1);
           if constexpr (ARG)
-            vaccumulate_arg<R>(acc, pos, w, vload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f), static_cast<I>(e));
+            vaccumulate_arg<R>(acc, pos, w, sload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f), static_cast<I>(e));
           else
-            vaccumulate<R>(acc, w, vload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f));
+            vaccumulate<R>(acc, w, sload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f));
         }
       }
       if constexpr (S > 1) {
@@ -171,16 +177,16 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
         if (slice != 0) continue;
       }
       if (active) {
-        VecN<V, VEC> out;
-        if (p.fin.beta != V(0)) {
-          const VecN<V, VEC> old = vload_rw<V, VEC>(crow + f);
+        VecN<A, VEC> out;
+        if (p.fin.beta != A(0)) {
+          const VecN<A, VEC> old = sload_rw<V, VEC>(crow + f);
 #pragma unroll
           for (int i = 0; i < VEC; ++i) out.x[i] = p.fin.value(acc.x[i], count, old.x[i]);
         } else {
 #pragma unroll
-          for (int i = 0; i < VEC; ++i) out.x[i] = p.fin.value(acc.x[i], count, V(0));
+          for (int i = 0; i < VEC; ++i) out.x[i] = p.fin.value(acc.x[i], count, A(0));
         }
-        vstore<V, VEC>(crow + f, out);
+        sstore<V, VEC>(crow + f, out);
         if constexpr (ARG) {
           I* arow = p.arg + row * p.ldarg + f;
 #pragma unroll
@@ -199,10 +205,11 @@ __global__ void __launch_bounds__(kBlock) spmm_rows_kernel(SpmmParams<I, V> p) {
 }
 
 // RECORDS: the variant records arg (SPARSEPORT_VARIANT_RECORDS_ARG); its kernels with ARG are then
-// instantiated too, and run only for max and min with a non-null a.arg.
+// instantiated too, and run only for max and min with a non-null a.arg. The value types follow
+// VEC (dispatch_types_vec): VEC == 1 all four, VEC == 8 the 16-bit ones, VEC == 4 float and double.
 template <int VEC, int G, bool RECORDS = false>
 void launch_spmm_rows(const State& s, const sparseport_spmm_args& a, const char* name) {
-  dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
+  dispatch_types_vec<VEC>(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
     SpmmParams<I, V> p = spmm_params<I, V>(a);

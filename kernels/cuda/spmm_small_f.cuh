@@ -11,6 +11,9 @@
 //    the whole reduction costs FT - 1 shuffles (plus one per step beyond log2 FT lanes) where a
 //    butterfly per column costs FT log2 G. The tree depends only on G: the same bits every run;
 //  - write_small: a finished row into C (alpha, beta, mean).
+// 16-bit values (ABI 1.7): V is the storage type; the FT registers, products and partials are
+// acc_t<V> (float), a row of B read as 16-byte vectors of 8 values where F == FT >= 8 (else 4 or
+// 2 values: the whole row), and C rounded once when written.
 #pragma once
 
 #include <type_traits>
@@ -62,13 +65,13 @@ __device__ __forceinline__ void fill_identity(V (&acc)[FT]) {
 
 // Columns [0, FT) of the row of B at p; columns >= F read as 0 (never written back).
 template <class V, int FT>
-__device__ __forceinline__ void load_small(const V* __restrict__ p, int64_t F, bool vec, V (&out)[FT]) {
+__device__ __forceinline__ void load_small(const V* __restrict__ p, int64_t F, bool vec, acc_t<V> (&out)[FT]) {
   constexpr int W = kSmallVector<V, FT>;
   if constexpr (W > 1) {
     if (vec) {
 #pragma unroll
       for (int k = 0; k < FT; k += W) {
-        const VecN<V, W> t = vload<V, W>(p + k);
+        const VecN<acc_t<V>, W> t = sload<V, W>(p + k);
 #pragma unroll
         for (int i = 0; i < W; ++i) out[k + i] = t.x[i];
       }
@@ -76,7 +79,7 @@ __device__ __forceinline__ void load_small(const V* __restrict__ p, int64_t F, b
     }
   }
 #pragma unroll
-  for (int k = 0; k < FT; ++k) out[k] = k < F ? __ldg(p + k) : V(0);
+  for (int k = 0; k < FT; ++k) out[k] = k < F ? widen(__ldg(p + k)) : acc_t<V>(0);
 }
 
 template <Red R, class V, int FT>
@@ -130,12 +133,13 @@ __device__ __forceinline__ SmallShare group_reduce_small(V (&acc)[FT], int log2g
 
 // C[row, first + j] for j < held (and < F) from the reduction r of a row of `count` entries.
 template <class V, int FT>
-__device__ __forceinline__ void write_small(V* crow, int64_t F, const Finish<V>& fin, const V (&r)[FT], V count,
-                                            const SmallShare& share) {
+__device__ __forceinline__ void write_small(V* crow, int64_t F, const Finish<acc_t<V>>& fin,
+                                            const acc_t<V> (&r)[FT], acc_t<V> count, const SmallShare& share) {
+  using A = acc_t<V>;
 #pragma unroll
   for (int j = 0; j < FT; ++j) {
     const int64_t f = share.first + j;
-    if (j < share.held && f < F) crow[f] = fin.value(r[j], count, fin.beta != V(0) ? crow[f] : V(0));
+    if (j < share.held && f < F) st_acc(crow + f, fin.value(r[j], count, fin.beta != A(0) ? ld_acc(crow + f) : A(0)));
   }
 }
 

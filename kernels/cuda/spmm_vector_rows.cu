@@ -25,6 +25,7 @@ __global__ void __launch_bounds__(kBlock) vector_rows_kernel(SpmmParams<I, V> p,
   const unsigned lane = threadIdx.x & 31u;
   const unsigned mask = G == 32 ? 0xffffffffu : ((1u << G) - 1u) << (lane & ~unsigned(G - 1));
   const int64_t ngroups = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> log2g;
+  using A = acc_t<V>;
   const I* __restrict__ colind = p.colind;
   const V* __restrict__ val = p.val;
   const V* __restrict__ b = p.b;
@@ -33,23 +34,23 @@ __global__ void __launch_bounds__(kBlock) vector_rows_kernel(SpmmParams<I, V> p,
     const int64_t e0 = p.rowptr[row], e1 = p.rowptr[row + 1];
     V* crow = p.c + row * p.ldc;
     if (e0 == e1) {
-      for (int64_t f = sub; f < p.F; f += G) crow[f] = p.fin.empty(crow[f]);
+      for (int64_t f = sub; f < p.F; f += G) st_acc(crow + f, p.fin.empty(ld_acc(crow + f)));
       continue;
     }
-    V acc[FT];
+    A acc[FT];
     fill_identity<R>(acc);
     for (int64_t e = e0 + sub; e < e1; e += int64_t{U} * G) {
       I cc[U];
-      V w[U];
+      A w[U];
       bool ok[U];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const int64_t eu = e + int64_t{u} * G;
         ok[u] = eu < e1;
         cc[u] = ok[u] ? colind[eu] : I(0);
-        w[u] = ok[u] ? (val != nullptr ? val[eu] : V(1)) : V(0);
+        w[u] = ok[u] ? (val != nullptr ? widen(val[eu]) : A(1)) : A(0);
       }
-      V bv[U][FT];
+      A bv[U][FT];
 #pragma unroll
       for (int u = 0; u < U; ++u)
         if (ok[u]) load_small<V, FT>(b + static_cast<int64_t>(cc[u]) * p.ldb, p.F, vec, bv[u]);
@@ -58,7 +59,7 @@ __global__ void __launch_bounds__(kBlock) vector_rows_kernel(SpmmParams<I, V> p,
         if (ok[u]) fold_small<R>(acc, w[u], bv[u]);
     }
     const SmallShare share = group_reduce_small<R>(acc, log2g, sub, mask);
-    if (share.writer) write_small(crow, p.F, p.fin, acc, static_cast<V>(e1 - e0), share);
+    if (share.writer) write_small<V, FT>(crow, p.F, p.fin, acc, static_cast<A>(e1 - e0), share);
   }
 }
 
@@ -81,7 +82,7 @@ int log2_lanes(int64_t rows, int64_t nnz, int in_flight, bool deterministic) {
 }  // namespace
 
 void spmm_vector_rows(const State& s, const sparseport_spmm_args& a, bool deterministic) {
-  dispatch_types(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
+  dispatch_types_all(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
     const SpmmParams<I, V> p = spmm_params<I, V>(a);

@@ -134,4 +134,121 @@ void dispatch_types_all(int32_t index_type, int32_t value_type, F&& f) {
   });
 }
 
+// ---- storage-type vectors (S stored, acc_t<S> computed): the templates that take S and A apart ----
+
+inline bool is16_tag(int32_t value_type) { return value_type == SPARSEPORT_F16 || value_type == SPARSEPORT_BF16; }
+
+// Values per 16-byte vector of a storage type: 4 floats, 2 doubles, 8 halves.
+template <class S>
+inline constexpr int kVec16 = static_cast<int>(16 / sizeof(S));
+
+// Host: whether rows (data, ld, cols) of values of `value_size` bytes can be read as 16-byte vectors:
+// cols and ld multiples of 16 / value_size values, data 16-byte aligned.
+inline bool vec16_rows(const void* data, int64_t ld, int64_t cols, int64_t value_size) {
+  const int64_t w = 16 / value_size;
+  return cols % w == 0 && ld % w == 0 && (reinterpret_cast<uintptr_t>(data) & 15u) == 0;
+}
+
+// One stored value as the accumulator type (read-only path / plain).
+template <class S>
+__device__ __forceinline__ acc_t<S> ldg_acc(const S* p) {
+  return widen(__ldg(p));
+}
+template <class S>
+__device__ __forceinline__ acc_t<S> ld_acc(const S* p) {
+  return widen(*p);
+}
+// An accumulator value rounded once into a stored value.
+template <class S>
+__device__ __forceinline__ void st_acc(S* p, acc_t<S> v) {
+  *p = narrow<S>(v);
+}
+
+// N stored values at p as N accumulator values, through the read-only path: vload for float and
+// double (unchanged), one load16 of N * 2 bytes for 16-bit values.
+template <class S, int N>
+__device__ __forceinline__ VecN<acc_t<S>, N> sload(const S* p) {
+  if constexpr (is16_v<S>) {
+    VecN<float, N> r;
+    load16<S, N>(p, r.x);
+    return r;
+  } else {
+    return vload<S, N>(p);
+  }
+}
+
+// Plain (coherent) loads, for outputs read back (C with beta != 0).
+template <class S, int N>
+__device__ __forceinline__ VecN<acc_t<S>, N> sload_rw(const S* p) {
+  if constexpr (is16_v<S>) {
+    VecN<float, N> r;
+    if constexpr (N == 1 || N == 2 || N == 4 || N == 8) {
+      // One coherent load of N * 2 bytes (p aligned to it, as for sstore).
+      if constexpr (N == 1) {
+        r.x[0] = widen(*p);
+      } else if constexpr (N == 2) {
+        const float2 f = widen2(*reinterpret_cast<const unsigned*>(p), S{});
+        r.x[0] = f.x, r.x[1] = f.y;
+      } else if constexpr (N == 4) {
+        const uint2 w = *reinterpret_cast<const uint2*>(p);
+        const float2 a = widen2(w.x, S{}), b = widen2(w.y, S{});
+        r.x[0] = a.x, r.x[1] = a.y, r.x[2] = b.x, r.x[3] = b.y;
+      } else {
+        const uint4 w = *reinterpret_cast<const uint4*>(p);
+        const unsigned ws[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const float2 f = widen2(ws[i], S{});
+          r.x[2 * i] = f.x, r.x[2 * i + 1] = f.y;
+        }
+      }
+    } else {
+      load16_rw<S, N>(p, r.x);
+    }
+    return r;
+  } else {
+    return vload_rw<S, N>(p);
+  }
+}
+
+// N accumulator values rounded once into N stored values (one store of N * 2 bytes for 16 bits).
+template <class S, int N>
+__device__ __forceinline__ void sstore(S* p, const VecN<acc_t<S>, N>& v) {
+  if constexpr (is16_v<S>)
+    store16<S, N>(p, v.x);
+  else
+    vstore<S, N>(p, v);
+}
+
+// Calls f(I{}, S{}) for the 16-bit value types only (__half for F16, __nv_bfloat16 for BF16).
+template <class F>
+void dispatch_types16(int32_t index_type, int32_t value_type, F&& f) {
+  dispatch_index(index_type, [&](auto i) { dispatch_value16(value_type, [&](auto v) { f(i, v); }); });
+}
+
+// The types a kernel of VEC values per lane serves, S being the storage type: VEC == 1 every type
+// (dispatch_types_all); VEC == 8 (16 bytes of 16-bit values) the 16-bit types; otherwise float and
+// double (dispatch_types: 16 bytes of floats, or pairs of doubles).
+template <int VEC, class F>
+void dispatch_types_vec(int32_t index_type, int32_t value_type, F&& f) {
+  if constexpr (VEC == 1)
+    dispatch_types_all(index_type, value_type, f);
+  else if constexpr (VEC == 8)
+    dispatch_types16(index_type, value_type, f);
+  else
+    dispatch_types(index_type, value_type, f);
+}
+
+// The value type tag of an accumulator scratch array (partials kept in acc_t<S>).
+template <class S>
+inline constexpr int32_t kAccTag = std::is_same_v<acc_t<S>, double> ? SPARSEPORT_F64 : SPARSEPORT_F32;
+
+// Group width for vectors of W values along F: enough lanes to cover F once, at least min_group,
+// at most 32 (vec4_group for W = 4).
+inline int vecw_group(int64_t F, int W, int min_group) {
+  int g = min_group;
+  while (g < 32 && int64_t{g} * W < F) g *= 2;
+  return g;
+}
+
 }  // namespace sparseport::cuda

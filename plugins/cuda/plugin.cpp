@@ -29,39 +29,44 @@ constexpr uint32_t kDet = SPARSEPORT_VARIANT_DETERMINISTIC;
 // Writes sparseport_spmm_args.arg for max and min (ABI 1.5). row_warp applies to every input, so
 // the front end always has a recording variant to fall back to.
 constexpr uint32_t kArg = SPARSEPORT_VARIANT_RECORDS_ARG;
+// Takes F16 and BF16 values itself (ABI 1.7): 16-bit loads and stores, float32 products and sums,
+// one rounding per stored result. The front end serves every other variant's 16-bit calls through
+// float32 copies; why_not refuses the 16-bit inputs a flagged variant cannot take.
+constexpr uint32_t k16 = SPARSEPORT_VARIANT_VALUES16;
 
 const sparseport_variant kVariants[] = {
     // spmm.row_warp_vec4 is the default; where it does not apply, the first that does (row_warp).
-    {SPARSEPORT_OP_SPMM, "spmm.row_warp_vec4", kDefault | kDet | kArg,
+    {SPARSEPORT_OP_SPMM, "spmm.row_warp_vec4", kDefault | kDet | kArg | k16,
      "a group of F/4 lanes (4 to 32) per row, 16-byte vectors along F; needs F % 4 == 0 and 16-byte aligned rows of B and C; "
-     "records arg for max/min"},
-    {SPARSEPORT_OP_SPMM, "spmm.row_warp", kDet | kArg,
+     "records arg for max/min; 16-bit values: F/8 lanes, 8 values a lane, F % 8 == 0"},
+    {SPARSEPORT_OP_SPMM, "spmm.row_warp", kDet | kArg | k16,
      "a warp per row, lanes across F; any F and alignment; a long row holds one warp; records arg for max/min"},
-    {SPARSEPORT_OP_SPMM, "spmm.hub_split", kDet,
+    {SPARSEPORT_OP_SPMM, "spmm.hub_split", kDet | k16,
      "rows above SPARSEPORT_HUB_T (256; 64 below 4 M entries) entries get whole CTAs, a mega-row split over up to 8 x SMs CTAs; the rest as "
      "row_warp(_vec4), in the same launch, with several lane groups per row on small matrices; deterministic mode: a fixed "
      "partition and the split rows' parts combined in order"},
     {SPARSEPORT_OP_SPMM, "spmm.nnz_balanced", 0,
      "equal nonzero chunks per group, rows reduced in registers, atomics only for rows that cross a chunk; skew-independent"},
-    {SPARSEPORT_OP_SPMM, "spmm.vector_rows", kDet,
+    {SPARSEPORT_OP_SPMM, "spmm.vector_rows", kDet | k16,
      "F <= 16 (SpMV and a few vectors): 2 to 32 lanes per row by the mean row length, lanes across the row's entries, "
      "each holding all F columns with several gathers in flight; a long row holds one group"},
-    {SPARSEPORT_OP_SPMM, "spmm.merge_path", kDet,
+    {SPARSEPORT_OP_SPMM, "spmm.merge_path", kDet | k16,
      "equal rows + entries per warp (merge path, chunk boundaries kept per matrix), rows longer than a chunk split "
      "between warps and finished in a fixed order by a second kernel, no atomics; any F (F <= 16: lanes across "
      "entries; above: lane groups across F, 16-byte vectors where B and C allow); for skewed rows"},
     // Two vendor variants: the scheduler's reference for an input is the first that applies to it,
     // so cusparseSpMV (F == 1) comes before cusparseSpMM; PluginInfo::vendor_variant names the last.
-    {SPARSEPORT_OP_SPMM, "spmm.cusparse_spmv", kVendor,
+    {SPARSEPORT_OP_SPMM, "spmm.cusparse_spmv", kVendor | k16,
      "cusparseSpMV CSR, the faster of ALG1 and ALG2 timed once per plan; F == 1 with contiguous vectors, sum only"},
-    {SPARSEPORT_OP_SPMM, "spmm.cusparse", kVendor,
+    {SPARSEPORT_OP_SPMM, "spmm.cusparse", kVendor | k16,
      "cusparseSpMM CSR, row-major B and C, the faster of ALG2 and ALG3 (preprocessed) timed once per plan; sum only"},
-    {SPARSEPORT_OP_SDDMM, "sddmm.nnz_balanced", kDefault | kDet,
+    {SPARSEPORT_OP_SDDMM, "sddmm.nnz_balanced", kDefault | kDet | k16,
      "entries as the unit of work (a row index kept per matrix), 8 lanes per dot product with 16-byte vectors where F and "
      "alignment allow, several dot products in flight per lane"},
-    {SPARSEPORT_OP_SDDMM, "sddmm.row_warp", kDet, "a warp per row, one column per lane, dot products reduced by shuffles"},
-    {SPARSEPORT_OP_SDDMM, "sddmm.vec4", kDet,
-     "a warp per row, F/4 lanes per dot product with 16-byte vectors; needs F % 4 == 0 and 16-byte aligned rows of X and Y"},
+    {SPARSEPORT_OP_SDDMM, "sddmm.row_warp", kDet | k16, "a warp per row, one column per lane, dot products reduced by shuffles"},
+    {SPARSEPORT_OP_SDDMM, "sddmm.vec4", kDet | k16,
+     "a warp per row, F/4 lanes per dot product with 16-byte vectors; needs F % 4 == 0 and 16-byte aligned rows of X and Y "
+     "(16-bit values: F/8 lanes, F % 8 == 0)"},
     {SPARSEPORT_OP_SDDMM, "sddmm.cusparse", kVendor, "cusparseSDDMM (Y read as column-major F x k), then A's values applied"},
     {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.nnz_balanced", kDefault,
      "equal chunks of messages per group, runs reduced in registers and stored once, atomics only where a run crosses a chunk"},
@@ -103,12 +108,43 @@ std::string dims(const sparseport_dense& d) {
 }
 std::string dims(const sparseport_dense_mut& d) { return dims(sparseport_dense{d.rows, d.cols, d.ld, d.data, d.value_type}); }
 
+bool is16(int32_t value_type) { return value_type == SPARSEPORT_F16 || value_type == SPARSEPORT_BF16; }
+const char* type_name(int32_t value_type) { return value_type == SPARSEPORT_BF16 ? "bf16" : "f16"; }
+
+// Rows of 16-bit values readable as 16-byte vectors of 8: cols and ld multiples of 8, 16-byte aligned.
+bool vec8_rows16(const void* data, int64_t ld, int64_t cols) {
+  return cols % 8 == 0 && ld % 8 == 0 && cu::aligned16(data);
+}
+
+// Whether variant v of op is flagged k16 (takes 16-bit values itself); an unknown name passes
+// (the op slot names it as unknown).
+bool takes16(int32_t op, std::string_view v) {
+  for (const sparseport_variant& x : kVariants)
+    if (x.op == op && v == x.name) return (x.flags & k16) != 0;
+  return true;
+}
+
+// The reason a variant without k16 is given 16-bit values (the front end converts them for it, so
+// only a direct caller meets it), else empty.
+std::string not16(int32_t op, std::string_view v, int32_t value_type) {
+  if (!is16(value_type) || takes16(op, v)) return {};
+  return std::string(v) + " takes float32 and float64 values only, not " + type_name(value_type) +
+         " (it is not flagged SPARSEPORT_VARIANT_VALUES16; the front end runs it on float32 copies)";
+}
+
 // Empty when variant applies to args, else the reason in a whole sentence.
 std::string why_not(int32_t op, std::string_view v, const void* args) {
   if (op == SPARSEPORT_OP_SPMM) {
     const auto& a = *static_cast<const sparseport_spmm_args*>(args);
     const int64_t F = a.b.cols;
-    if (v == "spmm.row_warp_vec4" && !(cu::vec4_rows(a.b.data, a.b.ld, F) && cu::vec4_rows(a.c.data, a.c.ld, F)))
+    if (std::string r = not16(op, v, a.c.value_type); !r.empty()) return r;
+    if (v == "spmm.row_warp_vec4" && is16(a.c.value_type) &&
+        !(vec8_rows16(a.b.data, a.b.ld, F) && vec8_rows16(a.c.data, a.c.ld, F)))
+      return "spmm.row_warp_vec4 with " + std::string(type_name(a.c.value_type)) +
+             " values reads 16-byte vectors of 8: it needs F % 8 == 0, B.ld and C.ld multiples of 8 and 16-byte "
+             "aligned B and C, but F = " + std::to_string(F) + ", B has " + dims(a.b) + " and C has " + dims(a.c);
+    if (v == "spmm.row_warp_vec4" && !is16(a.c.value_type) &&
+        !(cu::vec4_rows(a.b.data, a.b.ld, F) && cu::vec4_rows(a.c.data, a.c.ld, F)))
       return "spmm.row_warp_vec4 needs F % 4 == 0, B.ld and C.ld multiples of 4 and 16-byte aligned B and C, but F = " +
              std::to_string(F) + ", B has " + dims(a.b) + " and C has " + dims(a.c);
     if (v == "spmm.vector_rows" && F > cu::kSmallFMaxF)
@@ -124,9 +160,19 @@ std::string why_not(int32_t op, std::string_view v, const void* args) {
   } else if (op == SPARSEPORT_OP_SDDMM) {
     const auto& a = *static_cast<const sparseport_sddmm_args*>(args);
     const int64_t F = a.x.cols;
-    if (v == "sddmm.vec4" && !(cu::vec4_rows(a.x.data, a.x.ld, F) && cu::vec4_rows(a.y.data, a.y.ld, F)))
+    if (std::string r = not16(op, v, a.out.value_type); !r.empty()) return r;
+    if (v == "sddmm.vec4" && is16(a.out.value_type) &&
+        !(vec8_rows16(a.x.data, a.x.ld, F) && vec8_rows16(a.y.data, a.y.ld, F)))
+      return "sddmm.vec4 with " + std::string(type_name(a.out.value_type)) +
+             " values reads 16-byte vectors of 8: it needs F % 8 == 0, X.ld and Y.ld multiples of 8 and 16-byte "
+             "aligned X and Y, but F = " + std::to_string(F) + ", X has " + dims(a.x) + " and Y has " + dims(a.y);
+    if (v == "sddmm.vec4" && !is16(a.out.value_type) &&
+        !(cu::vec4_rows(a.x.data, a.x.ld, F) && cu::vec4_rows(a.y.data, a.y.ld, F)))
       return "sddmm.vec4 needs F % 4 == 0, X.ld and Y.ld multiples of 4 and 16-byte aligned X and Y, but F = " +
              std::to_string(F) + ", X has " + dims(a.x) + " and Y has " + dims(a.y);
+  } else if (op == SPARSEPORT_OP_CSR_ATTENTION) {
+    const auto& a = *static_cast<const sparseport_attention_args*>(args);
+    if (std::string r = not16(op, v, a.out.value_type); !r.empty()) return r;
   }
   return {};
 }
@@ -210,7 +256,11 @@ int spmm(const sparseport_exec* x, const char* variant, const sparseport_spmm_ar
       need_dense(s, a->arg, a->c.rows, a->c.cols, "spmm", "arg");
     }
     if (a->c.rows == 0 || a->c.cols == 0) return;
-    if (a->a.nnz == 0) {
+    if (a->a.nnz == 0 && is16(a->c.value_type)) {
+      // C = beta * C (and arg = -1) in 16 bits: row_warp's empty rows (spmm_empty scales in
+      // float32 and double only).
+      cu::spmm_row_warp(s, *a);
+    } else if (a->a.nnz == 0) {
       cu::spmm_empty(s, *a);
     } else if (v == "spmm.row_warp_vec4") {
       cu::spmm_row_warp_vec4(s, *a);
@@ -326,6 +376,7 @@ int csr_attention(const sparseport_exec* x, const char* variant, const sparsepor
     need_dense(s, a->k.data, a->k.rows, a->k.cols, "csr_attention", "K");
     need_dense(s, a->v.data, a->v.rows, a->v.cols, "csr_attention", "V");
     need_dense(s, a->out.data, a->out.rows, a->out.cols, "csr_attention", "out");
+    if (is16(a->out.value_type)) require_applies(SPARSEPORT_OP_CSR_ATTENTION, v, a);
     if (a->out.rows == 0 || a->out.cols == 0) return;
     if (v == "csr_attention.fused")
       cu::csr_attention_fused(s, *a, deterministic(x));

@@ -1,0 +1,342 @@
+// SPDX-License-Identifier: Apache-2.0
+// Native 16-bit values (ABI 1.7, SPARSEPORT_VARIANT_VALUES16) in the cuda plugin: every variant
+// flagged VALUES16, requested by name, on f16 and bf16 with int32 and int64 indices, against a
+// double oracle computed from the 16-bit inputs themselves (so only the kernel's float32
+// arithmetic and its one rounding of the result are measured):
+//  - spmm (row_warp_vec4, row_warp, hub_split, vector_rows, merge_path, cusparse_spmv, cusparse):
+//    F in {1, 3, 8, 32, 64, 100, 256} where the variant applies, sum / mean / max / min (cuSPARSE:
+//    sum), beta 0 (C filled with NaN first, which must not leak in) and beta 0.5 with alpha 1.25;
+//    A with empty rows, short rows, a hub of 300 entries (one CTA item of hub_split) and one of
+//    1500 (several items; merge_path: a row across chunks), and a pattern A (no values);
+//  - sddmm (nnz_balanced, row_warp, vec4): the same F, A's values and a pattern;
+//  - Decision::via_f32 is false after each call: the variant ran on the 16-bit arrays.
+// Tolerance: |got - want| <= 2 ulp of the 16-bit type at |want| + max(2^-20, n 2^-24) x the sum of
+// the magnitudes of the n terms the float32 accumulation added (n 2^-24: the worst case of n float32
+// additions, which the 1500-entry hub and F = 256 dot products need where their sum cancels) + the
+// 16-bit type's smallest subnormal; cuSPARSE, whose alpha/beta epilogue after ALG3 rounds twice,
+// 3 ulp + 1 ulp of the magnitude.
+// Without a GPU every test skips and says why.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cuda_test.hpp"
+#include "sparseport/half.hpp"
+#include "sparseport/plan.hpp"
+
+namespace {
+
+using namespace sparseport;
+using namespace cuda_test;
+
+constexpr uint64_t kSeed = 20261201;
+const std::vector<int64_t> kFeatures = {1, 3, 8, 32, 64, 100, 256};
+
+template <class H>
+double to_d(H x) {
+  return static_cast<double>(static_cast<float>(x));
+}
+
+// One unit in the last place of the 16-bit type H at magnitude x (x >= 0), subnormals included.
+template <class H>
+double ulp16(double x) {
+  constexpr int mant = std::is_same_v<H, half> ? 10 : 7;                // stored significand bits
+  constexpr int emin = std::is_same_v<H, half> ? -14 : -126;           // smallest normal exponent
+  int e = x > 0 ? static_cast<int>(std::floor(std::log2(x))) : emin;
+  if (e < emin) e = emin;
+  return std::ldexp(1.0, e - mant);
+}
+
+template <class H>
+double tiny16() {
+  return std::is_same_v<H, half> ? std::ldexp(1.0, -24) : std::ldexp(1.0, -133);
+}
+
+template <class H>
+H rnd16(std::mt19937_64& rng, double lo = -1.0, double hi = 1.0) {
+  std::uniform_real_distribution<double> d(lo, hi);
+  return H(static_cast<float>(d(rng)));
+}
+
+// m rows: every 7th empty, row 5 a hub of 300 entries, row 11 a hub of 1500, the rest 1 to 12.
+template <class I, class H>
+HostCsr<I, H> make_matrix(int64_t m, int64_t k, bool pattern, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> col(0, k - 1), deg(1, 12);
+  HostCsr<I, H> a;
+  a.rows = m;
+  a.cols = k;
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t d = i == 5 ? 300 : i == 11 ? 1500 : (i % 7 == 3 ? 0 : deg(rng));
+    for (int64_t t = 0; t < d; ++t) {
+      a.colind.push_back(static_cast<I>(col(rng)));
+      if (!pattern) a.values.push_back(rnd16<H>(rng));
+    }
+    a.rowptr.push_back(static_cast<I>(a.colind.size()));
+  }
+  return a;
+}
+
+template <class H>
+HostDense<H> make_dense_h(int64_t rows, int64_t cols, uint64_t seed, double lo = -1.0, double hi = 1.0) {
+  std::mt19937_64 rng(seed);
+  HostDense<H> d(rows, cols);
+  for (auto& x : d.data) x = rnd16<H>(rng, lo, hi);
+  return d;
+}
+
+struct SpmmCase {
+  std::string variant;
+  bool vendor = false;
+};
+
+const std::vector<SpmmCase> kSpmmVariants = {
+    {"spmm.row_warp_vec4"}, {"spmm.row_warp"},         {"spmm.hub_split"},     {"spmm.vector_rows"},
+    {"spmm.merge_path"},    {"spmm.cusparse_spmv", true}, {"spmm.cusparse", true},
+};
+
+// Whether the variant takes this call (the plugin's `applies` for 16-bit values; buffers from
+// Context::allocate are 16-byte aligned and the dense operands here have ld == F).
+bool spmm_applies(const std::string& v, int64_t F, Reduce r) {
+  if (v == "spmm.row_warp_vec4") return F % 8 == 0;
+  if (v == "spmm.vector_rows") return F <= 16;
+  if (v == "spmm.cusparse_spmv") return F == 1 && r == Reduce::sum;
+  if (v == "spmm.cusparse") return r == Reduce::sum;
+  return true;
+}
+
+// The float32 accumulation's error bound for n terms of total magnitude mag.
+double acc_error(double mag, int64_t n) {
+  return mag * std::max(std::ldexp(1.0, -20), static_cast<double>(n) * std::ldexp(1.0, -24));
+}
+
+// want[i,f], mag[i,f] (the magnitude of what was added) and err[i,f] (acc_error of it) from the
+// 16-bit inputs.
+template <class I, class H>
+void spmm_oracle(const HostCsr<I, H>& a, const HostDense<H>& b, const HostDense<H>& c0, Reduce r, double alpha,
+                 double beta, HostDense<double>& want, HostDense<double>& bound, HostDense<double>& err) {
+  const int64_t F = b.cols;
+  want = HostDense<double>(a.rows, F);
+  bound = HostDense<double>(a.rows, F);
+  err = HostDense<double>(a.rows, F);
+  for (int64_t i = 0; i < a.rows; ++i) {
+    const int64_t e0 = a.rowptr[static_cast<size_t>(i)], e1 = a.rowptr[static_cast<size_t>(i) + 1];
+    for (int64_t f = 0; f < F; ++f) {
+      const double old = beta != 0.0 ? to_d(c0(i, f)) : 0.0;
+      if (e0 == e1) {
+        want(i, f) = beta * old;
+        bound(i, f) = std::abs(beta * old);
+        err(i, f) = acc_error(bound(i, f), 1);
+        continue;
+      }
+      double acc = 0.0, mag = 0.0;
+      for (int64_t e = e0; e < e1; ++e) {
+        const double w = a.is_pattern() ? 1.0 : to_d(a.values[static_cast<size_t>(e)]);
+        const double p = w * to_d(b(a.colind[static_cast<size_t>(e)], f));
+        mag += std::abs(p);
+        if (r == Reduce::sum || r == Reduce::mean)
+          acc += p;
+        else if (e == e0 || (r == Reduce::max ? p > acc : p < acc))
+          acc = p;
+      }
+      if (r == Reduce::mean) {
+        acc /= static_cast<double>(e1 - e0);
+        mag /= static_cast<double>(e1 - e0);
+      }
+      const int64_t n = r == Reduce::max || r == Reduce::min ? 2 : e1 - e0 + 2;
+      if (r == Reduce::max || r == Reduce::min) mag = std::abs(acc);
+      want(i, f) = alpha * acc + beta * old;
+      bound(i, f) = std::abs(alpha) * mag + std::abs(beta * old);
+      err(i, f) = acc_error(bound(i, f), n);
+    }
+  }
+}
+
+// err: the accumulation's bound (acc_error); vendor: cuSPARSE's extra rounding (1 ulp of bound).
+template <class H>
+::testing::AssertionResult close16(double got, double want, double bound, double err, bool vendor) {
+  const double tol =
+      (vendor ? 3 : 2) * ulp16<H>(std::abs(want)) + err + tiny16<H>() + (vendor ? ulp16<H>(bound) : 0.0);
+  if (std::isfinite(got) && std::abs(got - want) <= tol) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "got " << got << ", want " << want << " (tolerance " << tol << ")";
+}
+
+template <class I, class H>
+void run_spmm_suite(bool pattern) {
+  Context ctx = Context::create("cuda");
+  const int64_t m = 97, k = 131;
+  const HostCsr<I, H> a = make_matrix<I, H>(m, k, pattern, kSeed + sizeof(I) + (pattern ? 7 : 0));
+  const DevCsr<I, H> da = to_device(ctx, a);
+  for (const int64_t F : kFeatures) {
+    const HostDense<H> b = make_dense_h<H>(k, F, kSeed + 100 + static_cast<uint64_t>(F));
+    const HostDense<H> c_init = make_dense_h<H>(m, F, kSeed + 200 + static_cast<uint64_t>(F));
+    HostDense<H> c_nan(m, F);
+    for (auto& x : c_nan.data) x = H(std::numeric_limits<float>::quiet_NaN());
+    const DevDense<H> db = to_device(ctx, b);
+    for (const Reduce r : {Reduce::sum, Reduce::mean, Reduce::max, Reduce::min}) {
+      for (const double beta : {0.0, 0.5}) {
+        const double alpha = beta == 0.0 ? 1.0 : 1.25;
+        const HostDense<H>& c0 = beta == 0.0 ? c_nan : c_init;
+        HostDense<double> want, bound, err;
+        spmm_oracle(a, b, c0, r, alpha, beta, want, bound, err);
+        for (const SpmmCase& vc : kSpmmVariants) {
+          if (!spmm_applies(vc.variant, F, r)) continue;
+          SCOPED_TRACE(vc.variant + " F=" + std::to_string(F) + " reduce=" + name(r) + " beta=" + std::to_string(beta) +
+                       (sizeof(I) == 8 ? " int64" : " int32") + (std::is_same_v<H, half> ? " f16" : " bf16") +
+                       (pattern ? " pattern" : ""));
+          DevDense<H> dc = to_device(ctx, c0);
+          SpmmOptions opt;
+          opt.reduce = r;
+          opt.alpha = alpha;
+          opt.beta = beta;
+          opt.variant = vc.variant;
+          spmm(ctx, da.view, db.view(), dc.mut(), opt);
+          const Decision d = last_decision();
+          EXPECT_EQ(d.variant, vc.variant);
+          EXPECT_FALSE(d.via_f32) << vc.variant << " ran through float32 copies, not natively";
+          const HostDense<H> got = to_host(ctx, dc);
+          int bad = 0;
+          for (int64_t i = 0; i < m && bad < 5; ++i)
+            for (int64_t f = 0; f < F && bad < 5; ++f) {
+              const auto ok = close16<H>(to_d(got(i, f)), want(i, f), bound(i, f), err(i, f), vc.vendor);
+              if (!ok) {
+                ++bad;
+                ADD_FAILURE() << "C[" << i << "," << f << "]: " << ok.message();
+              }
+            }
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaValues16, SpmmF16Int32) {
+  CUDA_TEST_REQUIRE_GPU();
+  run_spmm_suite<int32_t, half>(false);
+}
+TEST(CudaValues16, SpmmF16Int64) {
+  CUDA_TEST_REQUIRE_GPU();
+  run_spmm_suite<int64_t, half>(false);
+}
+TEST(CudaValues16, SpmmBf16Int32) {
+  CUDA_TEST_REQUIRE_GPU();
+  run_spmm_suite<int32_t, bfloat16>(false);
+}
+TEST(CudaValues16, SpmmBf16Int64) {
+  CUDA_TEST_REQUIRE_GPU();
+  run_spmm_suite<int64_t, bfloat16>(false);
+}
+TEST(CudaValues16, SpmmPatternF16) {
+  CUDA_TEST_REQUIRE_GPU();
+  run_spmm_suite<int32_t, half>(true);
+}
+TEST(CudaValues16, SpmmPatternBf16) {
+  CUDA_TEST_REQUIRE_GPU();
+  run_spmm_suite<int64_t, bfloat16>(true);
+}
+
+// A matrix without entries: C = beta * C in 16 bits (the plugin runs row_warp's empty rows).
+TEST(CudaValues16, SpmmNoEntries) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  HostCsr<int32_t, half> a;
+  a.rows = 5;
+  a.cols = 4;
+  a.rowptr.assign(6, 0);
+  const DevCsr<int32_t, half> da = to_device(ctx, a);
+  const HostDense<half> b = make_dense_h<half>(4, 8, kSeed + 1);
+  const HostDense<half> c0 = make_dense_h<half>(5, 8, kSeed + 2);
+  const DevDense<half> db = to_device(ctx, b);
+  for (const std::string v : {"spmm.row_warp_vec4", "spmm.row_warp"}) {
+    DevDense<half> dc = to_device(ctx, c0);
+    SpmmOptions opt;
+    opt.beta = 0.5;
+    opt.variant = v;
+    spmm(ctx, da.view, db.view(), dc.mut(), opt);
+    const HostDense<half> got = to_host(ctx, dc);
+    for (int64_t i = 0; i < 5; ++i)
+      for (int64_t f = 0; f < 8; ++f) EXPECT_EQ(to_d(got(i, f)), 0.5 * to_d(c0(i, f))) << v << " C[" << i << "," << f << "]";
+  }
+}
+
+// ---- sddmm ---------------------------------------------------------------------------------------
+
+bool sddmm_applies(const std::string& v, int64_t F) { return v != "sddmm.vec4" || F % 8 == 0; }
+
+template <class I, class H>
+void run_sddmm_suite(bool pattern) {
+  Context ctx = Context::create("cuda");
+  const int64_t m = 97, k = 131;
+  const HostCsr<I, H> a = make_matrix<I, H>(m, k, pattern, kSeed + 300 + sizeof(I));
+  const DevCsr<I, H> da = to_device(ctx, a);
+  for (const int64_t F : kFeatures) {
+    const HostDense<H> x = make_dense_h<H>(m, F, kSeed + 400 + static_cast<uint64_t>(F));
+    const HostDense<H> y = make_dense_h<H>(k, F, kSeed + 500 + static_cast<uint64_t>(F));
+    const DevDense<H> dx = to_device(ctx, x), dy = to_device(ctx, y);
+    std::vector<double> want(static_cast<size_t>(a.nnz())), bound(want.size());
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t e = a.rowptr[static_cast<size_t>(i)]; e < a.rowptr[static_cast<size_t>(i) + 1]; ++e) {
+        const int64_t c = a.colind[static_cast<size_t>(e)];
+        double dot = 0.0, mag = 0.0;
+        for (int64_t f = 0; f < F; ++f) {
+          const double p = to_d(x(i, f)) * to_d(y(c, f));
+          dot += p;
+          mag += std::abs(p);
+        }
+        const double w = a.is_pattern() ? 1.0 : to_d(a.values[static_cast<size_t>(e)]);
+        want[static_cast<size_t>(e)] = w * dot;
+        bound[static_cast<size_t>(e)] = std::abs(w) * mag;
+      }
+    for (const std::string v : {"sddmm.nnz_balanced", "sddmm.row_warp", "sddmm.vec4"}) {
+      if (!sddmm_applies(v, F)) continue;
+      SCOPED_TRACE(v + " F=" + std::to_string(F) + (sizeof(I) == 8 ? " int64" : " int32") +
+                   (std::is_same_v<H, half> ? " f16" : " bf16") + (pattern ? " pattern" : ""));
+      HostDense<H> out0(a.nnz(), 1);
+      for (auto& o : out0.data) o = H(std::numeric_limits<float>::quiet_NaN());
+      DevDense<H> dout = to_device(ctx, out0);
+      OpOptions opt;
+      opt.variant = v;
+      sddmm(ctx, da.view, dx.view(), dy.view(), dout.mut(), opt);
+      const Decision d = last_decision();
+      EXPECT_EQ(d.variant, v);
+      EXPECT_FALSE(d.via_f32) << v << " ran through float32 copies, not natively";
+      const HostDense<H> got = to_host(ctx, dout);
+      int bad = 0;
+      for (int64_t e = 0; e < a.nnz() && bad < 5; ++e) {
+        const double b = bound[static_cast<size_t>(e)];
+        const auto ok = close16<H>(to_d(got(e, 0)), want[static_cast<size_t>(e)], b, acc_error(b, F + 1), false);
+        if (!ok) {
+          ++bad;
+          ADD_FAILURE() << "out[" << e << "]: " << ok.message();
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaValues16, SddmmF16Int32) {
+  CUDA_TEST_REQUIRE_GPU();
+  run_sddmm_suite<int32_t, half>(false);
+}
+TEST(CudaValues16, SddmmF16Int64) {
+  CUDA_TEST_REQUIRE_GPU();
+  run_sddmm_suite<int64_t, half>(false);
+}
+TEST(CudaValues16, SddmmBf16Int32) {
+  CUDA_TEST_REQUIRE_GPU();
+  run_sddmm_suite<int32_t, bfloat16>(false);
+}
+TEST(CudaValues16, SddmmBf16Int64) {
+  CUDA_TEST_REQUIRE_GPU();
+  run_sddmm_suite<int64_t, bfloat16>(false);
+}
+TEST(CudaValues16, SddmmPatternBf16) {
+  CUDA_TEST_REQUIRE_GPU();
+  run_sddmm_suite<int32_t, bfloat16>(true);
+}
+
+}  // namespace
