@@ -771,6 +771,15 @@ void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op
     sparseport_status st{};
     if (call_slot(plugin.table, op, exec, variant, args, &st) != SPARSEPORT_OK)
       detail::throw_status(st, where + "/" + variant);
+    // last_decision() names what ran here too (one small state per thread, reused).
+    thread_local std::shared_ptr<PlanState> direct = std::make_shared<PlanState>();
+    direct->decision = Decision{};
+    direct->decision.variant = variant;
+    direct->decision.source = !requested.empty() ? "requested" : opt.mode == SchedulerMode::off ? "off" : "single";
+    direct->decision.reason = !requested.empty()                ? "the caller named the variant"
+                              : opt.mode == SchedulerMode::off ? "SPARSEPORT_SCHEDULER=off: the default variant"
+                                                               : "one variant applies";
+    g_last = direct;
     return;
   }
   const std::string key = memo_key(exec, plugin, op, args, info, opt);

@@ -21,10 +21,19 @@ trace sparse tensors, so its compiled run breaks the graph around them: the repo
 and graph breaks dynamo made in every compiled run). GAT runs
 on the graph with self loops added once (twins.add_self_loops), PyG's GATConv with
 add_self_loops=False on those same edges.
+
+With ``--autocast bf16|f16`` every run is made twice, in float32 and under
+``torch.autocast(device, dtype)`` (float32 parameters; forward and loss inside the autocast region,
+backward and the Adam step outside), for sparseport and PyG alike: the table gains the columns
+"amp" (fp32 or the autocast dtype), "fp32/amp" (the float32 run's median epoch over this run's:
+above 1, autocast is faster) and "|loss-fp32|" (the largest difference between this run's loss
+curve and the float32 run's of the same implementation and mode); "sparseport speedup" compares
+runs of the same precision.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
 import os
@@ -156,9 +165,18 @@ def make_model(kind: str, impl: str, init_state: Dict[str, torch.Tensor], args, 
     return ours if impl == "sparseport" else models.pyg_twin(ours)
 
 
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
+
+
 def run_one(kind: str, impl: str, mode: str, init_state, args, inp: Inputs, g: twins.Graph,
-            device: torch.device) -> Dict:
-    rec = dict(model=kind, impl=impl, mode=mode, status="ok", error=None, epoch_s=[], losses=[])
+            device: torch.device, amp: Optional[str] = None) -> Dict:
+    """One training run; amp: None (float32) or a key of AUTOCAST_DTYPES (forward and loss under
+    torch.autocast with that dtype)."""
+    rec = dict(model=kind, impl=impl, mode=mode, status="ok", error=None, epoch_s=[], losses=[], autocast=amp)
+
+    def region():
+        return torch.autocast(device.type, dtype=AUTOCAST_DTYPES[amp]) if amp else contextlib.nullcontext()
+
     model = opt = fwd = None
     torch._dynamo.reset()
     gc.collect()
@@ -184,7 +202,8 @@ def run_one(kind: str, impl: str, mode: str, init_state, args, inp: Inputs, g: t
                 sync(device)
                 t0 = time.perf_counter()
                 opt.zero_grad(set_to_none=True)
-                loss = F.cross_entropy(fwd(), inp.y)
+                with region():
+                    loss = F.cross_entropy(fwd(), inp.y)
                 loss.backward()
                 opt.step()
                 sync(device)
@@ -258,43 +277,69 @@ def fmt_bytes(b: Optional[int]) -> str:
     return f"{b / 2**30:.2f} GiB" if abs(b) >= 2**30 else f"{b / 2**20:.0f} MiB"
 
 
+def _loss_diff(a: Dict, b: Dict) -> float:
+    return max(abs(x - y) for x, y in zip(a["losses"], b["losses"]))
+
+
+def _tag(mode: str, amp: Optional[str]) -> str:
+    return mode if amp is None else f"{mode}+{amp}"
+
+
 def compare(runs: List[Dict]) -> List[Dict]:
-    """Largest |loss difference| between sparseport and each other run of the same model, per mode,
-    and between eager and compiled sparseport."""
+    """Largest |loss difference| between sparseport and each other run of the same model, per mode
+    and precision, between eager and compiled sparseport, and (with --autocast) between each
+    autocast run and the float32 run of the same implementation and mode. Autocast runs also get
+    fp32_over_amp_epoch and max_abs_loss_diff_vs_fp32 in their record."""
     out = []
-    by = {(r["model"], r["impl"], r["mode"]): r for r in runs if r["status"] == "ok" and r["losses"]}
-    for (kind, impl, mode), r in by.items():
+    by = {(r["model"], r["impl"], r["mode"], r.get("autocast")): r for r in runs
+          if r["status"] == "ok" and r["losses"]}
+    for (kind, impl, mode, amp), r in by.items():
+        tag = _tag(mode, amp)
         if impl == "sparseport":
-            other = by.get((kind, "sparseport", "eager"))
+            other = by.get((kind, "sparseport", "eager", amp))
             if mode != "eager" and other:
-                out.append(dict(model=kind, a=f"sparseport/{mode}", b="sparseport/eager",
-                                max_abs_loss_diff=max(abs(x - y) for x, y in zip(r["losses"], other["losses"]))))
-            continue
-        ours = by.get((kind, "sparseport", mode))
-        if ours:
-            out.append(dict(model=kind, a=f"sparseport/{mode}", b=f"{impl}/{mode}",
-                            max_abs_loss_diff=max(abs(x - y) for x, y in zip(r["losses"], ours["losses"]))))
+                out.append(dict(model=kind, a=f"sparseport/{tag}", b=f"sparseport/{_tag('eager', amp)}",
+                                max_abs_loss_diff=_loss_diff(r, other)))
+        else:
+            ours = by.get((kind, "sparseport", mode, amp))
+            if ours:
+                out.append(dict(model=kind, a=f"sparseport/{tag}", b=f"{impl}/{tag}", max_abs_loss_diff=_loss_diff(r, ours)))
+        fp32 = by.get((kind, impl, mode, None)) if amp is not None else None
+        if fp32:
+            r["max_abs_loss_diff_vs_fp32"] = _loss_diff(r, fp32)
+            r["fp32_over_amp_epoch"] = fp32["median_epoch_s"] / r["median_epoch_s"]
+            out.append(dict(model=kind, a=f"{impl}/{tag}", b=f"{impl}/{mode}", max_abs_loss_diff=r["max_abs_loss_diff_vs_fp32"]))
     return out
 
 
 def print_table(runs: List[Dict], comps: List[Dict], checks: Dict, device: torch.device) -> None:
     mem_head = "own peak (over start)" if device.type == "cuda" else "own peak (RSS delta)"
+    amp_cols = any(r.get("autocast") for r in runs)  # the --autocast columns
     print()
-    print(f"{'model':5} {'impl':10} {'mode':7} {'median epoch':>13} {'1st epoch':>10} {mem_head:>24} "
-          f"{'loss[0]':>9} {'loss[-1]':>9}  {'sparseport speedup':>18}  graphs/breaks")
-    by = {(r["model"], r["impl"], r["mode"]): r for r in runs}
+    print(f"{'model':5} {'impl':10} {'mode':7} " + (f"{'amp':4} " if amp_cols else "") +
+          f"{'median epoch':>13} {'1st epoch':>10} {mem_head:>24} "
+          f"{'loss[0]':>9} {'loss[-1]':>9}  {'sparseport speedup':>18}  " +
+          (f"{'fp32/amp':>8}  {'|loss-fp32|':>11}  " if amp_cols else "") + "graphs/breaks")
+    by = {(r["model"], r["impl"], r["mode"], r.get("autocast")): r for r in runs}
     for r in runs:
+        amp = f"{r.get('autocast') or 'fp32':4} " if amp_cols else ""
         if r["status"] != "ok":
-            print(f"{r['model']:5} {r['impl']:10} {r['mode']:7} FAILED: {r['error'][:300]}")
+            print(f"{r['model']:5} {r['impl']:10} {r['mode']:7} {amp}FAILED: {r['error'][:300]}")
             continue
         mem = f"{fmt_bytes(r['own_peak_bytes'])} ({fmt_bytes(r['peak_over_start_bytes'])})"
-        sp = by.get((r["model"], "sparseport", r["mode"]))
+        sp = by.get((r["model"], "sparseport", r["mode"], r.get("autocast")))
         gb = f"{r['dynamo_graphs']}/{r['graph_breaks']}" if "dynamo_graphs" in r else ""
         speed = ""
         if r["impl"] != "sparseport" and sp and sp["status"] == "ok":
             speed = f"{r['median_epoch_s'] / sp['median_epoch_s']:.2f}x"
-        print(f"{r['model']:5} {r['impl']:10} {r['mode']:7} {1e3 * r['median_epoch_s']:10.1f} ms "
-              f"{1e3 * r['first_epoch_s']:7.0f} ms {mem:>24} {r['losses'][0]:9.5f} {r['losses'][-1]:9.5f}  {speed:>18}  {gb}")
+        extra = ""
+        if amp_cols:
+            ratio = f"{r['fp32_over_amp_epoch']:.2f}x" if "fp32_over_amp_epoch" in r else ""
+            diff = f"{r['max_abs_loss_diff_vs_fp32']:.2e}" if "max_abs_loss_diff_vs_fp32" in r else ""
+            extra = f"{ratio:>8}  {diff:>11}  "
+        print(f"{r['model']:5} {r['impl']:10} {r['mode']:7} {amp}{1e3 * r['median_epoch_s']:10.1f} ms "
+              f"{1e3 * r['first_epoch_s']:7.0f} ms {mem:>24} {r['losses'][0]:9.5f} {r['losses'][-1]:9.5f}  {speed:>18}  "
+              f"{extra}{gb}")
     print()
     for kind, c in checks.items():
         for impl, v in c.items():
@@ -307,7 +352,8 @@ def print_table(runs: List[Dict], comps: List[Dict], checks: Dict, device: torch
         print(f"{c['model']}: max |loss difference| {c['a']} vs {c['b']}: {c['max_abs_loss_diff']:.3e}")
     for r in runs:
         if r["status"] == "ok":
-            print(f"{r['model']} {r['impl']}/{r['mode']} losses: " + " ".join(f"{x:.5f}" for x in r["losses"]))
+            print(f"{r['model']} {r['impl']}/{_tag(r['mode'], r.get('autocast'))} losses: "
+                  + " ".join(f"{x:.5f}" for x in r["losses"]))
 
 
 # ---- main ----------------------------------------------------------------------------------------
@@ -336,6 +382,9 @@ def parse_args(argv=None):
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     ap.add_argument("--cache-dir", help="save the generated graph here, and reuse it next time")
     ap.add_argument("--no-stats", action="store_true", help="skip the graph statistics (seconds on big graphs)")
+    ap.add_argument("--autocast", choices=sorted(AUTOCAST_DTYPES), default=None,
+                    help="also run every model under torch.autocast with this dtype (float32 parameters) and "
+                         "report its epoch time and loss curve against the float32 run (default: float32 only)")
     ap.add_argument("--verbose", action="store_true", help="print tracebacks of failed runs")
     return ap.parse_args(argv)
 
@@ -352,6 +401,7 @@ def main(argv=None) -> Dict:
         impls_all = [i for i in impls_all if i == "sparseport"]
     kinds = ["sage", "gat"] if args.model == "both" else [args.model]
     modes = ["eager", "compile"] if args.compile else ["eager"]
+    amps = [None] + ([args.autocast] if args.autocast else [])
 
     t = time.perf_counter()
     g0 = twins.load_or_generate(args.graph, args.seed, args.cache_dir)
@@ -363,7 +413,7 @@ def main(argv=None) -> Dict:
         device=str(device), device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor(),
         torch=torch.__version__, torch_threads=torch.get_num_threads(), python=platform.python_version(),
         torch_geometric=None if reason else __import__("torch_geometric").__version__,
-        epochs=args.epochs, lr=args.lr, layers=args.layers, hidden=args.hidden, heads=args.heads, head_dim=args.head_dim,
+        epochs=args.epochs, lr=args.lr, autocast=args.autocast, layers=args.layers, hidden=args.hidden, heads=args.heads, head_dim=args.head_dim,
         env={k: v for k, v in os.environ.items() if k.startswith("SPARSEPORT_")},
         runs=[], init_forward=dict(), loss_comparisons=[])
     if not args.no_stats:
@@ -379,13 +429,15 @@ def main(argv=None) -> Dict:
         if len(impls) > 1:
             result["init_forward"][kind] = init_forward_check(kind, init, args, inp, g, device, impls)
         for mode in modes:
-            for impl in impls:
-                rec = run_one(kind, impl, mode, init, args, inp, g, device)
-                rec["graph_nnz"] = g.nnz
-                result["runs"].append(rec)
-                status = (f"median epoch {1e3 * rec['median_epoch_s']:.1f} ms, loss {rec['losses'][0]:.4f} -> "
-                          f"{rec['losses'][-1]:.4f}" if rec["status"] == "ok" else f"FAILED {rec['error'][:200]}")
-                print(f"  {kind:4} {impl:10} {mode:7} {status}", flush=True)
+            for amp in amps:
+                for impl in impls:
+                    rec = run_one(kind, impl, mode, init, args, inp, g, device, amp)
+                    rec["graph_nnz"] = g.nnz
+                    result["runs"].append(rec)
+                    status = (f"median epoch {1e3 * rec['median_epoch_s']:.1f} ms, loss {rec['losses'][0]:.4f} -> "
+                              f"{rec['losses'][-1]:.4f}" if rec["status"] == "ok" else f"FAILED {rec['error'][:200]}")
+                    tag = f" {amp or 'fp32':4}" if args.autocast else ""
+                    print(f"  {kind:4} {impl:10} {mode:7}{tag} {status}", flush=True)
         del inp, g
         gc.collect()
 

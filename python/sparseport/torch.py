@@ -18,7 +18,10 @@ raw data pointers, shapes and type tags to the C++ library, which runs the op on
 tensors' device (CPU: openmp, else reference; cuda:N: the cuda plugin). One context per device is
 created on first use and kept.
 
-Types: float32/float64 values, int32/int64 indices (rowptr and col share one index type).
+Types: float32/float64/float16/bfloat16 values (16-bit: float32 arithmetic in the library, each
+result rounded once; all value operands of one call share one dtype), int32/int64 indices (rowptr
+and col share one index type). Under ``torch.autocast`` (cpu or cuda) the ops cast their floating
+inputs (float64 excepted) to the autocast dtype first, as torch's own lower-precision ops do.
 Errors of the C++ library arrive as sparseport.InvalidArgument (a ValueError), sparseport.Error (a
 RuntimeError) and their siblings, with the library's message.
 """
@@ -47,7 +50,9 @@ __all__ = [
     "set_cpu_backend",
 ]
 
-_VALUE_TAG = {torch.float32: _C.F32, torch.float64: _C.F64}
+_VALUE_TAG = {torch.float32: _C.F32, torch.float64: _C.F64, torch.float16: _C.F16, torch.bfloat16: _C.BF16}
+_VALUE_DTYPES = "torch.float32, torch.float64, torch.float16, torch.bfloat16"
+_HALF = (torch.float16, torch.bfloat16)
 _INDEX_TAG = {torch.int32: _C.I32, torch.int64: _C.I64}
 _REDUCE = {"sum": 0, "mean": 1, "max": 2, "min": 3}
 
@@ -206,7 +211,7 @@ def _mat(t: Tensor, what: str, op: str) -> Tuple[Tensor, int]:
     if t.dim() != 2:
         raise ValueError(f"sparseport.{op}: {what} must be 2-D, got shape {tuple(t.shape)}")
     if t.dtype not in _VALUE_TAG:
-        raise ValueError(f"sparseport.{op}: {what} has dtype {t.dtype}; supported: torch.float32, torch.float64")
+        raise ValueError(f"sparseport.{op}: {what} has dtype {t.dtype}; supported: {_VALUE_DTYPES}")
     r, c = t.shape
     s0, s1 = t.stride()
     if (c > 1 and s1 != 1) or (r > 1 and s0 < max(c, 1)):
@@ -233,7 +238,7 @@ def _csr_parts(rowptr: Tensor, col: Tensor, values: Optional[Tensor], device: to
         if values.shape[0] != col.shape[0]:
             raise ValueError(f"sparseport.{op}: A.values has {values.shape[0]} entries but A.col has {col.shape[0]}")
         if values.dtype not in _VALUE_TAG:
-            raise ValueError(f"sparseport.{op}: A.values has dtype {values.dtype}; supported: torch.float32, torch.float64")
+            raise ValueError(f"sparseport.{op}: A.values has dtype {values.dtype}; supported: {_VALUE_DTYPES}")
         if values.device != device:
             raise ValueError(f"sparseport.{op}: A.values is on {values.device} but the dense operands on {device}")
     return rowptr, col, values, itag
@@ -398,6 +403,21 @@ def _drop_segment_csr(key, ref) -> None:
             del _segment_csrs[key]
 
 
+# (backend, op) pairs whose max/min with a recorded winner refused 16-bit values: the library's
+# front end converts 16-bit operands to float32 for the other ops, but the variants that record
+# the winners (spmm_arg, segment/scatter_reduce_arg) may take none. There the op runs the same
+# conversion here: float32 copies of the values, the float32 call, one rounding of the result
+# (the winners are the float32 call's, which compares the same values: 16-bit inputs and their
+# products are exact in float32). Tried natively first, so a backend that gains the support uses it.
+_ARG16_VIA_F32: set = set()
+
+
+def _arg16_via_f32(run32, *values: Optional[Tensor]):
+    dtype = next(v.dtype for v in values if v is not None)
+    out, arg = run32(*(None if v is None else v.float() for v in values))
+    return out.to(dtype), arg
+
+
 def _index_reduce_arg(src: Tensor, index: Tensor, num_segments: int, reduce: str, sorted_: bool):
     op = "segment_reduce" if sorted_ else "scatter_reduce"
     device = _same_device(op, src, index)
@@ -407,13 +427,21 @@ def _index_reduce_arg(src: Tensor, index: Tensor, num_segments: int, reduce: str
     if reduce not in ("max", "min"):
         raise ValueError(f"sparseport.{op}: reduce is '{reduce}'; only max and min record a winner")
     f, vtag = src.shape[1], _VALUE_TAG[src.dtype]
+    ctx = _ctx(device)
+    if src.dtype in _HALF and (ctx.backend, op) in _ARG16_VIA_F32:
+        return _arg16_via_f32(lambda s: _index_reduce_arg(s, given, num_segments, reduce, sorted_), src)
     out = torch.empty((num_segments, f), dtype=src.dtype, device=device)
     arg = torch.empty((num_segments, f), dtype=index.dtype, device=device)
-    ctx = _ctx(device)
     entry = _segment_csr(ctx, index, index is given, itag, num_segments, vtag)
-    _C.index_reduce_arg(ctx, sorted_, index.shape[0], index.data_ptr(), itag, src.data_ptr(), s_ld, f, vtag,
-                        out.data_ptr(), arg.data_ptr(), num_segments, _REDUCE[reduce],
-                        None if entry is None else entry.csr)
+    try:
+        _C.index_reduce_arg(ctx, sorted_, index.shape[0], index.data_ptr(), itag, src.data_ptr(), s_ld, f, vtag,
+                            out.data_ptr(), arg.data_ptr(), num_segments, _REDUCE[reduce],
+                            None if entry is None else entry.csr)
+    except _C.Unsupported:
+        if src.dtype not in _HALF:
+            raise
+        _ARG16_VIA_F32.add((ctx.backend, op))
+        return _arg16_via_f32(lambda s: _index_reduce_arg(s, given, num_segments, reduce, sorted_), src)
     return out, arg
 
 
@@ -567,21 +595,38 @@ def _(rowptr, col, n_cols):
     return rowptr.new_empty((n_cols + 1,)), col.new_empty(col.shape), col.new_empty(col.shape, dtype=torch.int64)
 
 
-@torch.library.custom_op("sparseport::spmm_arg", mutates_args=())
-def _spmm_arg(rowptr: Tensor, col: Tensor, values: Optional[Tensor], n_cols: int, B: Tensor,
-              reduce: str) -> Tuple[Tensor, Tensor]:
-    """spmm max/min and, per output element, the A entry that won it (A's index dtype; -1: empty row)."""
+def _spmm_arg_run(rowptr: Tensor, col: Tensor, values: Optional[Tensor], n_cols: int, B: Tensor, reduce: str):
     device = _same_device("spmm", B)
     rowptr, col, values, itag = _csr_parts(rowptr, col, values, device, "spmm")
     B, b_ld = _mat(B, "B", "spmm")
     rows, f = rowptr.shape[0] - 1, B.shape[1]
+    ctx = _ctx(device)
+
+    def via_f32():
+        return _arg16_via_f32(lambda b, v: _spmm_arg_run(rowptr, col, v, n_cols, b, reduce), B, values)
+
+    if B.dtype in _HALF and (ctx.backend, "spmm_arg") in _ARG16_VIA_F32:
+        return via_f32()
     out = torch.empty((rows, f), dtype=B.dtype, device=device)
     arg = torch.empty((rows, f), dtype=col.dtype, device=device)
     btag = _VALUE_TAG[B.dtype]
-    _C.spmm_arg(_ctx(device), rows, n_cols, col.shape[0], rowptr.data_ptr(), col.data_ptr(),
-                0 if values is None else values.data_ptr(), itag, btag if values is None else _VALUE_TAG[values.dtype],
-                B.data_ptr(), B.shape[0], b_ld, f, btag, out.data_ptr(), arg.data_ptr(), _REDUCE[reduce])
+    try:
+        _C.spmm_arg(ctx, rows, n_cols, col.shape[0], rowptr.data_ptr(), col.data_ptr(),
+                    0 if values is None else values.data_ptr(), itag, btag if values is None else _VALUE_TAG[values.dtype],
+                    B.data_ptr(), B.shape[0], b_ld, f, btag, out.data_ptr(), arg.data_ptr(), _REDUCE[reduce])
+    except _C.Unsupported:
+        if B.dtype not in _HALF or (values is not None and values.dtype != B.dtype):
+            raise
+        _ARG16_VIA_F32.add((ctx.backend, "spmm_arg"))
+        return via_f32()
     return out, arg
+
+
+@torch.library.custom_op("sparseport::spmm_arg", mutates_args=())
+def _spmm_arg(rowptr: Tensor, col: Tensor, values: Optional[Tensor], n_cols: int, B: Tensor,
+              reduce: str) -> Tuple[Tensor, Tensor]:
+    """spmm max/min and, per output element, the A entry that won it (A's index dtype; -1: empty row)."""
+    return _spmm_arg_run(rowptr, col, values, n_cols, B, reduce)
 
 
 @_spmm_arg.register_fake
@@ -596,6 +641,8 @@ def _spmm_arg_backward(rowptr: Tensor, col: Tensor, values: Optional[Tensor], n_
     """(dB, dvalues) of spmm max/min through arg; an output not needed comes back empty (0 rows)."""
     device = _same_device("spmm", B, grad, arg)
     rowptr, col, values, itag = _csr_parts(rowptr, col, values, device, "spmm")
+    if B.dtype not in _VALUE_TAG or grad.dtype != B.dtype:
+        raise ValueError(f"sparseport.spmm: B holds {B.dtype} and grad {grad.dtype} (need one dtype of {_VALUE_DTYPES})")
     B, grad, arg = B.contiguous(), grad.contiguous(), arg.contiguous()
     f, vtag = B.shape[1], _VALUE_TAG[B.dtype]
     d_b = torch.empty((n_cols, f) if need_b else (0, f), dtype=B.dtype, device=device)
@@ -674,8 +721,9 @@ def _spmm_backward(ctx, grad):
         return _arg_grads(ctx, rowptr, col, values, B, grad, arg)
     g = grad
     if reduce == "mean":
-        deg = (rowptr[1:] - rowptr[:-1]).clamp_min(1).to(grad.dtype)
-        g = grad / deg[:, None]
+        deg = (rowptr[1:] - rowptr[:-1]).clamp_min(1)
+        # 16 bits: divided in float32 and rounded once (a degree above 256 is not a bfloat16)
+        g = (grad.float() / deg[:, None]).to(grad.dtype) if grad.dtype in _HALF else grad / deg.to(grad.dtype)[:, None]
     if need_b:  # dB = A^T . dC (the transpose built once per call for now)
         t_rowptr, t_col, perm = _transpose(rowptr, col, n_cols)
         d_b = _ops.spmm(t_rowptr, t_col, None if values is None else values[perm], rows, g, "sum")
@@ -741,8 +789,12 @@ def _index_grad(sorted_: bool, grad: Tensor, index: Tensor, arg: Optional[Tensor
     same gather), where the forward segment sum reading those bytes took 1.1 ms."""
     if reduce in ("sum", "mean") and not grad.is_cuda:
         if reduce == "mean":
-            count = grad.new_zeros(grad.shape[0]).index_add_(0, index, grad.new_ones(index.shape[0]))
-            grad = grad / count.clamp_min(1)[:, None]
+            # counted in float32 for 16-bit gradients (a bfloat16 sum stops at 256), divided there
+            # and rounded once
+            cdt = torch.float32 if grad.dtype in _HALF else grad.dtype
+            count = torch.zeros(grad.shape[0], dtype=cdt, device=grad.device)
+            count = count.index_add_(0, index, torch.ones(index.shape[0], dtype=cdt, device=grad.device)).clamp_min(1)
+            grad = (grad.to(cdt) / count[:, None]).to(grad.dtype)
         return grad.gather(0, index.long()[:, None].expand(-1, grad.shape[1]))
     return _index_backward_op(sorted_)(grad, index, arg, reduce)
 
@@ -854,6 +906,57 @@ def _attention_backward(ctx, grad):
 
 
 _csr_attention.register_autograd(_attention_backward, setup_context=_attention_setup)
+
+
+# ---- autocast ------------------------------------------------------------------------------------
+# Under torch.autocast(device_type, dtype) every op with floating operands runs in the autocast
+# dtype: its floating tensors on that device (float64 excepted, as torch's own autocast leaves it)
+# are cast to torch.get_autocast_dtype(device_type), read at each call, then the op runs with the
+# autocast key excluded. torch.library.register_autocast does the same with a dtype fixed at
+# registration; this reads the current one, so float16 and bfloat16 regions both work. The kernel
+# sits on the AutocastCPU / AutocastCUDA dispatch keys, ahead of autograd: the casts are recorded
+# (gradients flow back to float32 parameters through them) and the op's autograd sees one dtype.
+# Traced by torch.compile as well (dynamo and AOTAutograd dispatch through it: the casts land in
+# the graph). csr_transpose has no floating operand and is left out.
+
+_AUTOCAST_OPS = ("spmm", "spmm_arg", "spmm_arg_backward", "sddmm", "segment_reduce", "scatter_reduce",
+                 "segment_reduce_arg", "scatter_reduce_arg", "segment_reduce_backward", "scatter_reduce_backward",
+                 "csr_attention")
+_AUTOCAST_KEYS = {"cpu": "AutocastCPU", "cuda": "AutocastCUDA"}
+
+
+if hasattr(torch, "get_autocast_dtype"):  # the device-generic API (torch 2.4 on)
+    _autocast_dtype = torch.get_autocast_dtype
+else:
+    def _autocast_dtype(device_type: str) -> torch.dtype:
+        return torch.get_autocast_gpu_dtype() if device_type == "cuda" else torch.get_autocast_cpu_dtype()
+
+
+def _autocast_kernel(op, device_type: str, key: str):
+    excluded = torch._C.DispatchKeySet(getattr(torch._C.DispatchKey, key))
+
+    def cast(x, dtype):
+        if (isinstance(x, Tensor) and x.is_floating_point() and x.dtype != dtype and x.dtype != torch.float64
+                and x.device.type == device_type):
+            return x.to(dtype)
+        return x
+
+    def kernel(_keyset, *args, **kwargs):
+        dtype = _autocast_dtype(device_type)
+        args = tuple(cast(a, dtype) for a in args)
+        kwargs = {k: cast(v, dtype) for k, v in kwargs.items()}
+        with torch._C._ExcludeDispatchKeyGuard(excluded):
+            return op(*args, **kwargs)
+
+    return kernel
+
+
+_autocast_lib = torch.library.Library("sparseport", "IMPL")
+for _name in _AUTOCAST_OPS:
+    for _device_type, _key in _AUTOCAST_KEYS.items():
+        _autocast_lib.impl(_name, _autocast_kernel(getattr(_ops, _name).default, _device_type, _key), _key,
+                           with_keyset=True)
+del _name, _device_type, _key
 
 
 # ---- the public functions ------------------------------------------------------------------------

@@ -36,9 +36,12 @@ PyObject* g_out_of_memory = nullptr;     // sparseport.OutOfMemory(Error, Memory
 const void* cptr(uintptr_t p) { return reinterpret_cast<const void*>(p); }
 void* mptr(uintptr_t p) { return reinterpret_cast<void*>(p); }
 
+// f16 and bf16 are torch.float16 / torch.bfloat16 bit for bit (16-bit storage; the library
+// accumulates in float32 and rounds each result once).
 sp::ValueType value_type(int tag) {
-  if (tag != SPARSEPORT_F32 && tag != SPARSEPORT_F64)
-    throw sp::InvalidArgument("sparseport._C: value type tag " + std::to_string(tag) + " is not f32 (1) or f64 (2)");
+  if (tag != SPARSEPORT_F32 && tag != SPARSEPORT_F64 && tag != SPARSEPORT_F16 && tag != SPARSEPORT_BF16)
+    throw sp::InvalidArgument("sparseport._C: value type tag " + std::to_string(tag) +
+                              " is not f32 (1), f64 (2), f16 (3) or bf16 (4)");
   return static_cast<sp::ValueType>(tag);
 }
 sp::IndexType index_type(int tag) {
@@ -131,6 +134,8 @@ NB_MODULE(_C, m) {
   m.attr("version") = std::string(sp::version());
   m.attr("F32") = static_cast<int>(SPARSEPORT_F32);
   m.attr("F64") = static_cast<int>(SPARSEPORT_F64);
+  m.attr("F16") = static_cast<int>(SPARSEPORT_F16);
+  m.attr("BF16") = static_cast<int>(SPARSEPORT_BF16);
   m.attr("I32") = static_cast<int>(SPARSEPORT_I32);
   m.attr("I64") = static_cast<int>(SPARSEPORT_I64);
 

@@ -7,6 +7,7 @@
 #                                    (offline, wheels from .device-data/wheels) and run pytest on
 #                                    the CUDA, ops and autograd tests
 #   python/tests/gpu_run.sh bench    the backward-op benchmark and the GNN examples against PyG
+#                                    (AUTOCAST=bf16 or f16: train_vs_pyg.py --autocast too)
 # Logs and JSON go to $OUT (default /tmp/sparseport-py-gpu).
 set -u
 cd "$(dirname "$0")/../.."
@@ -27,7 +28,7 @@ for what in "$@"; do
       python3 -m pip install -q --no-index --find-links "$W" nanobind scikit-build-core pytest torch_geometric 2>&1 | tail -2
       PIP_NO_INDEX=1 PIP_FIND_LINKS=$W SPARSEPORT_VENV=$P SPARSEPORT_PY_CUDA=ON SPARSEPORT_WERROR=OFF \
         SPARSEPORT_PY_BUILD_DIR=$PWD/build-python/gpu \
-        bash python/tests/run.sh -q tests/test_cuda.py tests/test_ops.py tests/test_autograd.py tests/test_compile.py \
+        bash python/tests/run.sh -q tests/test_cuda.py tests/test_ops.py tests/test_autograd.py tests/test_compile.py tests/test_values16.py \
         >"$OUT/pytest.log" 2>&1
       echo "pytest: rc $?"; grep -E "passed|failed|FAILED|Error" "$OUT/pytest.log" | tail -n 25 ;;
     bench)
@@ -37,7 +38,8 @@ for what in "$@"; do
       for spec in ${RUNS:-200k:both:20 products:sage:10}; do
         IFS=: read -r g model epochs <<<"$spec"
         timeout "${EXAMPLE_TIMEOUT:-200}" python3 examples/gnn/train_vs_pyg.py --graph "$g" --device cuda \
-          --model "$model" --epochs "$epochs" --cache-dir /tmp/gnn $([ "$g" = products ] && echo --no-compile) --json "$OUT/train_${g}_$model.json" \
+          --model "$model" --epochs "$epochs" --cache-dir /tmp/gnn $([ "$g" = products ] && echo --no-compile) \
+          ${AUTOCAST:+--autocast "$AUTOCAST"} --json "$OUT/train_${g}_$model.json" \
           >"$OUT/train_${g}_$model.log" 2>&1
         echo "train_vs_pyg $g $model: rc $?"; tail -n 25 "$OUT/train_${g}_$model.log"
       done ;;

@@ -80,3 +80,21 @@ def test_training_matches_pyg_and_learns(tmp_path):
         assert ours["losses"][-1] < ours["losses"][0], ours["losses"]
         assert res["init_forward"][kind]["pyg"].get("allclose_rtol_1e_4"), res["init_forward"]
     assert all(c["max_abs_loss_diff"] < 1e-4 for c in res["loss_comparisons"]), res["loss_comparisons"]
+
+
+@needs_pyg
+def test_training_under_autocast(tmp_path):
+    """--autocast bf16: every run also under torch.autocast (CPU, eager, 2 epochs); sparseport's and
+    PyG's loss curves stay near their float32 ones and near each other (bfloat16 rounding)."""
+    res = train_vs_pyg.main(["--graph", "tiny", "--device", "cpu", "--epochs", "2", "--no-compile", "--no-stats",
+                             "--impl", "sparseport,pyg", "--autocast", "bf16", "--json", str(tmp_path / "amp.json")])
+    assert res["autocast"] == "bf16"
+    runs = {(r["model"], r["impl"], r["autocast"]): r for r in res["runs"]}
+    assert len(runs) == 8
+    for kind in ("sage", "gat"):
+        for impl in ("sparseport", "pyg"):
+            r = runs[(kind, impl, "bf16")]
+            assert r["status"] == "ok", r["error"]
+            assert r["fp32_over_amp_epoch"] > 0 and r["max_abs_loss_diff_vs_fp32"] < 0.02, r
+        ours, pyg = runs[(kind, "sparseport", "bf16")], runs[(kind, "pyg", "bf16")]
+        torch.testing.assert_close(torch.tensor(ours["losses"]), torch.tensor(pyg["losses"]), rtol=0, atol=0.02)

@@ -138,7 +138,9 @@ def test_errors_carry_the_library_message():
         spt.spmm(A, rand(5, 3, seed=0), "prod")
     with pytest.raises(ValueError, match="share one index dtype"):
         spt.spmm(spt.CSR(A.rowptr.int(), A.col, A.values, A.shape), rand(5, 3, seed=0))
-    with pytest.raises(ValueError, match="supported: torch.float32, torch.float64"):
+    with pytest.raises(ValueError, match="supported: torch.float32, torch.float64, torch.float16, torch.bfloat16"):
+        spt.spmm(A, torch.ones(5, 3, dtype=torch.int32))
+    with pytest.raises(ValueError, match="B holds f16 values but the op runs in f64"):  # 16 bits: one dtype too
         spt.spmm(A, torch.ones(5, 3, dtype=torch.float16))
     with pytest.raises(ValueError, match="rowptr has 7 entries but A.shape is"):
         spt.spmm(spt.CSR(A.rowptr, A.col, A.values, (7, 5)), rand(5, 3, seed=0))

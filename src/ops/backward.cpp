@@ -207,11 +207,20 @@ void run_spmm_arg(const Context& ctx, const std::string& w, const CsrView& a, co
   std::string variant = opt.variant;
   std::string offered;
   bool named_records = false;
-  for (const VariantInfo& v : ctx.plugin().variants) {
-    if (v.op != SPARSEPORT_OP_SPMM || !v.records_arg) continue;
-    offered += (offered.empty() ? "" : ", ") + v.name;
-    if (variant.empty() && scheduler::applies(ctx.plugin(), SPARSEPORT_OP_SPMM, v.name, &*args, nullptr)) variant = v.name;
-    named_records = named_records || v.name == opt.variant;
+  // 16-bit values: a variant that takes them natively first; else one that applies to the same
+  // call in float32, which then runs on float32 copies (scheduler::run's float32 path).
+  sparseport_spmm_args as_f32 = *args;
+  as_f32.a.value_type = as_f32.b.value_type = as_f32.c.value_type = SPARSEPORT_F32;
+  for (const sparseport_spmm_args* probe : {&*args, &as_f32}) {
+    for (const VariantInfo& v : ctx.plugin().variants) {
+      if (v.op != SPARSEPORT_OP_SPMM || !v.records_arg) continue;
+      if (probe == &*args) {
+        offered += (offered.empty() ? "" : ", ") + v.name;
+        named_records = named_records || v.name == opt.variant;
+      }
+      if (variant.empty() && scheduler::applies(ctx.plugin(), SPARSEPORT_OP_SPMM, v.name, probe, nullptr)) variant = v.name;
+    }
+    if (!is_16bit(c.value_type)) break;
   }
   if (!opt.variant.empty() && !named_records)
     throw Unsupported(w + ": variant '" + opt.variant + "' does not record arg; on backend '" + ctx.plugin().name +

@@ -84,6 +84,8 @@ void run_plan(const Context& ctx, const std::shared_ptr<detail::PlanState>& stat
               const std::string& requested, const std::string& w) {
   if (!requested.empty()) {
     scheduler::run(ctx.plugin(), ctx.exec(), op, &args, requested, w);
+    // 16-bit values: whether the named variant took them or ran on float32 copies.
+    state->decision.via_f32 = scheduler::last_decision().via_f32;
     return;
   }
   scheduler::execute(state, &args, w);
