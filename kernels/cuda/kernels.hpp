@@ -99,6 +99,12 @@ void scatter_reduce_sort_segment(const State& s, const sparseport_segment_args& 
 // nnz_balanced); fused ignores SPARSEPORT_HUB_T (a fixed long-row split).
 void csr_attention_unfused(const State& s, const sparseport_attention_args& a, bool deterministic = false);
 void csr_attention_fused(const State& s, const sparseport_attention_args& a, bool deterministic = false);
+// csr_attention.fused on f16 / bf16 values (ABI 1.7, attention_values16.cu): 16-bit Q, K, V and
+// out, float32 scores, softmax statistics and sums, one rounding per stored value; a group of 4 to
+// 32 lanes per row (16-byte vectors of 8 values where F, Fv, the leading dimensions and the
+// alignment allow, one value a lane otherwise), any F and Fv. No atomics and a fixed order: always
+// deterministic. Long rows are not split (one group walks the whole row).
+void csr_attention_fused16(const State& s, const sparseport_attention_args& a);
 
 // ---- structure ---------------------------------------------------------------------------------
 

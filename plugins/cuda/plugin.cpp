@@ -83,9 +83,10 @@ const sparseport_variant kVariants[] = {
     {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.atomic", 0, "every gathered element an atomic update; the baseline"},
     {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.nnz_balanced_deterministic", kDet,
      "segment_reduce.nnz_balanced_deterministic on messages gathered on the fly; no atomics"},
-    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.fused", kDefault | kDet,
+    {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.fused", kDefault | kDet | k16,
      "one pass per row with an online softmax, a group of lanes per row; rows above SPARSEPORT_HUB_T split over CTAs "
-     "and merged (flash-decoding)"},
+     "and merged (flash-decoding); 16-bit values: float32 scores and sums, a group of max(F, Fv)/8 lanes (4 to 32) "
+     "with 16-byte vectors where F, Fv and alignment allow (one value a lane otherwise), long rows not split"},
     {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.unfused", kDet,
      "sddmm.nnz_balanced into an nnz buffer, row softmax, then spmm.nnz_balanced (deterministic mode: spmm.hub_split's "
      "fixed-order path)"},
@@ -172,6 +173,8 @@ std::string why_not(int32_t op, std::string_view v, const void* args) {
              std::to_string(F) + ", X has " + dims(a.x) + " and Y has " + dims(a.y);
   } else if (op == SPARSEPORT_OP_CSR_ATTENTION) {
     const auto& a = *static_cast<const sparseport_attention_args*>(args);
+    // csr_attention.fused takes 16-bit values for every F and Fv and any alignment (16-byte
+    // vectors where it can, one value a lane otherwise); unfused gets them as float32 copies.
     if (std::string r = not16(op, v, a.out.value_type); !r.empty()) return r;
   }
   return {};
@@ -378,7 +381,9 @@ int csr_attention(const sparseport_exec* x, const char* variant, const sparsepor
     need_dense(s, a->out.data, a->out.rows, a->out.cols, "csr_attention", "out");
     if (is16(a->out.value_type)) require_applies(SPARSEPORT_OP_CSR_ATTENTION, v, a);
     if (a->out.rows == 0 || a->out.cols == 0) return;
-    if (v == "csr_attention.fused")
+    if (v == "csr_attention.fused" && is16(a->out.value_type))
+      cu::csr_attention_fused16(s, *a);  // deterministic in either mode: no atomics, a fixed order
+    else if (v == "csr_attention.fused")
       cu::csr_attention_fused(s, *a, deterministic(x));
     else if (v == "csr_attention.unfused")
       cu::csr_attention_unfused(s, *a, deterministic(x));
