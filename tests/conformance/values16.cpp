@@ -1631,6 +1631,13 @@ void check_as_f32() {
       for (const sparseport_op op :
            {SPARSEPORT_OP_SEGMENT_REDUCE, SPARSEPORT_OP_SCATTER_REDUCE, SPARSEPORT_OP_GATHER_SCATTER})
         for_each_target(op, [&](const Target& t) {
+          // max/min over a NaN in a variant that is not deterministic: which of NaN and a number
+          // an atomic combine keeps depends on arrival order, in float32 too (two float32 runs can
+          // differ), so only the deterministic variants are held to float32's answer here.
+          bool det = false;
+          for (const VariantInfo& v : t.ctx->plugin().variants)
+            if (v.op == op && v.name == t.variant) det = v.is_deterministic;
+          if ((r == Reduce::max || r == Reduce::min) && !det) return;
           Stage st(*t.ctx);
           const DenseMutView out = st.dense_mut(nan_dense16<V>(a.rows, F, F));
           const DenseMutView out32 = st.dense_mut(HostDense<float>(a.rows, F));
