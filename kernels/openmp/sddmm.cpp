@@ -2,6 +2,8 @@
 // sddmm: out[e] = A.val[e] * dot(X[row(e),:], Y[col(e),:]). sddmm.rows walks rows, and each
 // thread takes an equal share of the nonzeros (a row may be shared; every output is its own), so a
 // mega-row does not serialise. X's row stays in L1 across its row's nonzeros; dots are SIMD over F.
+// 16-bit values (SPARSEPORT_VARIANT_VALUES16): X, Y, A's values and out in 16 bits, rows widened in
+// registers (Convert, common.hpp), the dot and the scaling in float32, one rounding per output.
 #include "kernels/openmp/common.hpp"
 #include "src/core/plugin_support.hpp"
 
@@ -9,7 +11,7 @@ SPARSEPORT_OPENMP_BEGIN_ISA
 namespace sparseport::openmp::SPARSEPORT_OPENMP_ISA {
 namespace {
 
-template <class I, class V, bool kWeighted>
+template <class I, class V, class C, bool kWeighted>
 void rows(const sparseport_sddmm_args& args, int threads) {
   const int64_t m = args.a.rows, nnz = args.a.nnz, F = args.x.cols;
   const I* rowptr = detail::as<I>(args.a.rowptr);
@@ -30,8 +32,8 @@ void rows(const sparseport_sddmm_args& args, int threads) {
         const V* xi = x + i * ldx;
         for (; e < end; ++e) {
           if (e + kPrefetchDistance < nnz) prefetch_row(y + static_cast<int64_t>(colind[e + kPrefetchDistance]) * ldy, F);
-          const V d = dot(xi, y + static_cast<int64_t>(colind[e]) * ldy, F);
-          out[e * ldo] = kWeighted ? val[e] * d : d;
+          const auto d = dot<V, C>(xi, y + static_cast<int64_t>(colind[e]) * ldy, F);
+          out[e * ldo] = C::narrow(kWeighted ? C::widen(val[e]) * d : d);
         }
       }
     }
@@ -40,9 +42,10 @@ void rows(const sparseport_sddmm_args& args, int threads) {
 
 }  // namespace
 
+// sddmm.rows is flagged SPARSEPORT_VARIANT_VALUES16: f16 and bf16 come here.
 void sddmm(const sparseport_sddmm_args& args, int threads) {
-  detail::dispatch(args.a.index_type, args.a.value_type, [&]<class I, class V>() {
-    with_weights(args.a.values, [&]<bool kWeighted>() { rows<I, V, kWeighted>(args, threads); });
+  dispatch_values16(args.a.index_type, args.a.value_type, [&]<class I, class V, class C>() {
+    with_weights(args.a.values, [&]<bool kWeighted>() { rows<I, V, C, kWeighted>(args, threads); });
   });
 }
 

@@ -26,21 +26,27 @@ constexpr uint32_t kDefault = SPARSEPORT_VARIANT_DEFAULT;
 constexpr uint32_t kDet = SPARSEPORT_VARIANT_DETERMINISTIC;
 // spmm.rows owns whole rows, so it records max/min's arg (loops of its own, taken only when asked).
 constexpr uint32_t kArg = SPARSEPORT_VARIANT_RECORDS_ARG;
+// Take f16 and bf16 values themselves (kernels/openmp dispatch_values16): 16-bit loads widened in
+// registers, float32 accumulation, one rounding per stored value. Every other variant gets 16-bit
+// calls through the front end's float32 copies.
+constexpr uint32_t k16 = SPARSEPORT_VARIANT_VALUES16;
 
 const sparseport_variant kVariants[] = {
-    {SPARSEPORT_OP_SPMM, "spmm.rows", kDefault | kDet | kArg,
+    {SPARSEPORT_OP_SPMM, "spmm.rows", kDefault | kDet | kArg | k16,
      "blocks of whole rows (equal rows + nonzeros) to threads, register tiles of F (SIMD across F); rows never split; "
-     "records max/min's arg (register tiles of their own, taken only when asked)"},
-    {SPARSEPORT_OP_SPMM, "spmm.merge_path", 0,
-     "rows + nonzeros cut evenly (merge path), a row cut at a boundary fixed up from carries; for mega-rows"},
+     "records max/min's arg (register tiles of their own, taken only when asked); f16/bf16 widened in registers"},
+    {SPARSEPORT_OP_SPMM, "spmm.merge_path", k16,
+     "rows + nonzeros cut evenly (merge path), a row cut at a boundary fixed up from carries; for mega-rows; "
+     "f16/bf16 widened in registers"},
 #if defined(SPARSEPORT_OPENMP_HAVE_GRAPHBLAS)
     {SPARSEPORT_OP_SPMM, "spmm.graphblas", SPARSEPORT_VARIANT_VENDOR,
      "SuiteSparse:GraphBLAS GrB_mxm (PLUS_TIMES; MAX/MIN_TIMES, *_SECOND on patterns) into C; B, C and 64-bit sorted A "
      "lent without copies, but 32-bit indices are widened, unsorted/repeated rows rebuilt, padded B/C and "
      "beta!=0 with alpha!=1 (or max/min) staged: copies, see SPARSEPORT_LOG=graphblas; max/min refuse repeated columns"},
 #endif
-    {SPARSEPORT_OP_SDDMM, "sddmm.rows", kDefault | kDet,
-     "nonzeros split evenly over threads and walked row by row, SIMD dot products over F"},
+    {SPARSEPORT_OP_SDDMM, "sddmm.rows", kDefault | kDet | k16,
+     "nonzeros split evenly over threads and walked row by row, SIMD dot products over F; f16/bf16 widened in "
+     "registers"},
     {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.sorted_add", kDefault,
      "RFC segment_sorted_add: F-wide run accumulators, one store per run, atomics only where a run crosses parts"},
     {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.sorted_deterministic", kDet,

@@ -279,8 +279,9 @@ int run_typed(const RunOptions& opt, const Args& args, DistSession* dist) {
       continue;
     }
     ++ran;
-    const Verdict v = work->verify();
+    // The decision first: the check runs the reference backend, whose calls are the last ones then.
     const Decision d = work->decision().value_or(last_decision());
+    const Verdict v = work->verify();
     report.chosen = variant.empty() ? d.variant : variant;
     report.decision = variant.empty() ? d.source + ": " + d.reason : "requested";
     report.decide_ms = variant.empty() ? std::optional<double>(d.decide_seconds * 1e3) : std::nullopt;

@@ -331,6 +331,8 @@ std::vector<OpCase> op_cases() {
   for (const std::string& op : kAllOps) {
     cases.push_back({op, ""});
     cases.push_back({op, "--dtype f64 --index i64 --seed 7"});
+    cases.push_back({op, "--dtype bf16"});
+    cases.push_back({op, "--dtype f16 --index i64"});
   }
   for (const char* op : {"spmm", "segment_reduce", "scatter_reduce", "gather_scatter"})
     for (const char* r : {"mean", "max", "min"}) cases.push_back({op, std::string("--reduce ") + r});
@@ -629,7 +631,7 @@ INSTANTIATE_TEST_SUITE_P(
                     UsageCase{"run --F 8", "--op"}, UsageCase{"run --op nosuchop", "nosuchop"},
                     UsageCase{"run --op spmm --F abc", "--F"}, UsageCase{"run --op spmm --reps 0", "--reps"},
                     UsageCase{"run --op spmm --reduce median", "median"},
-                    UsageCase{"run --op spmm --dtype f16", "f16"}, UsageCase{"run --op spmm --F", "--F"},
+                    UsageCase{"run --op spmm --dtype f8", "f8"}, UsageCase{"run --op spmm --F", "--F"},
                     UsageCase{"run --op spmm --op sddmm", "--op"}, UsageCase{"run --op spmm a b", "'b'"},
                     UsageCase{"info", "GRAPH"}, UsageCase{"info --bogus x", "--bogus"},
                     UsageCase{"devices extra", "extra"}, UsageCase{"devices --json=1", "--json"}),
