@@ -226,8 +226,11 @@ void check_repeated(const std::string& backend) {
   std::string plain;  // the first spmm variant without native 16-bit support
   for (const std::string& v : p.variants_of(SPARSEPORT_OP_SPMM))
     if (plain.empty() && !variant_info(p, SPARSEPORT_OP_SPMM, v)->values16) plain = v;
-  ASSERT_FALSE(plain.empty());
-  for (const std::string& variant : {std::string(), plain}) {
+  // Every spmm variant of this build takes 16 bits (openmp without GraphBLAS): no named variant runs
+  // on float32 copies; the scheduled calls below still run.
+  std::vector<std::string> named{std::string()};
+  if (!plain.empty()) named.push_back(plain);
+  for (const std::string& variant : named) {
     SCOPED_TRACE("variant " + (variant.empty() ? std::string("(scheduled)") : variant));
     // The same arrays on every call; B's contents change in place.
     HostDense<V> b(a.cols, F), c(a.rows, F);
@@ -298,6 +301,7 @@ void check_spmm_plan(const std::string& backend) {
   std::string plain;
   for (const std::string& v : p.variants_of(SPARSEPORT_OP_SPMM))
     if (plain.empty() && !variant_info(p, SPARSEPORT_OP_SPMM, v)->values16) plain = v;
+  if (plain.empty()) return;  // every spmm variant of this build takes 16 bits (openmp without GraphBLAS)
   SpmmPlan named(ctx, a.view(), F, spmm_opt(Reduce::sum, plain));
   HostDense<V> b = random16<V>(a.cols, F, F, rng), c(a.rows, F);
   named.run(b.view(), c.mut());
