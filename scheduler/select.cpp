@@ -772,14 +772,18 @@ void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op
     if (call_slot(plugin.table, op, exec, variant, args, &st) != SPARSEPORT_OK)
       detail::throw_status(st, where + "/" + variant);
     // last_decision() names what ran here too (one small state per thread, reused).
+    // Rewritten only when it changes: a loop of named calls does no string work here.
     thread_local std::shared_ptr<PlanState> direct = std::make_shared<PlanState>();
-    direct->decision = Decision{};
-    direct->decision.variant = variant;
-    direct->decision.source = !requested.empty() ? "requested" : opt.mode == SchedulerMode::off ? "off" : "single";
-    direct->decision.reason = !requested.empty()                ? "the caller named the variant"
-                              : opt.mode == SchedulerMode::off ? "SPARSEPORT_SCHEDULER=off: the default variant"
-                                                               : "one variant applies";
-    g_last = direct;
+    const char* source = !requested.empty() ? "requested" : opt.mode == SchedulerMode::off ? "off" : "single";
+    if (direct->decision.variant != variant || direct->decision.source != source) {
+      direct->decision = Decision{};
+      direct->decision.variant = variant;
+      direct->decision.source = source;
+      direct->decision.reason = !requested.empty()                ? "the caller named the variant"
+                                : opt.mode == SchedulerMode::off ? "SPARSEPORT_SCHEDULER=off: the default variant"
+                                                                 : "one variant applies";
+    }
+    if (g_last != direct) g_last = direct;
     return;
   }
   const std::string key = memo_key(exec, plugin, op, args, info, opt);

@@ -9,17 +9,7 @@ namespace sparseport::scheduler {
 
 bool is_values16(int32_t t) { return t == SPARSEPORT_F16 || t == SPARSEPORT_BF16; }
 
-namespace {
-
-ValueOperand csr_values(sparseport_csr& a) {
-  ValueOperand o;
-  o.in = &a.values;
-  o.type = &a.value_type;
-  o.rows = a.values != nullptr ? a.nnz : 0;
-  o.cols = 1;
-  return o;
-}
-ValueOperand csr_values_out(sparseport_csr_mut& a) {
+ValueOperand values_out(sparseport_csr_mut& a) {
   ValueOperand o;
   o.out = &a.values;
   o.type = &a.value_type;
@@ -29,14 +19,7 @@ ValueOperand csr_values_out(sparseport_csr_mut& a) {
   o.written = true;
   return o;
 }
-ValueOperand coo_values(sparseport_coo& a) {
-  ValueOperand o;
-  o.in = &a.values;
-  o.type = &a.value_type;
-  o.rows = a.values != nullptr ? a.nnz : 0;
-  o.cols = 1;
-  return o;
-}
+
 ValueOperand dense_in(sparseport_dense& d) {
   ValueOperand o;
   o.in = &d.data;
@@ -46,17 +29,20 @@ ValueOperand dense_in(sparseport_dense& d) {
   o.cols = d.cols;
   return o;
 }
-ValueOperand dense_out(sparseport_dense_mut& d, bool read = false) {
+
+ValueOperand dense_out(sparseport_dense_mut& d, bool read) {
   ValueOperand o;
   o.out = &d.data;
   o.type = &d.value_type;
   o.ld = &d.ld;
-  o.rows = d.rows;
+  o.rows = d.data != nullptr ? d.rows : 0;
   o.cols = d.cols;
   o.read = read;
   o.written = true;
   return o;
 }
+
+namespace {
 
 void convert(const PluginInfo& plugin, const sparseport_exec& exec, const sparseport_dense& src,
              const sparseport_dense_mut& dst, const std::string& where) {
@@ -108,12 +94,12 @@ std::vector<ValueOperand> value_operands(sparseport_op op, void* args, std::vect
   switch (op) {
     case SPARSEPORT_OP_SPMM: {
       auto* a = static_cast<sparseport_spmm_args*>(args);
-      v = {csr_values(a->a), dense_in(a->b), dense_out(a->c, a->beta != 0.0)};
+      v = {values_in(a->a), dense_in(a->b), dense_out(a->c, a->beta != 0.0)};
       break;
     }
     case SPARSEPORT_OP_SDDMM: {
       auto* a = static_cast<sparseport_sddmm_args*>(args);
-      v = {csr_values(a->a), dense_in(a->x), dense_in(a->y), dense_out(a->out)};
+      v = {values_in(a->a), dense_in(a->x), dense_in(a->y), dense_out(a->out)};
       break;
     }
     case SPARSEPORT_OP_SEGMENT_REDUCE:
@@ -124,7 +110,7 @@ std::vector<ValueOperand> value_operands(sparseport_op op, void* args, std::vect
     }
     case SPARSEPORT_OP_GATHER_SCATTER: {
       auto* a = static_cast<sparseport_gather_scatter_args*>(args);
-      v = {coo_values(a->edges), dense_in(a->x), dense_out(a->out)};
+      v = {values_in(a->edges), dense_in(a->x), dense_out(a->out)};
       break;
     }
     case SPARSEPORT_OP_CSR_ATTENTION: {
@@ -136,22 +122,22 @@ std::vector<ValueOperand> value_operands(sparseport_op op, void* args, std::vect
     }
     case SPARSEPORT_OP_CSR_SLICE_ROWS: {
       auto* a = static_cast<sparseport_slice_rows_args*>(args);
-      v = {csr_values(a->a), csr_values_out(a->out)};
+      v = {values_in(a->a), values_out(a->out)};
       break;
     }
     case SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE: {
       auto* a = static_cast<sparseport_slice_rows_dense_args*>(args);
-      v = {csr_values(a->a), dense_out(a->out)};
+      v = {values_in(a->a), dense_out(a->out)};
       break;
     }
     case SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH: {
       auto* a = static_cast<sparseport_induced_subgraph_args*>(args);
-      v = {csr_values(a->a), csr_values_out(a->out)};
+      v = {values_in(a->a), values_out(a->out)};
       break;
     }
     case SPARSEPORT_OP_CSR_TRANSPOSE: {
       auto* a = static_cast<sparseport_transpose_args*>(args);
-      v = {csr_values(a->a), csr_values_out(a->out)};
+      v = {values_in(a->a), values_out(a->out)};
       break;
     }
     default:

@@ -33,6 +33,21 @@ struct ValueOperand {
   bool read = true, written = false;
 };
 
+// The operands: a CSR's or COO's values (nnz x 1; none for a pattern), the values of a structural
+// op's result, and dense arrays (`read`: an output whose old contents the op reads, as C with beta).
+template <class Sparse>
+ValueOperand values_in(Sparse& a) {
+  ValueOperand o;
+  o.in = &a.values;
+  o.type = &a.value_type;
+  o.rows = a.values != nullptr ? a.nnz : 0;
+  o.cols = 1;
+  return o;
+}
+ValueOperand values_out(sparseport_csr_mut& a);
+ValueOperand dense_in(sparseport_dense& d);
+ValueOperand dense_out(sparseport_dense_mut& d, bool read = false);
+
 // Float32 copies held across calls, grown on demand; release() gives the memory back to the
 // plugin (before its context goes away).
 class Scratch {

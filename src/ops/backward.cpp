@@ -278,19 +278,10 @@ void run_spmm_backward(const Context& ctx, const std::string& w, const CsrView& 
     if (!is_16bit(a.value_type)) return call();
     // The slot takes float32 and float64 only: 16-bit operands go through float32 copies.
     scheduler::Scratch copies(ctx.plugin(), exec.state);
-    std::vector<scheduler::ValueOperand> ops(5);
-    ops[0].in = &args.a.values, ops[0].type = &args.a.value_type, ops[0].rows = a.is_pattern() ? 0 : a.nnz;
-    ops[1].in = &args.b.data, ops[1].type = &args.b.value_type, ops[1].ld = &args.b.ld;
-    ops[1].rows = args.b.rows, ops[1].cols = args.b.cols;
-    ops[2].in = &args.dc.data, ops[2].type = &args.dc.value_type, ops[2].ld = &args.dc.ld;
-    ops[2].rows = args.dc.rows, ops[2].cols = args.dc.cols;
-    for (auto [o, d] : {std::pair{&ops[3], &args.db}, {&ops[4], &args.dvalues}}) {
-      o->out = &d->data, o->type = &d->value_type, o->ld = &d->ld;
-      o->rows = d->data != nullptr ? d->rows : 0, o->cols = d->cols;
-      o->read = false, o->written = true;
-    }
-    ops[0].cols = 1;
-    scheduler::run_as_f32(ctx.plugin(), exec, std::move(ops), {}, copies, call, w);
+    scheduler::run_as_f32(ctx.plugin(), exec,
+                          {scheduler::values_in(args.a), scheduler::dense_in(args.b), scheduler::dense_in(args.dc),
+                           scheduler::dense_out(args.db), scheduler::dense_out(args.dvalues)},
+                          {}, copies, call, w);
     return;
   }
 
