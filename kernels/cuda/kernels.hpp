@@ -17,10 +17,15 @@ namespace sparseport::cuda {
 
 inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
-// Vectors of 4 values along F: F % 4 == 0, every row start 16-byte aligned.
-inline bool vec4_rows(const void* data, int64_t ld, int64_t cols) {
-  return cols % 4 == 0 && ld % 4 == 0 && aligned16(data);
+// Rows (data, ld, cols) of values of `value_size` bytes read as 16-byte vectors: cols and ld
+// multiples of 16 / value_size values (4 floats, 8 halves), data 16-byte aligned.
+inline bool vec16_rows(const void* data, int64_t ld, int64_t cols, int64_t value_size) {
+  const int64_t w = 16 / value_size;
+  return cols % w == 0 && ld % w == 0 && aligned16(data);
 }
+
+// Vectors of 4 values along F: F % 4 == 0, every row start 16-byte aligned.
+inline bool vec4_rows(const void* data, int64_t ld, int64_t cols) { return vec16_rows(data, ld, cols, 4); }
 
 // The largest F for spmm.vector_rows, and for spmm.merge_path's lanes across entries (above it
 // merge_path puts its lanes across F): a lane holds all F columns of a product in registers

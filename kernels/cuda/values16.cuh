@@ -142,13 +142,6 @@ inline bool is16_tag(int32_t value_type) { return value_type == SPARSEPORT_F16 |
 template <class S>
 inline constexpr int kVec16 = static_cast<int>(16 / sizeof(S));
 
-// Host: whether rows (data, ld, cols) of values of `value_size` bytes can be read as 16-byte vectors:
-// cols and ld multiples of 16 / value_size values, data 16-byte aligned.
-inline bool vec16_rows(const void* data, int64_t ld, int64_t cols, int64_t value_size) {
-  const int64_t w = 16 / value_size;
-  return cols % w == 0 && ld % w == 0 && (reinterpret_cast<uintptr_t>(data) & 15u) == 0;
-}
-
 // One stored value as the accumulator type (read-only path / plain).
 template <class S>
 __device__ __forceinline__ acc_t<S> ldg_acc(const S* p) {

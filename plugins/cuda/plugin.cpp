@@ -113,10 +113,6 @@ std::string dims(const sparseport_dense_mut& d) { return dims(sparseport_dense{d
 bool is16(int32_t value_type) { return value_type == SPARSEPORT_F16 || value_type == SPARSEPORT_BF16; }
 const char* type_name(int32_t value_type) { return value_type == SPARSEPORT_BF16 ? "bf16" : "f16"; }
 
-// Rows of 16-bit values readable as 16-byte vectors of 8: cols and ld multiples of 8, 16-byte aligned.
-bool vec8_rows16(const void* data, int64_t ld, int64_t cols) {
-  return cols % 8 == 0 && ld % 8 == 0 && cu::aligned16(data);
-}
 
 // Whether variant v of op is flagged k16 (takes 16-bit values itself); an unknown name passes
 // (the op slot names it as unknown).
@@ -141,7 +137,7 @@ std::string why_not(int32_t op, std::string_view v, const void* args) {
     const int64_t F = a.b.cols;
     if (std::string r = not16(op, v, a.c.value_type); !r.empty()) return r;
     if (v == "spmm.row_warp_vec4" && is16(a.c.value_type) &&
-        !(vec8_rows16(a.b.data, a.b.ld, F) && vec8_rows16(a.c.data, a.c.ld, F)))
+        !(cu::vec16_rows(a.b.data, a.b.ld, F, 2) && cu::vec16_rows(a.c.data, a.c.ld, F, 2)))
       return "spmm.row_warp_vec4 with " + std::string(type_name(a.c.value_type)) +
              " values reads 16-byte vectors of 8: it needs F % 8 == 0, B.ld and C.ld multiples of 8 and 16-byte "
              "aligned B and C, but F = " + std::to_string(F) + ", B has " + dims(a.b) + " and C has " + dims(a.c);
@@ -175,7 +171,7 @@ std::string why_not(int32_t op, std::string_view v, const void* args) {
     const int64_t F = a.x.cols;
     if (std::string r = not16(op, v, a.out.value_type); !r.empty()) return r;
     if (v == "sddmm.vec4" && is16(a.out.value_type) &&
-        !(vec8_rows16(a.x.data, a.x.ld, F) && vec8_rows16(a.y.data, a.y.ld, F)))
+        !(cu::vec16_rows(a.x.data, a.x.ld, F, 2) && cu::vec16_rows(a.y.data, a.y.ld, F, 2)))
       return "sddmm.vec4 with " + std::string(type_name(a.out.value_type)) +
              " values reads 16-byte vectors of 8: it needs F % 8 == 0, X.ld and Y.ld multiples of 8 and 16-byte "
              "aligned X and Y, but F = " + std::to_string(F) + ", X has " + dims(a.x) + " and Y has " + dims(a.y);
