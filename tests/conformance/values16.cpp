@@ -438,14 +438,17 @@ void expect_same16(const HostDense<V>& got, const HostDense<V>& want, const std:
 }
 
 // Runs an *_arg call; Unsupported fails the test (every backend has a variant that records arg,
-// and the float32 path serves it for 16-bit values) but lets the rest of the test go on.
+// and the float32 path serves it for 16-bit values) but lets the rest of the test go on. A variant
+// named by the test may not apply to the input (cuda's row_warp_vec4 at F % 4 != 0, in float32 too):
+// with `named`, that is a skip, not a failure.
 template <class F>
-bool call_arg(F&& f) {
+bool call_arg(F&& f, bool named = false) {
   try {
     f();
     return true;
   } catch (const Unsupported& e) {
-    ADD_FAILURE() << "threw Unsupported: " << e.what();
+    if (!(named && std::string(e.what()).find("does not apply to this input") != std::string::npos))
+      ADD_FAILURE() << "threw Unsupported: " << e.what();
     return false;
   }
 }
@@ -504,7 +507,7 @@ void check_spmm_backward(const MatrixSpec& spec, uint64_t seed) {
           I* arg_dev = st.put(arg0);
           if (!call_arg([&] {
                 spmm_arg(*ctx, st.csr(a), st.dense(b), c, arg_mut(arg_dev, a.rows, f, f), spmm_opt(r, 1.0, 0.0, variant));
-              }))
+              }, !variant.empty()))
             continue;
           ctx->synchronize();
           expect_same_arg(arg0.empty() ? arg0 : st.get(arg_dev, arg0.size()), want_arg, f, "spmm_arg");
