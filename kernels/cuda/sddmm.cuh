@@ -51,19 +51,16 @@ __device__ __forceinline__ void sddmm_walk_dots(const SddmmParams<I, V>& p, cons
                                                 const int64_t (&c)[U], const bool (&ok)[U], int sub,
                                                 acc_t<V> (&dot)[U]) {
   for (int64_t f = int64_t{sub} * VEC; f < p.F; f += int64_t{G} * VEC) {
-    VecN<acc_t<V>, VEC> xv[U], yv[U];
+    Packed<V, VEC> xv[U], yv[U];  // as stored: widened in dot_acc (values16.cuh says why)
 #pragma unroll
     for (int u = 0; u < U; ++u)
       if (ok[u]) {
-        xv[u] = sload<V, VEC>(p.x + r[u] * p.ldx + f);
-        yv[u] = sload<V, VEC>(p.y + c[u] * p.ldy + f);
+        xv[u] = pload<V, VEC>(p.x + r[u] * p.ldx + f);
+        yv[u] = pload<V, VEC>(p.y + c[u] * p.ldy + f);
       }
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      if (ok[u]) {
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) dot[u] += xv[u].x[i] * yv[u].x[i];
-      }
+      if (ok[u]) dot[u] = dot_acc<V, VEC>(dot[u], xv[u], yv[u]);
   }
 }
 

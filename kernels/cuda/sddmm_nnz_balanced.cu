@@ -87,24 +87,22 @@ __global__ void __launch_bounds__(kBlock) sddmm_nnz_kernel(SddmmParams<I, V> p, 
 #pragma unroll
     for (int u = 0; u < U; ++u) dot[u] = acc_t<V>(0);
     if constexpr (CPL > 0) {
-      VecN<acc_t<V>, VEC> xv[U][CPL], yv[U][CPL];
+      Packed<V, VEC> xv[U][CPL], yv[U][CPL];  // as stored: widened in dot_acc (values16.cuh says why)
 #pragma unroll
       for (int u = 0; u < U; ++u)
         if (ok[u]) {
 #pragma unroll
           for (int k = 0; k < CPL; ++k) {
             const int64_t f = (int64_t{k} * G + sub) * VEC;
-            xv[u][k] = sload<V, VEC>(p.x + r[u] * p.ldx + f);
-            yv[u][k] = sload<V, VEC>(p.y + c[u] * p.ldy + f);
+            xv[u][k] = pload<V, VEC>(p.x + r[u] * p.ldx + f);
+            yv[u][k] = pload<V, VEC>(p.y + c[u] * p.ldy + f);
           }
         }
 #pragma unroll
       for (int u = 0; u < U; ++u)
         if (ok[u]) {
 #pragma unroll
-          for (int k = 0; k < CPL; ++k)
-#pragma unroll
-            for (int i = 0; i < VEC; ++i) dot[u] += xv[u][k].x[i] * yv[u][k].x[i];
+          for (int k = 0; k < CPL; ++k) dot[u] = dot_acc<V, VEC>(dot[u], xv[u][k], yv[u][k]);
         }
     } else {
       sddmm_walk_dots<I, V, VEC, G, U>(p, r, c, ok, sub, dot);
@@ -132,7 +130,7 @@ void launch_vec(const State& s, const sparseport_sddmm_args& a) {
   constexpr int VEC = 16 / static_cast<int>(sizeof(V));
   const int64_t F = a.x.cols;
   const int64_t vecs = F / VEC;  // F % VEC == 0 here
-  // 16-bit values: at most 4 vectors a lane unrolled (8 would be 128 float registers of X and Y).
+  // 16-bit values: at most 4 vectors a lane unrolled (8 would be 64 words of X and Y a lane).
   constexpr bool k16 = is16_v<V>;
   if (vecs >= 8) {
     switch (vecs == 8 ? 1 : vecs == 16 ? 2 : vecs == 32 ? 4 : (vecs == 64 && !k16) ? 8 : 0) {

@@ -465,6 +465,22 @@ void hub_split_typed(const State& s, const sparseport_spmm_args& a, bool vec, bo
     const bool small = a.a.rows * g < 2 * resident;
     const bool tiny = a.a.rows * 32 <= resident / 2;
     const int64_t mean_deg = a.a.nnz / std::max<int64_t>(a.a.rows, 1);
+    if constexpr (W == 8) {
+      // 16-bit values at F <= 32: 4 lanes of 8 values cover the row, so without teams a row had
+      // 4 lanes where float32 gives it 32 (8 lanes x 4 slices), and chains of its whole length:
+      // 13.3 us against 8.7 in float32 on cora at F = 32 (H200, 2026-11-26, values16-call4). The
+      // same rule as float32's teams (the mean row keeps at least 4 entries a slice, full teams
+      // on a tiny matrix), up to 8 slices of 4 lanes.
+      if (g == 4 && (tiny || (small && mean_deg >= 8))) {
+        if (tiny || mean_deg >= 32)
+          launch<W, 4, 8>(s, a, 8 * t, false);
+        else if (mean_deg >= 16)
+          launch<W, 4, 4>(s, a, 4 * t, false);
+        else
+          launch<W, 4, 2>(s, a, 2 * t, false);
+        return;
+      }
+    }
     if (g == 8 && (tiny || (small && mean_deg >= 16))) {
       launch<W, 8, 4>(s, a, 4 * t, false);
     } else if (small && g == 8 && mean_deg >= 8) {

@@ -170,6 +170,60 @@ __device__ __forceinline__ VecN<acc_t<S>, N> sload(const S* p) {
   }
 }
 
+// N stored values kept as loaded (16-bit values: N / 2 words of pairs), widened only where they are
+// used. A kernel that holds many loads in flight before using them (sddmm: U entries x CPL vectors
+// of X and Y) needs half the registers of widened floats this way, so its 16-bit build keeps the
+// float32 build's occupancy: widened at the load, sddmm.nnz_balanced's 16-bit kernels took 176-194
+// registers a lane against 80-128 in float32 (ptxas, sm_90), half the resident warps, and ran at
+// 0.55-0.75x of float32 at F >= 64 (H200, benchmarks/results/2026-11-26-h200-issue21.md).
+template <class S, int N, class = void>
+struct Packed {  // float, double, and single 16-bit values: as stored
+  VecN<S, N> v;
+};
+template <class S, int N>
+struct Packed<S, N, std::enable_if_t<is16_v<S> && (N >= 2)>> {
+  unsigned w[N / 2];
+};
+
+// N stored values at p through the read-only path, one load of N values (p aligned to it).
+template <class S, int N>
+__device__ __forceinline__ Packed<S, N> pload(const S* p) {
+  Packed<S, N> r;
+  if constexpr (!is16_v<S>) {
+    r.v = vload<S, N>(p);
+  } else if constexpr (N == 1) {
+    r.v.x[0] = __ldg(p);
+  } else if constexpr (N == 2) {
+    r.w[0] = __ldg(reinterpret_cast<const unsigned*>(p));
+  } else if constexpr (N == 4) {
+    const uint2 q = __ldg(reinterpret_cast<const uint2*>(p));
+    r.w[0] = q.x, r.w[1] = q.y;
+  } else {
+    static_assert(N == 8, "1, 2, 4 or 8 16-bit values");
+    const uint4 q = __ldg(reinterpret_cast<const uint4*>(p));
+    r.w[0] = q.x, r.w[1] = q.y, r.w[2] = q.z, r.w[3] = q.w;
+  }
+  return r;
+}
+
+// acc + sum_i a[i] * b[i] in the accumulator type, i in order (the sum the widened loop makes),
+// each pair of 16-bit values widened just before its products.
+template <class S, int N>
+__device__ __forceinline__ acc_t<S> dot_acc(acc_t<S> acc, const Packed<S, N>& a, const Packed<S, N>& b) {
+  if constexpr (is16_v<S> && N >= 2) {
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      const float2 x = widen2(a.w[i], S{}), y = widen2(b.w[i], S{});
+      acc += x.x * y.x;
+      acc += x.y * y.y;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) acc += widen(a.v.x[i]) * widen(b.v.x[i]);
+  }
+  return acc;
+}
+
 // Plain (coherent) loads, for outputs read back (C with beta != 0).
 template <class S, int N>
 __device__ __forceinline__ VecN<acc_t<S>, N> sload_rw(const S* p) {
