@@ -251,6 +251,58 @@ TEST(CudaValues16, SpmmPatternBf16) {
   run_spmm_suite<int64_t, bfloat16>(true);
 }
 
+// hub_split at F = 32 in 16 bits gives a row a team of 2, 4 or 8 slices of 4 lanes on matrices
+// that leave the GPU partly idle: 8 on a tiny matrix (the suite above, 97 rows), 4 and 2 on one of
+// 6000 rows (more than a tiny one on a GPU of up to 168 SMs, fewer than two waves of 4-lane groups)
+// by its mean row, about 24 and 13 entries here; every 500th row is 900 entries long (a CTA item
+// above the team's threshold of 2 or 4 x 64-96 entries), every 13th empty. Sum and max, beta 0.
+TEST(CudaValues16, SpmmHubSplitTeamsAtF32) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  const int64_t m = 6000, k = 5000, F = 32;
+  for (const int64_t mean : {24, 12}) {
+    std::mt19937_64 rng(kSeed + static_cast<uint64_t>(mean));
+    std::uniform_int_distribution<int64_t> col(0, k - 1), deg(mean / 2, mean + mean / 2);
+    HostCsr<int32_t, bfloat16> a;
+    a.rows = m;
+    a.cols = k;
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t d = i % 500 == 7 ? 900 : (i % 13 == 4 ? 0 : deg(rng));
+      for (int64_t t = 0; t < d; ++t) {
+        a.colind.push_back(static_cast<int32_t>(col(rng)));
+        a.values.push_back(rnd16<bfloat16>(rng));
+      }
+      a.rowptr.push_back(static_cast<int32_t>(a.colind.size()));
+    }
+    const HostDense<bfloat16> b = make_dense_h<bfloat16>(k, F, kSeed + 300 + static_cast<uint64_t>(mean));
+    HostDense<bfloat16> c0(m, F);
+    for (auto& x : c0.data) x = bfloat16(std::numeric_limits<float>::quiet_NaN());
+    const DevCsr<int32_t, bfloat16> da = to_device(ctx, a);
+    const DevDense<bfloat16> db = to_device(ctx, b);
+    for (const Reduce r : {Reduce::sum, Reduce::max}) {
+      SCOPED_TRACE("mean row " + std::to_string(mean) + " reduce=" + name(r));
+      HostDense<double> want, bound, err;
+      spmm_oracle(a, b, c0, r, 1.0, 0.0, want, bound, err);
+      DevDense<bfloat16> dc = to_device(ctx, c0);
+      SpmmOptions opt;
+      opt.reduce = r;
+      opt.variant = "spmm.hub_split";
+      spmm(ctx, da.view, db.view(), dc.mut(), opt);
+      EXPECT_FALSE(last_decision().via_f32);
+      const HostDense<bfloat16> got = to_host(ctx, dc);
+      int bad = 0;
+      for (int64_t i = 0; i < m && bad < 5; ++i)
+        for (int64_t f = 0; f < F && bad < 5; ++f) {
+          const auto ok = close16<bfloat16>(to_d(got(i, f)), want(i, f), bound(i, f), err(i, f), false);
+          if (!ok) {
+            ++bad;
+            ADD_FAILURE() << "C[" << i << "," << f << "]: " << ok.message();
+          }
+        }
+    }
+  }
+}
+
 // A matrix without entries: C = beta * C in 16 bits (the plugin runs row_warp's empty rows).
 TEST(CudaValues16, SpmmNoEntries) {
   CUDA_TEST_REQUIRE_GPU();
