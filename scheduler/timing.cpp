@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "sparseport/errors.hpp"
+#include "sparseport/views.hpp"
 #include "src/core/registry.hpp"
 
 namespace sparseport::scheduler {
@@ -303,10 +304,19 @@ ProbeSample::ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, 
     // The slice is built with the backend's own csr_slice_rows (on the device for a GPU backend).
     const std::vector<std::string> slicers = plugin.variants_of(SPARSEPORT_OP_CSR_SLICE_ROWS);
     if (slicers.empty()) throw Unsupported("sparseport scheduler: backend '" + plugin.name + "' has no csr_slice_rows to build the probe sample");
+    // 16-bit values: no backend's slicer takes them (its dispatch read them as floats, past the end
+    // of the array: the device fault on 32M-entry inputs in session 12), so the sample is sliced as a
+    // float32 pattern and given the first nnz of A's own values, copied as bytes: a timing does not
+    // depend on which values a row holds.
+    const bool values16 = is_16bit(static_cast<ValueType>(a->value_type));
     sparseport_slice_rows_args sl{};
     sl.a = *a;
+    if (values16) {
+      sl.a.values = nullptr;
+      sl.a.value_type = SPARSEPORT_F32;
+    }
     sl.rows = {n, upload(ids.data(), ids.size()), a->index_type};
-    sl.out = {n, a->cols, 0, alloc((n + 1) * isz), nullptr, nullptr, a->index_type, a->value_type};
+    sl.out = {n, a->cols, 0, alloc((n + 1) * isz), nullptr, nullptr, a->index_type, sl.a.value_type};
     sparseport_status st{};
     sl.phase = 0;
     if (call_slot(t, SPARSEPORT_OP_CSR_SLICE_ROWS, exec, slicers.front(), &sl, &st) != SPARSEPORT_OK)
@@ -322,10 +332,20 @@ ProbeSample::ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, 
     const int64_t nnz = decode_one(last.data(), a->index_type);
     sl.out.nnz = nnz;
     sl.out.colind = alloc(nnz * isz);
-    sl.out.values = a->values != nullptr ? alloc(nnz * vsz) : nullptr;
+    sl.out.values = a->values != nullptr && !values16 ? alloc(nnz * vsz) : nullptr;
     sl.phase = 1;
     if (call_slot(t, SPARSEPORT_OP_CSR_SLICE_ROWS, exec, slicers.front(), &sl, &st) != SPARSEPORT_OK)
       detail::throw_status(st, "sparseport scheduler: slicing the probe sample failed");
+    if (values16 && a->values != nullptr && nnz > 0) {
+      sl.out.values = alloc(nnz * vsz);
+      const size_t bytes = static_cast<size_t>(nnz) * vsz;
+      if (device) {
+        if (t->copy(exec.state, sl.out.values, a->values, bytes, SPARSEPORT_COPY_DEVICE_TO_DEVICE, &st) != SPARSEPORT_OK)
+          detail::throw_status(st, "sparseport scheduler: copying the probe sample's values failed");
+      } else {
+        std::memcpy(sl.out.values, a->values, bytes);
+      }
+    }
     const sparseport_csr sub{n, a->cols, nnz, sl.out.rowptr, sl.out.colind, sl.out.values, a->index_type,
                              a->value_type};
     if (op == SPARSEPORT_OP_SPMM) {

@@ -12,6 +12,7 @@
 
 #include "backends/cuda/runtime.hpp"
 #include "kernels/cuda/kernels.hpp"
+#include "sparseport/errors.hpp"
 
 namespace sparseport::cuda {
 
@@ -236,9 +237,18 @@ inline unsigned blocks_for(int64_t threads) {
   return static_cast<unsigned>(b < 1 ? 1 : (b > kMax ? kMax : b));
 }
 
-// Calls f(I{}, V{}) for the run-time index and value types.
+// Only variants flagged SPARSEPORT_VARIANT_VALUES16 see 16-bit arrays, and they dispatch those
+// with values16.cuh's helpers; one reaching a float/double dispatch would be read as floats, past
+// the end of the array (the scheduler's probe slice did, session 12's device fault), so it stops here.
+inline void refuse_values16(int32_t value_type) {
+  if (value_type == SPARSEPORT_F16 || value_type == SPARSEPORT_BF16)
+    throw Unsupported("16-bit values reached a float32/float64 kernel (a variant not flagged for 16-bit values)");
+}
+
+// Calls f(I{}, V{}) for the run-time index and value types (float and double).
 template <class F>
 void dispatch_types(int32_t index_type, int32_t value_type, F&& f) {
+  refuse_values16(value_type);
   if (index_type == SPARSEPORT_I64) {
     if (value_type == SPARSEPORT_F64)
       f(int64_t{}, double{});
@@ -254,6 +264,7 @@ void dispatch_types(int32_t index_type, int32_t value_type, F&& f) {
 
 template <class F>
 void dispatch_value(int32_t value_type, F&& f) {
+  refuse_values16(value_type);
   if (value_type == SPARSEPORT_F64)
     f(double{});
   else

@@ -73,6 +73,10 @@ void check_result_fits(int64_t total, const char* what) {
 //   dispatch(args.a.index_type, args.a.value_type, [&]<class I, class V>() { kernel<I, V>(args); });
 template <class F>
 decltype(auto) dispatch(int32_t index_type, int32_t value_type, F&& f) {
+  // Only variants flagged SPARSEPORT_VARIANT_VALUES16 see 16-bit arrays, and they dispatch those
+  // themselves; one reaching here would be read as floats, past the end of the array.
+  if (value_type == SPARSEPORT_F16 || value_type == SPARSEPORT_BF16)
+    throw Unsupported("16-bit values reached a float32/float64 kernel (a variant not flagged for 16-bit values)");
   const bool i64 = index_type == SPARSEPORT_I64;
   const bool f64 = value_type == SPARSEPORT_F64;
   if (i64 && f64) return f.template operator()<int64_t, double>();

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "common/scoped.hpp"
 #include "common/values16.hpp"
 
 namespace sparseport::testing {
@@ -390,6 +391,53 @@ void check_other_plans(const std::string& backend) {
     plan.run(y.view(), out.mut());
     check(plan.decision(), SPARSEPORT_OP_GATHER_SCATTER, "GatherScatterPlan");
     expect_spmm_right(a, y, out, Reduce::mean, "GatherScatterPlan out");
+  }
+}
+
+// Decisions taken on the probe sample (SPARSEPORT_FULL_SIZE_MS tiny: every candidate counts as too
+// slow to time at full size; SPARSEPORT_SCHEDULER=probe: timed even where a model is sure; a cache
+// of its own: no replay). The sample is sliced with the backend's csr_slice_rows, which takes no
+// 16-bit values: before the fix the slicer read them as floats, past the end of the array (on the
+// GPU a device fault on 32M-entry inputs); now it slices the pattern and the plan still runs on
+// the 16-bit data, right. Plans of spmm (sum and max) and sddmm on both value types.
+template <class I, class V>
+void check_probe_plans(const std::string& backend) {
+  const Context ctx = Context::create(backend);
+  const HostCsr<I, V> a = test_matrix<I, V>(case_seed("values16_path/probe"));
+  std::mt19937_64 rng(case_seed("values16_path/probe/dense"));
+  const int64_t F = 16;
+  const HostDense<V> b = random16<V>(a.cols, F, F, rng), x = random16<V>(a.rows, F, F, rng);
+  for (const Reduce r : {Reduce::sum, Reduce::max}) {
+    SpmmPlan plan(ctx, a.view(), F, spmm_opt(r));
+    HostDense<V> c(a.rows, F);
+    plan.run(b.view(), c.mut());
+    const Decision d = plan.decision();
+    // A backend whose only native variant is the whole list decides without timing ("single").
+    if (d.source != "single" && !d.via_f32) {
+      EXPECT_EQ(d.timing, "probe sample") << d.variant << ": " << d.reason;
+    }
+    expect_spmm_right(a, b, c, r, std::string("SpmmPlan ") + name(r) + " decided on the probe sample");
+  }
+  SddmmPlan plan(ctx, a.view(), F);
+  HostDense<V> out(a.nnz(), 1);
+  plan.run(x.view(), b.view(), out.mut());
+  HostDense<double> want(a.nnz(), 1), bound(a.nnz(), 1);
+  sddmm(oracle(), to_double(a).view(), to_double(x).view(), to_double(b).view(), want.mut(),
+        {oracle_variant(SPARSEPORT_OP_SDDMM)});
+  sddmm(oracle(), to_double(a, true).view(), to_double(x, true).view(), to_double(b, true).view(), bound.mut(),
+        {oracle_variant(SPARSEPORT_OP_SDDMM)});
+  expect_close16(out, want, bound, [&](int64_t) { return F + 2; }, "SddmmPlan decided on the probe sample");
+}
+
+TEST(Values16Path, PlansDecidedOnTheProbeSampleSliceSixteenBitMatrices) {
+  sparseport_test::TempDir cache;
+  const sparseport_test::ScopedEnv dir("SPARSEPORT_CACHE_DIR", cache.path.c_str());
+  const sparseport_test::ScopedEnv mode("SPARSEPORT_SCHEDULER", "probe");
+  const sparseport_test::ScopedEnv full("SPARSEPORT_FULL_SIZE_MS", "1e-6");
+  for (const std::string& backend : cpu_backends()) {
+    SCOPED_TRACE("backend " + backend);
+    check_probe_plans<int32_t, bfloat16>(backend);
+    check_probe_plans<int64_t, half>(backend);
   }
 }
 
