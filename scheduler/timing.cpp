@@ -305,9 +305,9 @@ ProbeSample::ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, 
     const std::vector<std::string> slicers = plugin.variants_of(SPARSEPORT_OP_CSR_SLICE_ROWS);
     if (slicers.empty()) throw Unsupported("sparseport scheduler: backend '" + plugin.name + "' has no csr_slice_rows to build the probe sample");
     // 16-bit values: no backend's slicer takes them (its dispatch read them as floats, past the end
-    // of the array: the device fault on 32M-entry inputs in session 12), so the sample is sliced as a
-    // float32 pattern and given the first nnz of A's own values, copied as bytes: a timing does not
-    // depend on which values a row holds.
+    // of the array: a crash on openmp, most likely the device fault on 32M-entry inputs in session
+    // 12), so the sample is sliced as a float32 pattern and given the first nnz of A's own values,
+    // copied as bytes: a timing does not depend on which values a row holds.
     const bool values16 = is_16bit(static_cast<ValueType>(a->value_type));
     sparseport_slice_rows_args sl{};
     sl.a = *a;

@@ -239,7 +239,8 @@ inline unsigned blocks_for(int64_t threads) {
 
 // Only variants flagged SPARSEPORT_VARIANT_VALUES16 see 16-bit arrays, and they dispatch those
 // with values16.cuh's helpers; one reaching a float/double dispatch would be read as floats, past
-// the end of the array (the scheduler's probe slice did, session 12's device fault), so it stops here.
+// the end of the array (the scheduler's probe slice did: a crash on openmp, most likely session 12's
+// device fault on 32M-entry inputs), so it stops here.
 inline void refuse_values16(int32_t value_type) {
   if (value_type == SPARSEPORT_F16 || value_type == SPARSEPORT_BF16)
     throw Unsupported("16-bit values reached a float32/float64 kernel (a variant not flagged for 16-bit values)");

@@ -175,7 +175,8 @@ __device__ __forceinline__ VecN<acc_t<S>, N> sload(const S* p) {
 // of X and Y) needs half the registers of widened floats this way, so its 16-bit build keeps the
 // float32 build's occupancy: widened at the load, sddmm.nnz_balanced's 16-bit kernels took 176-194
 // registers a lane against 80-128 in float32 (ptxas, sm_90), half the resident warps, and ran at
-// 0.55-0.75x of float32 at F >= 64 (H200, benchmarks/results/2026-11-26-h200-issue21.md).
+// 0.55-0.75x of float32 at F >= 64; packed, 77-126 registers and 1.23x float32 (1.54x on inputs of
+// 500k entries or more) (H200, benchmarks/results/2026-11-26-h200-issue21.md, sessions 12 and 13).
 template <class S, int N, class = void>
 struct Packed {  // float, double, and single 16-bit values: as stored
   VecN<S, N> v;
