@@ -12,7 +12,7 @@
 
 #include "backends/cuda/runtime.hpp"
 #include "kernels/cuda/kernels.hpp"
-#include "sparseport/errors.hpp"
+#include "src/core/plugin_support.hpp"
 
 namespace sparseport::cuda {
 
@@ -237,19 +237,11 @@ inline unsigned blocks_for(int64_t threads) {
   return static_cast<unsigned>(b < 1 ? 1 : (b > kMax ? kMax : b));
 }
 
-// Only variants flagged SPARSEPORT_VARIANT_VALUES16 see 16-bit arrays, and they dispatch those
-// with values16.cuh's helpers; one reaching a float/double dispatch would be read as floats, past
-// the end of the array (the scheduler's probe slice did: a crash on openmp, most likely session 12's
-// device fault on 32M-entry inputs), so it stops here.
-inline void refuse_values16(int32_t value_type) {
-  if (value_type == SPARSEPORT_F16 || value_type == SPARSEPORT_BF16)
-    throw Unsupported("16-bit values reached a float32/float64 kernel (a variant not flagged for 16-bit values)");
-}
-
-// Calls f(I{}, V{}) for the run-time index and value types (float and double).
+// Calls f(I{}, V{}) for the run-time index and value types (float and double; 16-bit values,
+// which values16.cuh dispatches, are refused: plugin_support.hpp says why).
 template <class F>
 void dispatch_types(int32_t index_type, int32_t value_type, F&& f) {
-  refuse_values16(value_type);
+  detail::refuse_values16(value_type);
   if (index_type == SPARSEPORT_I64) {
     if (value_type == SPARSEPORT_F64)
       f(int64_t{}, double{});
@@ -265,7 +257,7 @@ void dispatch_types(int32_t index_type, int32_t value_type, F&& f) {
 
 template <class F>
 void dispatch_value(int32_t value_type, F&& f) {
-  refuse_values16(value_type);
+  detail::refuse_values16(value_type);
   if (value_type == SPARSEPORT_F64)
     f(double{});
   else

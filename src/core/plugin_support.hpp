@@ -56,6 +56,16 @@ int guarded(sparseport_status* st, F&& f) noexcept {
   return st != nullptr ? st->code : SPARSEPORT_ERR_PLUGIN;
 }
 
+// Only variants flagged SPARSEPORT_VARIANT_VALUES16 see 16-bit arrays, and they dispatch those
+// themselves; one reaching a float/double dispatch (this file's `dispatch`, the cuda plugin's
+// dispatch_types/dispatch_value) would be read as floats, past the end of the array (the
+// scheduler's probe slice did: a crash on openmp, most likely session 12's device fault on
+// 32M-entry inputs), so it stops there.
+inline void refuse_values16(int32_t value_type) {
+  if (value_type == SPARSEPORT_F16 || value_type == SPARSEPORT_BF16)
+    throw Unsupported("16-bit values reached a float32/float64 kernel (a variant not flagged for 16-bit values)");
+}
+
 // Phase 0 of a structural op that builds a CSR: `total` (counted in int64) entries are about to go
 // into a rowptr of index type I. Throws InvalidArgument when they do not fit, before anything is
 // stored, e.g. "the selected rows hold 2147549184 entries in all, more than int32 indices can
@@ -73,10 +83,7 @@ void check_result_fits(int64_t total, const char* what) {
 //   dispatch(args.a.index_type, args.a.value_type, [&]<class I, class V>() { kernel<I, V>(args); });
 template <class F>
 decltype(auto) dispatch(int32_t index_type, int32_t value_type, F&& f) {
-  // Only variants flagged SPARSEPORT_VARIANT_VALUES16 see 16-bit arrays, and they dispatch those
-  // themselves; one reaching here would be read as floats, past the end of the array.
-  if (value_type == SPARSEPORT_F16 || value_type == SPARSEPORT_BF16)
-    throw Unsupported("16-bit values reached a float32/float64 kernel (a variant not flagged for 16-bit values)");
+  refuse_values16(value_type);
   const bool i64 = index_type == SPARSEPORT_I64;
   const bool f64 = value_type == SPARSEPORT_F64;
   if (i64 && f64) return f.template operator()<int64_t, double>();
