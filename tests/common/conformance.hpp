@@ -208,6 +208,20 @@ inline std::vector<int64_t> shape_degrees(const MatrixSpec& m, int64_t rows, int
   return deg;
 }
 
+// A's entries as COO edges (row = the entry's row), in A's order.
+template <class I, class V>
+HostCoo<I, V> to_coo(const HostCsr<I, V>& a) {
+  HostCoo<I, V> c;
+  c.rows = a.rows;
+  c.cols = a.cols;
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (I e = a.rowptr[static_cast<size_t>(i)]; e < a.rowptr[static_cast<size_t>(i) + 1]; ++e)
+      c.row.push_back(static_cast<I>(i));
+  c.col = a.colind;
+  c.values = a.values;
+  return c;
+}
+
 template <class I, class V>
 HostCsr<I, V> make_matrix(const MatrixSpec& m, std::mt19937_64& rng) {
   int64_t rows = 0, cols = 0;

@@ -8,19 +8,6 @@ namespace sparseport::testing {
 namespace {
 
 template <class I, class V>
-HostCoo<I, V> to_coo(const HostCsr<I, V>& a) {
-  HostCoo<I, V> c;
-  c.rows = a.rows;
-  c.cols = a.cols;
-  for (int64_t i = 0; i < a.rows; ++i)
-    for (I e = a.rowptr[static_cast<size_t>(i)]; e < a.rowptr[static_cast<size_t>(i) + 1]; ++e)
-      c.row.push_back(static_cast<I>(i));
-  c.col = a.colind;
-  c.values = a.values;
-  return c;
-}
-
-template <class I, class V>
 void check_gather_scatter(const MatrixSpec& spec, uint64_t seed) {
   std::mt19937_64 rng(seed);
   const HostCsr<I, V> a = make_matrix<I, V>(spec, rng);

@@ -66,19 +66,6 @@ SpmmOptions spmm_opt(Reduce r, double alpha, double beta, std::string variant) {
 }
 
 template <class I, class V>
-HostCoo<I, V> to_coo(const HostCsr<I, V>& a) {
-  HostCoo<I, V> c;
-  c.rows = a.rows;
-  c.cols = a.cols;
-  for (int64_t i = 0; i < a.rows; ++i)
-    for (I e = a.rowptr[static_cast<size_t>(i)]; e < a.rowptr[static_cast<size_t>(i) + 1]; ++e)
-      c.row.push_back(static_cast<I>(i));
-  c.col = a.colind;
-  c.values = a.values;
-  return c;
-}
-
-template <class I, class V>
 std::vector<int64_t> col_degrees(const HostCsr<I, V>& a) {
   std::vector<int64_t> d(static_cast<size_t>(a.cols), 0);
   for (I c : a.colind) ++d[static_cast<size_t>(c)];

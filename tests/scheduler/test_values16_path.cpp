@@ -376,14 +376,7 @@ void check_other_plans(const std::string& backend) {
                    "AttentionPlan out");
   }
   {
-    HostCoo<I, V> edges;
-    edges.rows = a.rows;
-    edges.cols = a.cols;
-    for (int64_t i = 0; i < a.rows; ++i)
-      for (I e = a.rowptr[static_cast<size_t>(i)]; e < a.rowptr[static_cast<size_t>(i) + 1]; ++e)
-        edges.row.push_back(static_cast<I>(i));
-    edges.col = a.colind;
-    edges.values = a.values;
+    const HostCoo<I, V> edges = to_coo(a);
     ReduceOptions ro;
     ro.reduce = Reduce::mean;
     GatherScatterPlan plan(ctx, edges.view(), F, ro);
