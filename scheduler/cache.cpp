@@ -152,8 +152,9 @@ constexpr size_t kMaxCacheBytes = size_t{256} << 20;
 // One warning per distinct text: a read-only folder or a corrupt line costs one line on stderr per
 // process, not one per op.
 void warn_once(const std::string& text) {
-  static std::mutex mu;
-  static std::set<std::string> said;
+  // Never destroyed (as the other registries that an op may reach during exit).
+  static auto& mu = *new std::mutex;
+  static auto& said = *new std::set<std::string>;
   std::lock_guard<std::mutex> lock(mu);
   if (said.insert(text).second) warn(text);
 }
@@ -465,8 +466,9 @@ std::optional<Record> CacheFile::lookup(const std::string& key, const std::strin
       }
     }
   };
-  static std::mutex mu;
-  static std::map<std::string, Parsed> parsed;
+  // Never destroyed (as the other registries that an op may reach during exit).
+  static auto& mu = *new std::mutex;
+  static auto& parsed = *new std::map<std::string, Parsed>;
   std::lock_guard<std::mutex> lock(mu);  // lookups are per decision, not per call: no contention
   Parsed& file = parsed[path];
   const auto size = static_cast<uint64_t>(st.st_size);

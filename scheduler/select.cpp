@@ -685,8 +685,13 @@ void execute(const std::shared_ptr<PlanState>& plan, const void* args, const std
 
 namespace {
 
-std::mutex memo_mu;
-std::map<std::string, std::shared_ptr<PlanState>> memo;
+// The one-shot plans, never destroyed: a plan's destructor hands its float32 copies back through
+// the plugin table to the context's state, and at exit neither need be alive any more (the static
+// plugin registry and the CUDA runtime are torn down in an order this library does not control).
+// Memory held here at exit goes with the process; a Context destroyed before exit takes its plans
+// with it (forget_state). Issue 34: destroying this map at exit crashed 1-2 % of GPU test processes.
+std::mutex& memo_mu = *new std::mutex;
+std::map<std::string, std::shared_ptr<PlanState>>& memo = *new std::map<std::string, std::shared_ptr<PlanState>>;
 
 // The one-shot memo key: which backend context, which arrays, which shape, F and types.
 std::string memo_key(const sparseport_exec& exec, const PluginInfo& plugin, sparseport_op op, const void* args,

@@ -209,7 +209,10 @@ State::State(int device) : device_(device) {
 
 State::~State() {
   // Errors are ignored: after a sticky fault every call fails, and a destructor cannot report.
-  (void)cudaSetDevice(device_);
+  // A context destroyed during exit after the CUDA runtime's own teardown (a caller's static
+  // Context) releases nothing: the runtime has already dropped the device context with everything
+  // in it, and cuSPARSE's handle must not be touched past that point.
+  if (cudaSetDevice(device_) == cudaErrorCudartUnloading) return;
   // A lent stream is only waited for: the plans' memory is freed on the state's own stream, once
   // nothing queued on the lent one can still read it.
   const cudaStream_t current = stream();

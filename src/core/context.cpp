@@ -44,10 +44,12 @@ int PluginInfo::device_count() const {
 namespace {
 
 // Copies of the accepted tables, widened to this build's table size: slots a plugin built against
-// an older (smaller) table does not have read as null.
+// an older (smaller) table does not have read as null. Never destroyed, like the list below: an
+// object destroyed at exit after them (a plan in the scheduler's memo, a caller's static Context)
+// still calls through them (issue 34: the exit crash was such a call through a freed table).
 std::deque<sparseport_plugin>& table_copies() {
-  static std::deque<sparseport_plugin> copies;
-  return copies;
+  static auto* copies = new std::deque<sparseport_plugin>;
+  return *copies;
 }
 
 PluginInfo load(const detail::BuiltinPlugin& b) {
@@ -96,12 +98,13 @@ PluginInfo load(const detail::BuiltinPlugin& b) {
 }  // namespace
 
 const std::vector<PluginInfo>& plugins() {
-  static const std::vector<PluginInfo> list = [] {
-    std::vector<PluginInfo> v;
-    for (const detail::BuiltinPlugin& b : detail::builtin_plugins()) v.push_back(load(b));
+  // Never destroyed (see table_copies()).
+  static const auto* list = [] {
+    auto* v = new std::vector<PluginInfo>;
+    for (const detail::BuiltinPlugin& b : detail::builtin_plugins()) v->push_back(load(b));
     return v;
   }();
-  return list;
+  return *list;
 }
 
 const PluginInfo& plugin(std::string_view token) {

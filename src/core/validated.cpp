@@ -31,9 +31,10 @@ struct Extent {
 // (a forgotten entry only costs one more check).
 constexpr size_t kCapacity = 4096;
 
-std::mutex mu;
+// Never destroyed: an op on a thread the caller did not join may still look here during exit.
+std::mutex& mu = *new std::mutex;
 std::unordered_map<ValidatedKey, Extent, KeyHash>& entries() {
-  static std::unordered_map<ValidatedKey, Extent, KeyHash> m;
+  static auto& m = *new std::unordered_map<ValidatedKey, Extent, KeyHash>;
   return m;
 }
 
