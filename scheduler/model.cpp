@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "scheduler/model.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -165,10 +167,14 @@ struct Catalogue {
 
 // The models of a folder (SPARSEPORT_MODEL_DIR), or the shipped ones for "": parsed once each.
 // Never destroyed: preload_models() may still be parsing on its own thread when the process ends.
-const Catalogue& catalogue(const std::string& dir) {
+std::mutex& catalogue_mutex() {
   static auto* mu = new std::mutex;
+  return *mu;
+}
+
+const Catalogue& catalogue(const std::string& dir) {
   static auto* loaded = new std::map<std::string, std::unique_ptr<Catalogue>>;
-  std::lock_guard<std::mutex> lock(*mu);
+  std::lock_guard<std::mutex> lock(catalogue_mutex());
   std::unique_ptr<Catalogue>& slot = (*loaded)[dir];
   if (slot != nullptr) return *slot;
   slot = std::make_unique<Catalogue>();
@@ -205,6 +211,15 @@ std::string backend_of(const std::string& cls) { return cls.substr(0, cls.find('
 void preload_models() {
   if (const char* off = std::getenv("SPARSEPORT_MODEL"); off != nullptr && std::string(off) == "off") return;
   const char* dir = std::getenv("SPARSEPORT_MODEL_DIR");
+  // fork() while the thread parses would copy its lock, held, into the child, whose first decision
+  // would then wait for it forever (issue 34). A fork waits for the parse instead (it holds the
+  // lock throughout), and both processes unlock their copy. Forking while the caller's own threads
+  // are inside SparsePort calls is not supported (README, "Threads and processes").
+  static std::once_flag atfork;
+  std::call_once(atfork, [] {
+    (void)pthread_atfork([] { catalogue_mutex().lock(); }, [] { catalogue_mutex().unlock(); },
+                         [] { catalogue_mutex().unlock(); });
+  });
   try {
     std::thread([d = std::string(dir != nullptr ? dir : "")] { (void)catalogue(d); }).detach();
   } catch (const std::system_error&) {
