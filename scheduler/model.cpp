@@ -173,8 +173,11 @@ std::mutex& catalogue_mutex() {
 }
 
 const Catalogue& catalogue(const std::string& dir) {
-  static auto* loaded = new std::map<std::string, std::unique_ptr<Catalogue>>;
   std::lock_guard<std::mutex> lock(catalogue_mutex());
+  // Initialised under the lock, which fork() takes first (preload_models): a fork never copies
+  // this static's initialisation guard held by the model thread. It did once in 48 runs on the
+  // GPU machine: the child's first decision waited on the guard forever.
+  static auto* loaded = new std::map<std::string, std::unique_ptr<Catalogue>>;
   std::unique_ptr<Catalogue>& slot = (*loaded)[dir];
   if (slot != nullptr) return *slot;
   slot = std::make_unique<Catalogue>();
@@ -217,6 +220,7 @@ void preload_models() {
   // are inside SparsePort calls is not supported (README, "Threads and processes").
   static std::once_flag atfork;
   std::call_once(atfork, [] {
+    (void)catalogue_mutex();  // its own guard is taken here, before the thread exists
     (void)pthread_atfork([] { catalogue_mutex().lock(); }, [] { catalogue_mutex().unlock(); },
                          [] { catalogue_mutex().unlock(); });
   });

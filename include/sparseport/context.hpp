@@ -117,6 +117,9 @@ struct CsrMatrix {
   }
 };
 
+// Threads and processes (README, "Threads and processes"): a Context may be used by several
+// threads at once, and by the process that made it only (a forked child makes its own). A plan is
+// used by one thread at a time. The process may exit at any point between ops, with contexts alive.
 class Context {
  public:
   // backend: "reference", "openmp", "kokkos", "cuda" or "cuda:N". Empty: the SPARSEPORT_BACKEND

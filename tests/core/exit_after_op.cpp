@@ -22,9 +22,11 @@
 // 77 backend not here.
 #include "common/op_families.hpp"
 
+#include <execinfo.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -46,8 +48,20 @@ sp::Context& static_context(const std::string& backend) {
 
 // The child of the fork ending: its own context, the family, _exit with the verdict (no exit
 // handlers of the parent's state run in the child).
+// A child that hangs prints where (its only thread's stack) and exits 5.
+void on_alarm(int) {
+  static const char msg[] = "fork child: no progress in 60 s; its stack:\n";
+  (void)!write(2, msg, sizeof msg - 1);
+  void* frames[64];
+  backtrace_symbols_fd(frames, backtrace(frames, 64), 2);
+  _exit(5);
+}
+
 [[noreturn]] void fork_child(const std::string& backend, const std::string& family, const Graph& g) {
-  alarm(60);   // a deadlock in the child (a mutex copied locked by fork) ends as SIGALRM, not a hang
+  void* warm[1];
+  (void)backtrace(warm, 1);  // loads libgcc_s now, not inside the handler
+  std::signal(SIGALRM, on_alarm);
+  alarm(60);  // a deadlock in the child (a mutex copied locked by fork) ends as exit 5, not a hang
   try {
     const sp::Context ctx = sp::Context::create(backend);
     run_family(ctx, family, g);
