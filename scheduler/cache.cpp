@@ -251,6 +251,30 @@ void ensure_folder(const std::string& dir) {
            ec.value());
 }
 
+// Under the exclusive lock no writer is active, so bytes after the file's last newline are what a
+// dead writer left: SIGKILL inside its write() (Linux stops a long buffered write between two
+// folios for a fatal signal) or a machine that went down mid-append. Unlike a failed write (cut
+// back in append), that writer could not clean up. Left there, the next line would be glued to
+// them and fail its checksum: the next writer's good decision would be skipped by every reader,
+// for good. So they are cut off (fd is open for reading and writing, size its size); returns the
+// number of bytes cut, 0 when the file ends in a newline or the tail cannot be read or cut (then
+// the append goes on as before: readers skip the glued line).
+off_t cut_torn_tail(int fd, off_t size) {
+  char buf[4096];
+  for (off_t end = size; end > 0;) {
+    const off_t start = end > static_cast<off_t>(sizeof buf) ? end - static_cast<off_t>(sizeof buf) : 0;
+    const auto want = static_cast<size_t>(end - start);
+    if (::pread(fd, buf, want, start) != static_cast<ssize_t>(want)) return 0;
+    for (size_t i = want; i > 0; --i)
+      if (buf[i - 1] == '\n') {
+        const off_t keep = start + static_cast<off_t>(i);
+        return keep == size || ::ftruncate(fd, keep) != 0 ? 0 : size - keep;
+      }
+    end = start;
+  }
+  return size > 0 && ::ftruncate(fd, 0) == 0 ? size : 0;  // the file holds nothing but a torn line
+}
+
 }  // namespace
 
 CacheFile::CacheFile(const std::string& dir, const std::string& name) : path(dir + "/" + name) {}
@@ -261,9 +285,10 @@ void CacheFile::append(const Record& r) const {
   clean.erase(std::string(kCrcKey));
   const std::string line = with_checksum(format_record(clean)) + "\n";
   // O_NOFOLLOW: a link in place of the file could aim the append at any file of the user's;
-  // O_NONBLOCK: a FIFO there must not hang the op (it is refused below).
+  // O_NONBLOCK: a FIFO there must not hang the op (it is refused below); O_RDWR: a line torn by a
+  // dead writer is found by reading the file's end (cut_torn_tail).
   Fd f;
-  f.fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
+  f.fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (f.fd < 0) {
     const int e = errno;
     if (e == ELOOP)
@@ -287,7 +312,14 @@ void CacheFile::append(const Record& r) const {
   }
   // Where the line starts: a write that fails half-way is cut back to here, so no torn line stays.
   struct stat before {};
-  const bool sized = ::fstat(f.fd, &before) == 0;
+  bool sized = ::fstat(f.fd, &before) == 0;
+  if (sized && before.st_size > 0) {
+    if (const off_t cut = cut_torn_tail(f.fd, before.st_size); cut > 0) {
+      warn_once("the decision cache " + path + " ended in a line cut short by a writer that died mid-append; its " +
+                std::to_string(cut) + " bytes were removed");
+      sized = ::fstat(f.fd, &before) == 0;
+    }
+  }
   size_t done = 0;
   int e = 0;
   const bool injected = detail::fault_armed("cache_write");
