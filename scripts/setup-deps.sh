@@ -1,22 +1,51 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages SparsePort builds with, only those missing (idempotent).
-# Where apt-get cannot run (not root, not Debian, no network: the GPU machine), it says what is
-# missing and goes on: CMake then builds whatever the machine has.
+#
+#   scripts/setup-deps.sh [SET...]      (no SET: all)
+#
+#   main       what scripts/main.sh builds: the `sparseport` program with the reference and openmp
+#              backends (OpenMP comes with the compiler), hwloc for the CPU signature
+#   tests      GoogleTest and Google Benchmark (SPARSEPORT_BUILD_TESTS / _BENCHMARKS need them)
+#   kokkos     the kokkos plugin: Debian's Kokkos 3.4 (Serial only); Kokkos Kernels needs BLAS and LAPACK
+#   graphblas  the CPU vendor baseline spmm.graphblas in the openmp plugin (libgraphblas7: 24 MB
+#              download, 176 MB installed)
+#   mpi        sparseport::dist, `sparseport run --dist` and the MPI tests (CTest label mpi); METIS 5
+#              for dist::partition_metis (without it that function throws Unsupported)
+#   python     the Python package's tests (python/tests/run.sh): a virtual environment, Python's headers
+#   all        every set above: what scripts/test.sh installs
+#
+# Every set but `main` is optional: CMake leaves out what it does not find. Where apt-get cannot run
+# (not root, not Debian, no network: the GPU machine), it says what is missing and goes on: CMake
+# then builds whatever the machine has.
 set -u
-pkgs=(build-essential cmake ninja-build pkgconf zlib1g-dev libgtest-dev libbenchmark-dev libhwloc-dev python3
-  # The Python package's tests (python/tests/run.sh): a virtual environment and Python's headers.
-  python3-venv python3-dev
-  # The kokkos plugin (Debian's Kokkos 3.4, Serial only; Kokkos Kernels needs BLAS and LAPACK) and
-  # the CPU vendor baseline spmm.graphblas. Without them CMake leaves those parts out.
-  libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libblas-dev liblapack-dev libgraphblas-dev
-  # MPI for sparseport::dist, `sparseport run --dist` and the MPI tests (CTest label mpi); METIS 5
-  # for dist::partition_metis (without it that function throws Unsupported).
-  libopenmpi-dev openmpi-bin libmetis-dev)
+set_main=(build-essential cmake ninja-build pkgconf zlib1g-dev libhwloc-dev)
+set_tests=(libgtest-dev libbenchmark-dev)
+set_kokkos=(libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev libblas-dev liblapack-dev)
+set_graphblas=(libgraphblas-dev)
+set_mpi=(libopenmpi-dev openmpi-bin libmetis-dev)
+set_python=(python3 python3-venv python3-dev)
+
+[ $# -eq 0 ] && set -- all
+pkgs=()
+for s in "$@"; do
+  case "$s" in
+    main) pkgs+=("${set_main[@]}") ;;
+    tests) pkgs+=("${set_tests[@]}") ;;
+    kokkos) pkgs+=("${set_kokkos[@]}") ;;
+    graphblas) pkgs+=("${set_graphblas[@]}") ;;
+    mpi) pkgs+=("${set_mpi[@]}") ;;
+    python) pkgs+=("${set_python[@]}") ;;
+    all) pkgs+=("${set_main[@]}" "${set_tests[@]}" "${set_kokkos[@]}" "${set_graphblas[@]}" "${set_mpi[@]}"
+                "${set_python[@]}") ;;
+    *) echo "setup-deps: unknown set '$s' (main, tests, kokkos, graphblas, mpi, python, all)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 if command -v dpkg-query >/dev/null 2>&1; then
   for p in "${pkgs[@]}"; do
+    case " ${missing[*]} " in *" $p "*) continue ;; esac
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
 fi

@@ -417,7 +417,7 @@ int64_t hub_threshold_for(int64_t nnz) {
 // repay; with the regular rows taken longest first (regular_order) a row a few times the mean
 // does not. On long-row graphs a fixed T makes most rows items: reddit-twin (mean degree 491), F =
 // 64: 6.36 ms at T = 256, 3.85 ms at 2048, 4.15 ms at 8192, cuSPARSE 3.49 ms (H200, 2026-11-26,
-// benchmarks/gpu_runs/2026-11-26/call5.sh); at F = 256 22.6 / 21.2 / 21.7 ms. A function of A
+// benchmarks/gpu_runs/2026-11-26/call5.sh in git history at 54a1901); at F = 256 22.6 / 21.2 / 21.7 ms. A function of A
 // only, so deterministic mode keeps its bits.
 namespace {
 constexpr int64_t kHubMeanMultiple = 4;
