@@ -65,6 +65,10 @@ option(SPARSEPORT_WERROR "Treat compiler warnings as errors" OFF)
 # find what the fuzzer provokes; the library is compiled with libFuzzer's coverage instrumentation.
 option(SPARSEPORT_FUZZ "Build the libFuzzer targets of tests/fuzz (clang; implies SPARSEPORT_SANITIZE)" OFF)
 option(SPARSEPORT_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" ${SPARSEPORT_FUZZ})
+option(SPARSEPORT_TSAN "Build with ThreadSanitizer (the tsan preset; not with SPARSEPORT_SANITIZE)" OFF)
+if(SPARSEPORT_TSAN AND SPARSEPORT_SANITIZE)
+  message(FATAL_ERROR "SPARSEPORT_TSAN and SPARSEPORT_SANITIZE cannot be combined: ThreadSanitizer and AddressSanitizer exclude each other")
+endif()
 
 set(_sp_data_default "")
 if(EXISTS "${PROJECT_SOURCE_DIR}/../shared/data")
