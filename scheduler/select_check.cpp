@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+// Stage 5 on the plan: check.cpp times the full-size call; here its measurements, a reversion, the
+// log line and the cache record are applied to the plan's decision.
+#include <chrono>
+#include <string>
+
+#include "scheduler/cache.hpp"
+#include "scheduler/check.hpp"
+#include "scheduler/options.hpp"
+#include "scheduler/select_internal.hpp"
+
+namespace sparseport::scheduler {
+
+using detail::PlanState;
+
+// Stage 5: the first full-size call after a probe-sample decision.
+void check(PlanState& p, const void* args, const std::string& where) {
+  const Clock::time_point t0 = Clock::now();
+  p.verify_pending = false;
+  p.decision.verified = true;
+  const std::string chosen = p.decision.variant;
+  const CheckResult r = full_size_check(*p.plugin, p.exec, p.op, args, chosen, p.decision.vendor, p.runner_up, where);
+  for (const auto& [v, t] : r.measured) measured(p, v, t);
+  if (r.reverted) {
+    p.decision.reverted = true;
+    p.decision.variant = r.variant;
+    p.decision.reason += r.reason;
+    warn(label(p) + ": reverted " + chosen + " to " + r.variant + r.reason.substr(r.reason.find(':')));
+  }
+  // The final variant's call is the op's own, not overhead.
+  p.decision.decide_seconds += since(t0) - r.op_seconds;
+  std::string text;
+  for (const auto& [v, t] : r.measured) text += (text.empty() ? "" : ", ") + v + " " + ms(t);
+  log(p.opt, label(p) + ": checked at full size: " + text + (r.reverted ? " -> reverted to " + r.variant : " -> kept"));
+  Record rec = base_record(p);
+  rec["full_size"] = text;
+  rec["probe_choice"] = chosen;
+  store(p, rec);
+}
+
+}  // namespace sparseport::scheduler

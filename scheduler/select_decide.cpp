@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: Apache-2.0
+// A cold decision (a plan whose cache missed): stages 1-4 in order, and the record each decision
+// leaves in the cache.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <string>
+#include <utility>
+#include <vector>
+#include <unistd.h>
+
+#include "scheduler/cache.hpp"
+#include "scheduler/estimate.hpp"
+#include "scheduler/features.hpp"
+#include "scheduler/guardrail.hpp"
+#include "scheduler/model.hpp"
+#include "scheduler/options.hpp"
+#include "scheduler/select_internal.hpp"
+#include "scheduler/signature.hpp"
+#include "scheduler/summary.hpp"
+#include "scheduler/timing.hpp"
+
+namespace sparseport::scheduler {
+
+using detail::PlanState;
+
+namespace {
+
+std::string now_iso() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  // gmtime_r, not gmtime: threads deciding at once shared gmtime's one static result (ThreadSanitizer,
+  // the tsan preset's ExitAfterOp and CacheStress runs).
+  std::tm utc{};
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&t, &utc));
+  return buf;
+}
+
+// The machine deterministic mode ranks variants for: the device's hardware, with a CPU backend's
+// `threads` (the context's thread count, a launch setting) replaced by its hardware threads, so
+// that the choice, and with it the bits, is the same for any thread count.
+Machine deterministic_machine(const PluginInfo& plugin, const sparseport_exec& exec) {
+  DeviceSignature sig = device_signature(plugin, exec);
+  const std::string hardware_threads = sig.value("hardware_threads");
+  if (!hardware_threads.empty())
+    for (auto& [key, value] : sig.hardware)
+      if (key == "threads") value = hardware_threads;
+  return machine(sig);
+}
+
+std::string candidates_text(const std::vector<Decision::Candidate>& cs) {
+  std::string t;
+  char buf[160];
+  for (const Decision::Candidate& c : cs) {
+    std::snprintf(buf, sizeof buf, "%s%s predicted %.4g ms, estimate %.4g ms", t.empty() ? "" : "; ", c.variant.c_str(),
+                  c.predicted_ms, c.estimate_ms);
+    t += buf;
+    if (c.probe_ms >= 0) std::snprintf(buf, sizeof buf, ", probe %.4g ms", c.probe_ms), t += buf;
+    if (c.measured_ms >= 0) std::snprintf(buf, sizeof buf, ", measured %.4g ms", c.measured_ms), t += buf;
+  }
+  return t;
+}
+
+Decision::Candidate* candidate(PlanState& p, const std::string& v) {
+  for (Decision::Candidate& c : p.decision.candidates)
+    if (c.variant == v) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
+Record base_record(const PlanState& p) {
+  return {{"schema", std::to_string(kCacheSchema)},
+          {"key", p.key},
+          {"versions", p.versions},
+          {"graph", p.graph},
+          {"op", op_name(p.op)},
+          {"backend", p.plugin->name},
+          {"F", std::to_string(p.info.features)},
+          {"types", type_suffix(p.info)},
+          {"variant", p.decision.variant},
+          {"vendor", p.decision.vendor},
+          {"source", p.decision.source},
+          {"reason", p.decision.reason},
+          {"verified", p.decision.verified ? "true" : "false"},
+          {"reverted", p.decision.reverted ? "true" : "false"},
+          {"decided_at", now_iso()},
+          {"pid", std::to_string(::getpid())},
+          {"deterministic", deterministic(p.exec) ? "true" : "false"}};
+}
+
+void store(const PlanState& p, Record r) {
+  // A read-only, full or unsafe cache costs a re-probe next time, never a failed op: try_append warns
+  // once per reason; the log says it at every decision.
+  std::string why;
+  if (!CacheFile(p.opt.cache_dir).try_append(r, &why)) log(p.opt, label(p) + ": decision not cached: " + why);
+}
+
+// A full-size measurement: kept in the decision and, when the model is not this device's own,
+// recorded for the transfer correction (model.hpp).
+void measured(PlanState& p, const std::string& v, double seconds) {
+  if (seconds < 0) return;
+  if (Decision::Candidate* c = candidate(p, v)) c->measured_ms = seconds * 1e3;
+  if (p.transfer && !deterministic(p.exec)) {
+    auto it = p.raw_prediction.find(v);
+    if (it != p.raw_prediction.end())
+      record_measurement(p.opt.cache_dir, p.device_hash, op_name(p.op), v,
+                         std::log2(seconds / p.floor_s) - it->second);
+  }
+}
+
+// Stages 1-4 (DESIGN.md section 4, steps 2-5 and 7) for a plan whose cache missed: features, the
+// model's ranking, timing where the model is not sure (at full size where that fits the budget,
+// else on the probe sample), the guardrail.
+void decide(PlanState& p, const void* args, const std::vector<std::string>& applicable) {
+  const Clock::time_point t0 = Clock::now();
+  const bool det = deterministic(p.exec);
+  Decision& d = p.decision;
+  d.vendor = vendor_of(*p.plugin, p.op, applicable);
+  if (applicable.size() == 1) {
+    d.variant = d.vendor;
+    d.source = "single";
+    d.reason = "only " + d.vendor + " applies";
+    d.decide_seconds += since(t0);
+    return;
+  }
+
+  // 1. Features: one pass over the operand where it lives.
+  const sparseport_csr* csr = csr_of(p.op, args);
+  const Features f = csr != nullptr ? features_of(summarize(*p.plugin, p.exec, *csr, SPARSEPORT_SUMMARY_SIGNATURE |
+                                                                                      SPARSEPORT_SUMMARY_FEATURES),
+                                                  p.info, p.opt.hub_threshold)
+                                    : features_of(p.structure, p.info, p.opt.hub_threshold);
+
+  // 2. The model ranks (the hand-written estimate where no model predicts; model.hpp).
+  const DeviceSignature dev = device_signature(*p.plugin, p.exec);
+  const Machine m = det ? deterministic_machine(*p.plugin, p.exec) : machine(dev);
+  p.floor_s = floor_seconds(m, f, p.info);
+  p.device_hash = dev.hash;
+  d.floor_ms = p.floor_s * 1e3;
+  d.inputs = inputs(f, p.info, m, p.floor_s);
+  const std::vector<Estimate> est = estimate(m, f, p.info, applicable);
+  d.device_class = device_class(p.plugin->name, dev);
+  Ranking ranked = rank(op_name(p.op), applicable, est, d.inputs, p.floor_s, d.device_class, dev.hash,
+                        p.opt.cache_dir, det);
+  d.candidates = std::move(ranked.candidates);
+  d.model = ranked.model;
+  d.lead = ranked.lead;
+  d.model_alone = ranked.confident;
+  p.raw_prediction = std::move(ranked.raw);
+  p.transfer = ranked.transfer;
+  const auto key = [](const Decision::Candidate& c) { return c.predicted_ms; };
+  const double t_best = key(d.candidates.front()) * 1e-3;
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%s: %s predicted %.4g ms, lead %.2f (margin %.2f)", d.model.c_str(),
+                d.candidates[0].variant.c_str(), t_best * 1e3, d.lead, ranked.margin);
+  const std::string ranking = buf;
+
+  const auto finish = [&](const std::string& variant, const std::string& source, const std::string& reason) {
+    d.variant = variant;
+    d.source = source;
+    d.reason = reason;
+    d.decide_seconds += since(t0);
+    log(p.opt, label(p) + ": " + source + " (timing: " + d.timing + ")\n  features: " + f.text() + "\n  " + ranking +
+                   "\n  candidates: " + candidates_text(d.candidates) + "\n  chose " + variant + ": " + reason);
+    Record r = base_record(p);
+    r["features"] = f.text();
+    r["candidates"] = candidates_text(d.candidates);
+    r["model"] = d.model;
+    store(p, r);
+  };
+
+  if (det || d.model_alone || p.opt.mode == SchedulerMode::model) {
+    // Deterministic mode decides from the ranking alone, a function of the device's hardware and
+    // the input: the same choice, so the same bits, in every run and for any thread count (timings
+    // could pick variants that round differently). SPARSEPORT_SCHEDULER=probe still times.
+    if (!det || p.opt.mode != SchedulerMode::probe) {
+      d.timing = "none";
+      p.verify_pending = false;
+      finish(d.candidates.front().variant, ranked.modelled ? "model" : "estimate",
+             det ? "deterministic mode: the best predicted deterministic variant (no timing: timings could choose "
+                   "differently from run to run)"
+                 : (d.model_alone ? "the model's lead exceeds its measured error; no timing"
+                                  : "SPARSEPORT_SCHEDULER=model: the best predicted variant, no timing"));
+      return;
+    }
+  }
+
+  // 3. Timing: the top-k predicted natives and the vendor. Where the predicted best is faster than
+  // full_size_ms (2.5 ms, from the cold-decision budget, not tuned on any matrix: above it a warm-up
+  // and a timed call of two candidates already cost about 10 ms, more than the probe sample's few
+  // milliseconds), at full size: batches when they fit the budget (2 full-size calls of the
+  // predicted best on a graph of 1M entries or more, else 5 ms), else one call each of the two
+  // best predicted. Slower ops on the probe sample, checked at full size on their first call.
+  std::vector<std::string> natives;
+  for (const Decision::Candidate& c : d.candidates)
+    if (c.variant != d.vendor && natives.size() < static_cast<size_t>(p.opt.top_k)) natives.push_back(c.variant);
+  const double budget = f.nnz >= 1000000 ? 2 * t_best : 5e-3;
+  const std::string where = label(p);
+  if (t_best < p.opt.full_size_ms * 1e-3) {
+    // At full size, on the caller's operands, best predicted first: exact, and no check needed
+    // afterwards. A warm-up and a timed call each of the candidates cost about twice their number
+    // in full-size calls: where that exceeds the budget (2 calls on a large graph), only the two
+    // best predicted are timed.
+    std::vector<std::string> timed;
+    for (const Decision::Candidate& c : d.candidates)
+      if (c.variant == d.vendor || std::find(natives.begin(), natives.end(), c.variant) != natives.end())
+        timed.push_back(c.variant);
+    double first_calls = 0;
+    for (const std::string& v : timed) first_calls += 2 * key(*candidate(p, v)) * 1e-3;
+    if (first_calls > budget) timed.resize(2);
+    d.timing = first_calls > budget ? "one call each of the two best predicted, at full size" : "full size";
+    const auto times = time_full_size(*p.plugin, p.exec, p.op, args, timed, 3, budget, where);
+    std::vector<std::pair<std::string, double>> native_times;
+    double t_vendor = -1;
+    for (const auto& [v, t] : times) {
+      measured(p, v, t);
+      if (v == d.vendor) t_vendor = t;
+      else native_times.emplace_back(v, t);
+    }
+    p.verify_pending = false;
+    d.verified = true;
+    if (std::find(timed.begin(), timed.end(), d.vendor) == timed.end()) {
+      // The vendor was not among the two best predicted: the faster of the two measured.
+      const auto best = std::min_element(native_times.begin(), native_times.end(), [](auto& x, auto& y) {
+        return (x.second < 0 ? 1e300 : x.second) < (y.second < 0 ? 1e300 : y.second);
+      });
+      finish(best->second >= 0 ? best->first : d.vendor, "timed",
+             "the faster of the two best predicted at full size (the vendor predicted slower)");
+      return;
+    }
+    const Verdict v = guardrail(native_times, d.vendor, t_vendor, p.opt.alpha, "at full size");
+    finish(v.variant, "timed", v.reason);
+    return;
+  }
+
+  // The probe sample: the op is too long to time at full size within the budget.
+  d.timing = "probe sample";
+  if (csr != nullptr && p.structure.rows == 0 && p.structure.rowptr.empty())
+    p.structure = read_structure(*p.plugin, p.exec, p.op, args);
+  ProbeSample sample(*p.plugin, p.exec, p.op, args, p.structure, p.opt);
+  sparseport_status error{};
+  const double t_vendor = time_variant(*p.plugin, p.exec, p.op, d.vendor, sample.args(), p.opt.probe_repeats, true, &error);
+  if (t_vendor < 0) {
+    // The vendor refusing the sample almost always means the caller's arguments are wrong (host
+    // pointers on a GPU backend ...): stop deciding, run the vendor, and let the op report it.
+    p.verify_pending = false;
+    finish(d.vendor, "unscheduled", std::string("the vendor failed on the probe sample: ") + error.message);
+    return;
+  }
+  candidate(p, d.vendor)->probe_ms = t_vendor * 1e3;
+  std::vector<std::pair<std::string, double>> times;
+  for (const std::string& v : natives) {
+    const double t = time_variant(*p.plugin, p.exec, p.op, v, sample.args(), p.opt.probe_repeats, true, &error);
+    if (t < 0) warn(label(p) + ": " + v + " failed on the probe: " + error.message);
+    times.emplace_back(v, t);
+    candidate(p, v)->probe_ms = t * 1e3;
+  }
+  const Verdict v = guardrail(times, d.vendor, t_vendor, p.opt.alpha, "on the probe (" + sample.description() + ")");
+  // The check's runner-up: the fastest other native on the probe.
+  p.runner_up.clear();
+  double t_runner = 1e300;
+  for (const auto& [name, t] : times)
+    if (t >= 0 && name != v.variant && t < t_runner) p.runner_up = name, t_runner = t;
+  finish(v.variant, "probe", v.reason);
+}
+
+}  // namespace sparseport::scheduler
