@@ -5,7 +5,7 @@
 # benchmark suite, inside a time budget so that a slow step cannot eat the others' logs. Logs go to
 # $OUT/<step>.log; a summary is printed.
 #   [CTEST_REGEX=...] [BENCH_ARGS=...] [SAN_*=...] tests/cuda/gpu_check.sh [BUDGET_SECONDS] [STEPS...]
-#   (steps: configure build ctest memcheck racecheck initcheck synccheck sanitize timing bench;
+#   (steps: configure build ctest repeat stress memcheck racecheck initcheck synccheck sanitize timing bench;
 #   BUILD_TARGETS: the build step's ninja targets, default all; sanitize = all four tools;
 #   CTEST_REGEX narrows the CTest step; bench runs sparseport_bench_cuda at full size on SPARSEPORT_DATA_DIR, default .device-data, with
 #   BENCH_ARGS, and writes $OUT/cuda.json and the report $OUT/report.md; benchmarks/run_gpu.sh is
@@ -206,6 +206,16 @@ nvidia-smi -L 2>&1 | head -n 4
 step configure 90 cmake -S . -B "$B" -G Ninja -DCMAKE_CUDA_ARCHITECTURES=90 -DSPARSEPORT_BUILD_BENCHMARKS=ON
 step build 300 ninja -C "$B" -j16 -k 0 ${BUILD_TARGETS:-}
 step ctest 180 ctest --test-dir "$B" -j8 --timeout 150 --output-on-failure ${CTEST_REGEX:+-R "$CTEST_REGEX"}
+# Issue 34's process checks. repeat: the CUDA, conformance, scheduler and exit tests under ctest -j8,
+# each test up to REPEAT (default 5) times, as users run them (one process per test, in parallel).
+# stress: STRESS_S seconds (default 120) of exit_after_op on random op families and endings, 8
+# processes at a time (tests/tools/exit_stress.sh), then cache_stress on cuda for as long, 4 workers
+# of 3 threads sharing one cache, some killed with SIGKILL.
+step repeat 560 ctest --test-dir "$B" -j8 --timeout 150 --output-on-failure --repeat until-fail:"${REPEAT:-5}" \
+  -R "${REPEAT_REGEX:-^Cuda|Conformance|Scheduler|CacheFault|Deterministic|ExitAfterOp}"
+step stress $((2 * ${STRESS_S:-120} + 60)) bash -c "DURATION=${STRESS_S:-120} WORK=\$(mktemp -d) \\
+  tests/tools/exit_stress.sh $B/tests/exit_after_op cuda random @RUN@; \\
+  $B/tests/scheduler/cache_stress cuda ${STRESS_S:-120} 4 3 34"
 sanitize
 TAIL=200 step timing 130 "$B/tests/cuda/cuda_timing"
 # The suite stops starting rows 40 s before the budget runs out, and the report reads what it wrote.

@@ -9,9 +9,14 @@
 # Freed memory is filled with a pattern and glibc's per-thread cache of freed blocks is off
 # (MALLOC_PERTURB_, GLIBC_TUNABLES), so that a call through freed memory faults at once instead of
 # only when the block happens to be reused; PERTURB=0 runs the processes as they come.
-#   [RUNS=200] [PARALLEL=8] [WORK=/tmp/exit-stress] [PERTURB=1] tests/tools/exit_stress.sh COMMAND [ARGS...]
+# DURATION=S runs for S seconds instead of RUNS times (no new process starts after that).
+#   [RUNS=200 | DURATION=S] [PARALLEL=8] [WORK=/tmp/exit-stress] [PERTURB=1] tests/tools/exit_stress.sh COMMAND [ARGS...]
 set -u
 RUNS=${RUNS:-200}
+DEADLINE=0
+if [ -n "${DURATION:-}" ]; then
+  DEADLINE=$(($(date +%s) + DURATION))
+fi
 PARALLEL=${PARALLEL:-8}
 WORK=${WORK:-/tmp/exit-stress}
 if [ "${PERTURB:-1}" != 0 ]; then export MALLOC_PERTURB_=165 GLIBC_TUNABLES=glibc.malloc.tcache_count=0; fi
@@ -27,9 +32,16 @@ one() {
   echo "$rc" >"$WORK/rc-$i"
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ]; then mv "$WORK/run-$i.log" "$WORK/fail-$i.log"; else rm -f "$WORK/run-$i.log"; fi
 }
-export -f one
-export WORK
-seq 1 "$RUNS" | xargs -P "$PARALLEL" -I{} bash -c 'one {} "$@"' _ "$@"
+# At most PARALLEL at a time; no new run starts after the deadline.
+i=0
+while :; do
+  if [ "$DEADLINE" -gt 0 ]; then [ "$(date +%s)" -ge "$DEADLINE" ] && break; else [ "$i" -ge "$RUNS" ] && break; fi
+  while [ "$(jobs -rp | wc -l)" -ge "$PARALLEL" ]; do wait -n; done
+  i=$((i + 1))
+  one "$i" "$@" &
+done
+wait
+RUNS=$(ls "$WORK" | grep -c "^rc-")  # the runs made
 ok=$(cat "$WORK"/rc-* | grep -c '^0$')
 skipped=$(cat "$WORK"/rc-* | grep -c '^77$')
 ok=$((ok + skipped))
