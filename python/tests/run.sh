@@ -6,6 +6,9 @@
 # then runs pytest on python/tests, printing why any test was skipped.
 #
 #   python/tests/run.sh [pytest arguments...]     (pytest runs in python/: tests/test_ops.py -k spmm)
+#   python/tests/run.sh --env-only                 only the virtual environment (created or completed);
+#                                                  scripts/test.sh runs this in the background while
+#                                                  the C++ builds use the cores
 #
 # Environment:
 #   SPARSEPORT_VENV           the virtual environment (default: <repo>/.venv-torch)
@@ -15,10 +18,21 @@
 #                             found and nvidia-smi lists a GPU, so that a machine without a GPU does
 #                             not spend minutes compiling kernels it cannot run
 #   SPARSEPORT_PY_BUILD_DIR   the CMake build folder (default: <repo>/build-python/wheel)
+#   SPARSEPORT_PY_CC, SPARSEPORT_PY_CXX
+#                             the C and C++ compilers of that build (default: scikit-build-core's
+#                             choice, Python's sysconfig CC and CXX, e.g. x86_64-linux-gnu-g++);
+#                             set for the build only, not for pytest (torch.compile reads CXX).
+#                             scripts/test.sh passes those of its C++ build, whose objects ccache
+#                             can then serve: ccache hashes the compiler's name
 #   SPARSEPORT_WERROR         ON (default) or OFF: warnings are errors, as in CI
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+env_only=0
+if [ "${1:-}" = --env-only ]; then
+  env_only=1
+  shift
+fi
 venv=${SPARSEPORT_VENV:-$root/.venv-torch}
 build_dir=${SPARSEPORT_PY_BUILD_DIR:-$root/build-python/wheel}
 cuda=${SPARSEPORT_PY_CUDA:-auto}
@@ -44,6 +58,10 @@ if [ ${#missing[@]} -gt 0 ]; then
   "$py" -m pip install -q "${missing[@]}"
 fi
 t_env=$((SECONDS - t0))
+if [ "$env_only" = 1 ]; then
+  echo "run.sh: environment $venv ready in ${t_env}s"
+  exit 0
+fi
 
 if [ "$cuda" = auto ]; then
   cuda=OFF
@@ -56,7 +74,10 @@ echo "run.sh: building ./python (SPARSEPORT_ENABLE_CUDA=$cuda, build folder $bui
 t1=$SECONDS
 # No build isolation: the build tools come from the environment (installed above), and the build
 # folder is reused between runs.
-"$py" -m pip install -q --no-build-isolation --force-reinstall --no-deps \
+build_env=()
+[ -z "${SPARSEPORT_PY_CC:-}" ] || build_env+=("CC=$SPARSEPORT_PY_CC")
+[ -z "${SPARSEPORT_PY_CXX:-}" ] || build_env+=("CXX=$SPARSEPORT_PY_CXX")
+env "${build_env[@]}" "$py" -m pip install -q --no-build-isolation --force-reinstall --no-deps \
   -C build-dir="$build_dir" \
   -C cmake.define.SPARSEPORT_ENABLE_CUDA="$cuda" \
   -C cmake.define.SPARSEPORT_WERROR="$werror" \
