@@ -59,6 +59,8 @@
 #include <vector>
 
 #include "scheduler/cache.hpp"  // the scheduler's reader for transfer.jsonl (no public API reads it)
+#include "tests/common/op_families.hpp"
+#include "tests/common/text_files.hpp"
 
 extern char** environ;
 
@@ -154,19 +156,8 @@ std::string check_sddmm(const Graph& g, int64_t F, uint32_t salt, const std::vec
 
 // ---- running one case on a context ---------------------------------------------------------------
 
-template <class T>
-sp::Buffer upload(const sp::Context& ctx, const std::vector<T>& v) {
-  sp::Buffer b = ctx.allocate(std::max<size_t>(1, v.size() * sizeof(T)));
-  if (!v.empty()) ctx.copy_to_backend(b.data(), v.data(), v.size() * sizeof(T));
-  return b;
-}
-
-template <class T>
-std::vector<T> download(const sp::Context& ctx, const sp::Buffer& b, size_t n) {
-  std::vector<T> v(n);
-  if (n != 0) ctx.copy_to_host(v.data(), b.data(), n * sizeof(T));
-  return v;
-}
+using sparseport::test::download;
+using sparseport::test::upload;
 
 enum class How { one_shot, plan_auto, plan_probe, plan_replay };
 
@@ -357,18 +348,8 @@ std::string self_path() {
   return ec ? std::string() : p.string();
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-size_t count_of(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+using sparseport::test::count_of;
+using sparseport::test::slurp;
 
 // The environment of every child: ours, with the shared cache and the scheduler's settings.
 std::vector<std::string> child_environment(const std::string& cache_dir) {

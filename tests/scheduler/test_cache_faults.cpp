@@ -27,6 +27,7 @@
 #include "sparseport/sparseport.hpp"
 #include "src/core/fault.hpp"
 #include "../common/scoped.hpp"
+#include "../common/text_files.hpp"
 
 namespace {
 
@@ -48,18 +49,8 @@ Record record(const std::string& key, size_t padding = 40) {
           {"vendor", "spmm.vendor"},                {"op", "spmm"}, {"reason", std::string(padding, 'r')}};
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-size_t count_of(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
+using sparseport::test::count_of;
+using sparseport::test::slurp;
 
 void write_file(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
