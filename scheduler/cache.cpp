@@ -152,9 +152,8 @@ constexpr size_t kMaxCacheBytes = size_t{256} << 20;
 // One warning per distinct text: a read-only folder or a corrupt line costs one line on stderr per
 // process, not one per op.
 void warn_once(const std::string& text) {
-  // Never destroyed (as the other registries that an op may reach during exit).
-  static auto& mu = *new std::mutex;
-  static auto& said = *new std::set<std::string>;
+  static std::mutex mu;
+  static std::set<std::string> said;
   std::lock_guard<std::mutex> lock(mu);
   if (said.insert(text).second) warn(text);
 }
@@ -498,9 +497,8 @@ std::optional<Record> CacheFile::lookup(const std::string& key, const std::strin
       }
     }
   };
-  // Never destroyed (as the other registries that an op may reach during exit).
-  static auto& mu = *new std::mutex;
-  static auto& parsed = *new std::map<std::string, Parsed>;
+  static std::mutex mu;
+  static std::map<std::string, Parsed> parsed;
   std::lock_guard<std::mutex> lock(mu);  // lookups are per decision, not per call: no contention
   Parsed& file = parsed[path];
   const auto size = static_cast<uint64_t>(st.st_size);

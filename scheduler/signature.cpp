@@ -90,9 +90,8 @@ DeviceSignature make_signature(std::vector<std::pair<std::string, std::string>> 
 }
 
 DeviceSignature device_signature(const PluginInfo& plugin, const sparseport_exec& exec) {
-  // Never destroyed: an op on a thread the caller did not join may still look here during exit.
-  static auto& mu = *new std::mutex;
-  static auto& memo = *new std::map<std::tuple<const sparseport_plugin*, void*, int32_t>, DeviceSignature>;
+  static std::mutex mu;
+  static std::map<std::tuple<const sparseport_plugin*, void*, int32_t>, DeviceSignature> memo;
   const auto key = std::make_tuple(plugin.table, exec.state, exec.threads);
   {
     std::lock_guard<std::mutex> lock(mu);

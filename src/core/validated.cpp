@@ -31,7 +31,8 @@ struct Extent {
 // (a forgotten entry only costs one more check).
 constexpr size_t kCapacity = 4096;
 
-// Never destroyed: an op on a thread the caller did not join may still look here during exit.
+// Never destroyed: a caller's static Context, destroyed during exit, forgets its entries here
+// (forget_validated), possibly after a static made on first use would have been destroyed.
 std::mutex& mu = *new std::mutex;
 std::unordered_map<ValidatedKey, Extent, KeyHash>& entries() {
   static auto& m = *new std::unordered_map<ValidatedKey, Extent, KeyHash>;
