@@ -391,6 +391,17 @@ void State::set_note(std::string note) const {
   note_ = std::move(note);
 }
 
+State::MemoryInUse State::memory_in_use() const {
+  activate();
+  check(cudaStreamSynchronize(stream()), "cudaStreamSynchronize (memory_in_use)");
+  MemoryInUse m;
+  check(cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemCurrent, &m.scratch),
+        "cudaMemPoolGetAttribute (UsedMemCurrent)");
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [p, bytes] : sizes_) m.allocated += bytes;
+  return m;
+}
+
 std::string State::note() const {
   std::lock_guard<std::mutex> lock(mu_);
   return note_;
@@ -409,10 +420,13 @@ Scratch::Scratch(const State& s, size_t bytes) : stream_(s.stream()), bytes_(byt
     lender_ = lender;
     return;
   }
-  const cudaError_t err = cudaMallocFromPoolAsync(&ptr_, bytes, s.pool(), stream_);
+  // The fault site covers the pool as well: plans, formats and temporaries come from it.
+  const bool injected = detail::fault_armed("device_alloc");
+  const cudaError_t err = injected ? cudaErrorMemoryAllocation : cudaMallocFromPoolAsync(&ptr_, bytes, s.pool(), stream_);
   if (err != cudaSuccess) {
     ptr_ = nullptr;
-    if (err == cudaErrorMemoryAllocation) out_of_memory(err, "cudaMallocFromPoolAsync (scratch)", bytes, s.device(), false);
+    if (err == cudaErrorMemoryAllocation)
+      out_of_memory(err, "cudaMallocFromPoolAsync (scratch)", bytes, s.device(), injected);
     raise(err, "cudaMallocFromPoolAsync of " + std::to_string(bytes) + " bytes of scratch");
   }
 }

@@ -146,6 +146,14 @@ class State {
   void set_note(std::string note) const;
   std::string note() const;
 
+  // Device memory this context holds, once the work queued on its stream has run: what alloc() gave
+  // and release() has not taken back, and the scratch pool's memory in use (plans, formats, the
+  // temporaries of an op). Tests compare it before and after a failed op: nothing may leak.
+  struct MemoryInUse {
+    uint64_t allocated = 0, scratch = 0;
+  };
+  MemoryInUse memory_in_use() const;
+
  private:
   int device_;
   DeviceInfo info_;

@@ -14,6 +14,10 @@ typedef struct sparseport_cuda_diagnostics {
   uint64_t plan_entries, plan_hits, plan_misses, plan_invalidated, plan_evicted;
   int32_t poisoned;
   char note[512]; /* the last spmm.cusparse plan's timings and choice, e.g. "... ALG2 0.1 ms, ALG3 0.08 ms -> ALG3" */
+  /* Device memory held once the stream's queued work has run: Context::allocate's buffers not yet
+   * released, and the scratch pool's memory in use (plans, formats, an op's temporaries); 0 and 0 on a
+   * poisoned context. */
+  uint64_t allocated_bytes, scratch_bytes;
 } sparseport_cuda_diagnostics;
 
 /* state: sparseport_exec.state of a cuda context (Context::exec().state). Returns 0 on success. */

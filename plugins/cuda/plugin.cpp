@@ -643,6 +643,13 @@ extern "C" int sparseport_cuda_get_diagnostics(void* state, sparseport_cuda_diag
   out->plan_evicted = p.evicted;
   out->poisoned = s->poisoned() ? 1 : 0;
   std::snprintf(out->note, sizeof out->note, "%s", s->note().c_str());
+  try {
+    const cu::State::MemoryInUse m = s->memory_in_use();
+    out->allocated_bytes = m.allocated;
+    out->scratch_bytes = m.scratch;
+  } catch (...) {
+    out->allocated_bytes = out->scratch_bytes = 0;  // a poisoned context: nothing can be counted
+  }
   return SPARSEPORT_OK;
 }
 

@@ -5,10 +5,15 @@
 // SPARSEPORT_FAULT_INJECT=site[,site...] (read at the first check) or by set_fault_sites (tests).
 // Always compiled in: an unarmed check is one relaxed atomic load.
 //
+// A site may be armed as `site@N`: its first N checks pass and the next one fails, once (then the
+// site is disarmed). Stepping N over 0, 1, 2, ... fails each allocation of an op in turn: the
+// out-of-memory tests reach every allocation an op makes, in the middle of its plan as well.
+//
 //   host_alloc    the host alloc slots (reference, openmp, kokkos on a host memory space) fail as
 //                 if aligned_alloc returned null: Context::allocate raises OutOfMemory
-//   device_alloc  the cuda plugin's cudaMalloc (and kokkos on a device memory space) fails with
-//                 cudaErrorMemoryAllocation: Context::allocate raises OutOfMemory
+//   device_alloc  the cuda plugin's cudaMalloc and its scratch pool's cudaMallocFromPoolAsync (plans,
+//                 formats, an op's temporaries; kokkos on a device memory space) fail with
+//                 cudaErrorMemoryAllocation: Context::allocate or the op raises OutOfMemory
 //   cache_write   the decision cache's write of a line stops half-way with ENOSPC (a full disk)
 //   cache_read    reading the decision cache fails with EIO
 //   cache_lock    flock on the decision cache fails with ENOLCK (a file system without locks)
@@ -23,7 +28,9 @@ namespace sparseport::detail {
 bool fault_armed(std::string_view site) noexcept;
 
 // Test-only: arms exactly the comma-separated `sites` ("" disarms every site) and returns the list
-// that was armed before. Throws InvalidArgument naming an unknown site and the known ones.
+// that was armed before, a counted site as `site@K` with K the checks it still lets pass (a counted
+// site that has fired is no longer listed). Throws InvalidArgument naming an unknown site or a bad
+// count, and the known sites.
 std::string set_fault_sites(std::string_view sites);
 
 // Test-only: forgets what set_fault_sites armed; the next check reads SPARSEPORT_FAULT_INJECT again.

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -18,6 +19,7 @@
 
 #include "sparseport/sparseport.hpp"
 #include "src/core/fault.hpp"
+#include "../common/oom_steps.hpp"
 #include "../common/scoped.hpp"
 
 namespace sp = sparseport;
@@ -109,6 +111,26 @@ TEST(FaultSwitch, SetterArmsExactlyTheNamedSites) {
   EXPECT_FALSE(sp::detail::fault_armed("cache_write"));
   expect_error<sp::InvalidArgument>([] { sp::detail::set_fault_sites("host_alloc,disk_full"); },
                                     {"set_fault_sites", "disk_full", "host_alloc, device_alloc"});
+  EXPECT_FALSE(sp::detail::fault_armed("host_alloc")) << "a refused list arms nothing";
+}
+
+TEST(FaultSwitch, CountedSiteLetsNChecksPassThenFailsOnce) {
+  {
+    ArmedFaults armed("host_alloc@2, cache_read");
+    EXPECT_FALSE(sp::detail::fault_armed("host_alloc"));
+    EXPECT_FALSE(sp::detail::fault_armed("host_alloc"));
+    EXPECT_FALSE(sp::detail::fault_armed("device_alloc")) << "another site's check does not count";
+    EXPECT_EQ(sp::detail::set_fault_sites("host_alloc@0, cache_read"), "host_alloc@0,cache_read")
+        << "the count left is listed";
+    EXPECT_TRUE(sp::detail::fault_armed("host_alloc")) << "the third check fails";
+    EXPECT_FALSE(sp::detail::fault_armed("host_alloc")) << "once";
+    EXPECT_TRUE(sp::detail::fault_armed("cache_read")) << "an uncounted site keeps failing";
+    EXPECT_TRUE(sp::detail::fault_armed("cache_read"));
+    EXPECT_EQ(sp::detail::set_fault_sites("cache_read"), "cache_read") << "a fired counted site is not listed";
+  }
+  expect_error<sp::InvalidArgument>([] { sp::detail::set_fault_sites("host_alloc@x"); },
+                                    {"set_fault_sites", "host_alloc@x", "site@N"});
+  expect_error<sp::InvalidArgument>([] { sp::detail::set_fault_sites("host_alloc@-1"); }, {"host_alloc@-1"});
   EXPECT_FALSE(sp::detail::fault_armed("host_alloc")) << "a refused list arms nothing";
 }
 
@@ -326,6 +348,23 @@ TEST(Int32Limits, MatrixMarketEntriesBeyondInt32AreRefusedFromTheHeader) {
   // int64 indices accept the header, and then the file is simply short: a ParseError, not a crash.
   EXPECT_THROW((void)(sp::read_matrix_market<int64_t, float>(path)), sp::ParseError);
   std::remove(path.c_str());
+}
+
+// ---- out of memory in the middle of an op -------------------------------------------------------
+
+// Every allocation of every op family fails in turn on each host backend (tests/common/oom_steps.hpp):
+// OutOfMemory or a verified result, never a crash or a wrong answer, and the context works after.
+// Leaks are the sanitizer build's to find (LeakSanitizer in the debug-sanitize preset); on the GPU,
+// CudaResources.EveryAllocationOfEveryOpFamilyFailsInTurn also counts the device memory held.
+TEST(FaultOutOfMemoryMidOp, EveryAllocationOfEveryOpFamilyFailsInTurn) {
+  for (const std::string& backend : host_backends()) {
+    const sp::Context ctx = sp::Context::create(backend);
+    for (const char* family : sp::test::kOpFamilies) {
+      const sp::test::OomSteps r = sp::test::fail_each_allocation(ctx, family, "host_alloc", [](int) {});
+      std::printf("[ oom      ] %s %s: %d steps out of memory, %d absorbed\n", backend.c_str(), family,
+                  r.out_of_memory, r.absorbed);
+    }
+  }
 }
 
 }  // namespace

@@ -5,16 +5,22 @@
 // device_alloc site). Each raises OutOfMemory (or InvalidArgument for int32) naming the op or the
 // allocation, the bytes and the device's free and total memory, writes nothing, and leaves the
 // context usable: the non-sticky cudaErrorMemoryAllocation is cleared, and a small op runs after.
+// Then out of memory in the middle of an op: every device allocation of every op family (operands,
+// plans, formats, the scratch pool's temporaries) fails in turn, and the context holds exactly the
+// device memory it held before.
 // Without a GPU every test skips and says why.
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <typeinfo>
 #include <vector>
 
 #include "cuda_test.hpp"
+#include "plugins/cuda/diagnostics.h"
 #include "sparseport/plan.hpp"
 #include "src/core/fault.hpp"
+#include "../common/oom_steps.hpp"
 #include "../common/scoped.hpp"
 
 namespace {
@@ -157,6 +163,34 @@ TEST(CudaResources, FakeInt32ViewBeyondInt32WritesNoOutput) {
       {"sparseport::csr_slice_rows_dense[cuda:0]", "2147483648", "int32"});
   EXPECT_EQ(to_host(ctx, out).data, poison.data);
   expect_context_works(ctx);
+}
+
+// Device memory the context holds once its queued work has run (plugins/cuda/diagnostics.h).
+struct Held {
+  uint64_t allocated = 0, scratch = 0;
+};
+Held held(const Context& ctx) {
+  sparseport_cuda_diagnostics d{};
+  EXPECT_EQ(sparseport_cuda_get_diagnostics(ctx.exec().state, &d), 0);
+  return {d.allocated_bytes, d.scratch_bytes};
+}
+
+TEST(CudaResources, EveryAllocationOfEveryOpFamilyFailsInTurn) {
+  CUDA_TEST_REQUIRE_GPU();
+  const Context ctx = Context::create("cuda");
+  for (const char* family : sparseport::test::kOpFamilies) {
+    clear_plan_memo();
+    const Held before = held(ctx);
+    const sparseport::test::OomSteps r =
+        sparseport::test::fail_each_allocation(ctx, family, "device_alloc", [&](int step) {
+          const Held now = held(ctx);
+          EXPECT_EQ(now.allocated, before.allocated) << family << " step " << step << ": buffers left allocated";
+          EXPECT_EQ(now.scratch, before.scratch) << family << " step " << step << ": scratch (plans, formats) left in use";
+        });
+    std::printf("[ oom      ] cuda %s: %d steps out of memory, %d absorbed; held %llu + %llu bytes before and after\n",
+                family, r.out_of_memory, r.absorbed, static_cast<unsigned long long>(before.allocated),
+                static_cast<unsigned long long>(before.scratch));
+  }
 }
 
 }  // namespace
