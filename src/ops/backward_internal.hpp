@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the backward files (backward.cpp, backward_attention.cpp) share: a Transpose's state and the
-// small steps they compose the gradients from.
+// What the backward files (backward.cpp, backward_spmm.cpp, backward_sddmm.cpp, backward_segment.cpp,
+// backward_attention.cpp) share: a Transpose's state, the small steps they compose the gradients
+// from, the checks of arg, and the spmm arg and backward that the reduces over messages run on.
 #pragma once
 
 #include <optional>
@@ -59,5 +60,31 @@ const void* entry_rows(TransposeState& s);
 
 // InvalidArgument naming w when t (if any) was built for another A than a.
 void check_transpose(const std::string& w, const CsrView& a, const Transpose* t);
+
+// ---- the arg checks (backward.cpp) and the spmm engine (backward_spmm.cpp) of the per-op files --
+
+// A host array of n indices 0..n-1 (of A's index type) copied to ctx's memory.
+Buffer upload_iota(const Context& ctx, const std::string& w, int64_t n, IndexType it);
+
+inline bool arg_reduce(Reduce r) { return r == Reduce::max || r == Reduce::min; }
+
+// arg must be rows x cols (`shape` says which those are) with ld >= cols, in the index type `it`.
+void check_arg(const std::string& w, const ArgView& arg, int64_t rows, int64_t cols, IndexType it, const char* shape);
+
+// The backward of max/min needs the forward's winners.
+void check_backward_arg(const std::string& w, Reduce r, const ArgView& arg, int64_t rows, int64_t cols, IndexType it,
+                        const char* shape);
+
+void check_arg_reduce(const std::string& w, Reduce r);
+
+// backward_spmm.cpp:
+// spmm_arg after its own checks (the callers name what they check in their terms).
+void run_spmm_arg(const Context& ctx, const std::string& w, const CsrView& a, const DenseView& b,
+                  const DenseMutView& c, const ArgMutView& arg, const SpmmOptions& opt);
+
+// spmm_backward after its checks: B is read for dvalues only (the caller checked it then), the
+// arg of max/min is checked, opt.transpose is A's.
+void run_spmm_backward(const Context& ctx, const std::string& w, const CsrView& a, const DenseView& b,
+                       const DenseView& dc, const SpmmGrads& grads, const SpmmBackwardOptions& opt);
 
 }  // namespace sparseport::detail
