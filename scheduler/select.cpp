@@ -124,12 +124,19 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   return p;
 }
 
-// The plan behind the thread's last call: a reference count per call instead of copying the
-// decision's strings on the hot path; last_decision() copies it under the plan's lock.
-thread_local std::shared_ptr<PlanState> g_last;
+// The plan behind the thread's last call: a weak reference per call instead of copying the
+// decision's strings on the hot path; last_decision() copies it under the plan's lock. Weak, so
+// that it keeps nothing alive: a plan dropped by its owner (the memo cleared, a Plan or a Context
+// destroyed) frees its memory then, float32 copies of 16-bit operands included, and not at this
+// thread's next call through a state that may be gone by then (issue 34).
+thread_local std::weak_ptr<PlanState> g_last;
+
+void remember_last(const std::shared_ptr<PlanState>& plan) {
+  if (g_last.owner_before(plan) || plan.owner_before(g_last)) g_last = plan;
+}
 
 Decision last_decision() {
-  const std::shared_ptr<PlanState> p = g_last;
+  const std::shared_ptr<PlanState> p = g_last.lock();
   if (p == nullptr) return {};
   std::lock_guard<std::mutex> lock(p->mu);
   return p->decision;
@@ -140,7 +147,7 @@ namespace {
 // Runs the plan's native choice; returns the variant that ran.
 std::string execute_native(const std::shared_ptr<PlanState>& plan, const void* args, const std::string& where) {
   PlanState& p = *plan;
-  if (g_last != plan) g_last = plan;
+  remember_last(plan);
   std::lock_guard<std::mutex> lock(p.mu);
   const PluginInfo& plugin = *p.plugin;
   std::string variant = p.decision.variant;

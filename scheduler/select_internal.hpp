@@ -29,7 +29,8 @@ double since(Clock::time_point t0);
 std::string ms(double s);
 std::string label(const detail::PlanState& p);
 const sparseport_csr* csr_of(sparseport_op op, const void* args);
-extern thread_local std::shared_ptr<detail::PlanState> g_last;
+// Makes `plan` the one last_decision() reports on this thread.
+void remember_last(const std::shared_ptr<detail::PlanState>& plan);
 
 // select_decide.cpp
 Record base_record(const detail::PlanState& p);

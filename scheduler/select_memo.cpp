@@ -125,7 +125,7 @@ void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op
                                 : opt.mode == SchedulerMode::off ? "SPARSEPORT_SCHEDULER=off: the default variant"
                                                                  : "one variant applies";
     }
-    if (g_last != direct) g_last = direct;
+    remember_last(direct);
     return;
   }
   const std::string key = memo_key(exec, plugin, op, args, info, opt);

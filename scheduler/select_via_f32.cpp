@@ -57,7 +57,7 @@ void run_via_f32(const std::shared_ptr<PlanState>& plan, const void* args, std::
     if (p.decision.reason.rfind("16-bit values as float32 copies", 0) != 0)
       p.decision.reason = "16-bit values as float32 copies; " + p.decision.reason;
   }
-  g_last = plan;
+  remember_last(plan);
 }
 
 namespace {
@@ -108,7 +108,7 @@ void decide_via(const std::shared_ptr<PlanState>& plan, const void* args, const 
     p.decision.variant = native;
   }
   log(p.opt, label(p) + ":" + std::string(buf + 1));
-  if (p.via_f32 == 0) g_last = plan;
+  if (p.via_f32 == 0) remember_last(plan);
 }
 
 }  // namespace sparseport::scheduler

@@ -163,7 +163,9 @@ std::vector<std::string> decision_cache_lines(const SchedulerOptions& opt = {});
 // Removes the cache file; returns the number of entries it held.
 size_t clear_decision_cache(const SchedulerOptions& opt = {});
 // The decision behind the calling thread's most recent scheduled op call (one-shot or plan);
-// empty variant when none ran yet. Lets tools report what "auto" chose.
+// empty variant when none ran yet, or when the plan that made it is gone (a Plan destroyed, the
+// one-shot memo cleared, its Context destroyed): it holds no plan's memory alive. Lets tools report
+// what "auto" chose.
 Decision last_decision();
 // Forgets the one-shot functions' internal plans (the next one-shot call decides afresh) and which
 // device index arrays were already checked (the next call checks them again).
