@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "scheduler/cache.hpp"
+#include "scheduler/cache_stats.hpp"
 #include "scheduler/estimate.hpp"
 #include "scheduler/model.hpp"
 #include "scheduler/options.hpp"
@@ -116,6 +117,62 @@ TEST(SchedulerCache, LookupsSeeEveryAppendAndARewrittenFile) {
   EXPECT_FALSE(f.lookup("torn", "v=1", &stale).has_value());
   EXPECT_TRUE(f.lookup("new79", "v=1", &stale).has_value());
   EXPECT_TRUE(f.lookup("new0", "v=1", &stale).has_value());
+}
+
+// Issue 35: a process reads the file once; a lookup of a file that did not change reads none of it,
+// whichever key (hit or miss) and through whichever CacheFile, also once every line is indexed (from
+// the ninth key); a line appended by another process is seen, and only it is read (with the first
+// bytes, which tell that the file is the same). Before, every lookup re-read the first 256 bytes,
+// and a new process parsed every record of the file.
+TEST(SchedulerCache, ALookupReadsOnlyWhatWasAppendedSinceTheLastRead) {
+  TempDir dir;
+  CacheFile f(dir.path);
+  const auto name = [](const char* prefix, int i) {
+    std::string s = prefix;
+    s += std::to_string(i);
+    return s;
+  };
+  for (int i = 0; i < 40; ++i) f.append(record(name("k", i), name("spmm.v", i)));
+  f.append(record("k5", "spmm.newer"));
+  bool stale = false;
+  const CacheStats s0 = cache_stats();
+  ASSERT_TRUE(f.lookup("k3", "v=1", &stale).has_value());
+  const CacheStats s1 = cache_stats();
+  EXPECT_EQ(s1.opens - s0.opens, 1u);
+  EXPECT_EQ(s1.bytes_read - s0.bytes_read, std::filesystem::file_size(f.path)) << "the first lookup reads the file once";
+  for (int i = 0; i < 40; ++i) {
+    const auto hit = CacheFile(dir.path).lookup(name("k", i), "v=1", &stale);
+    ASSERT_TRUE(hit.has_value()) << i;
+    EXPECT_EQ(hit->at("variant"), i == 5 ? std::string("spmm.newer") : name("spmm.v", i)) << "the newer line wins";
+    EXPECT_FALSE(f.lookup(name("missing", i), "v=1", &stale).has_value());
+    EXPECT_FALSE(f.lookup(name("k", i), "v=2", &stale).has_value());
+    EXPECT_TRUE(stale);
+  }
+  const CacheStats s2 = cache_stats();
+  EXPECT_EQ(s2.lookups - s1.lookups, 120u);
+  EXPECT_EQ(s2.bytes_read, s1.bytes_read) << "lookups re-read a file that did not change";
+  EXPECT_EQ(s2.opens, s1.opens) << "lookups reopened a file that did not change";
+  // Another process appends: its line is seen, and only it is read.
+  const auto before = std::filesystem::file_size(f.path);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    CacheFile(dir.path).append(record("other", "spmm.other"));
+    CacheFile(dir.path).append(record("k7", "spmm.newer"));
+    std::_Exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const auto appended = std::filesystem::file_size(f.path) - before;
+  const auto other = f.lookup("other", "v=1", &stale);
+  ASSERT_TRUE(other.has_value()) << "another process's line was not seen";
+  EXPECT_EQ(other->at("variant"), "spmm.other");
+  EXPECT_EQ(f.lookup("k7", "v=1", &stale)->at("variant"), "spmm.newer");
+  const CacheStats s3 = cache_stats();
+  EXPECT_EQ(s3.opens - s2.opens, 1u);
+  EXPECT_LE(s3.bytes_read - s2.bytes_read, appended + 256) << "more than the appended lines and the first bytes";
+  EXPECT_GE(s3.bytes_read - s2.bytes_read, appended);
 }
 
 TEST(SchedulerCache, EntriesFromOtherVersionsAreIgnored) {
