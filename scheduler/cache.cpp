@@ -25,7 +25,7 @@
 #include "scheduler/cache_stats.hpp"
 #include "scheduler/options.hpp"
 #include "sparseport/errors.hpp"
-#include "src/core/fault.hpp"
+#include "core/fault.hpp"
 
 namespace sparseport::scheduler {
 namespace {

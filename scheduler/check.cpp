@@ -5,7 +5,7 @@
 
 #include "scheduler/timing.hpp"
 #include "sparseport/errors.hpp"
-#include "src/core/registry.hpp"
+#include "core/registry.hpp"
 
 namespace sparseport::scheduler {
 

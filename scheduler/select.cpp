@@ -25,7 +25,7 @@
 #include "scheduler/timing.hpp"
 #include "scheduler/values16.hpp"
 #include "sparseport/errors.hpp"
-#include "src/core/registry.hpp"
+#include "core/registry.hpp"
 
 namespace sparseport::scheduler {
 

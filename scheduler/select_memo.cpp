@@ -14,7 +14,7 @@
 #include "scheduler/signature.hpp"
 #include "scheduler/timing.hpp"
 #include "scheduler/values16.hpp"
-#include "src/core/registry.hpp"
+#include "core/registry.hpp"
 
 namespace sparseport::scheduler {
 

@@ -16,7 +16,7 @@
 #include "scheduler/select_internal.hpp"
 #include "scheduler/timing.hpp"
 #include "scheduler/values16.hpp"
-#include "src/core/registry.hpp"
+#include "core/registry.hpp"
 
 namespace sparseport::scheduler {
 

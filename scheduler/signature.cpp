@@ -12,7 +12,7 @@
 #include "scheduler/summary.hpp"
 #include "sparseport/errors.hpp"
 #include "sparseport/version.hpp"
-#include "src/core/registry.hpp"
+#include "core/registry.hpp"
 
 namespace sparseport::scheduler {
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "sparseport/errors.hpp"
-#include "src/core/registry.hpp"
+#include "core/registry.hpp"
 
 namespace sparseport::scheduler {
 namespace {

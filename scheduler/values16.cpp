@@ -2,8 +2,8 @@
 #include "scheduler/values16.hpp"
 
 #include "sparseport/errors.hpp"
-#include "src/core/convert.hpp"
-#include "src/core/registry.hpp"
+#include "core/convert.hpp"
+#include "core/registry.hpp"
 
 namespace sparseport::scheduler {
 

@@ -3,7 +3,7 @@
 """Checks that every #include of the library's own code points down the layers (README, "Layout").
 
 The layers, bottom to top (a file may include its own layer and those below, never one above):
-  0 ground     include/sparseport (the public headers), src/core (registry, errors, I/O, generators)
+  0 ground     include/sparseport (the public headers), core (registry, errors, I/O, generators)
   1 device     backends/<b>, kernels/<b> (the device and the math)
   2 plugins    plugins/<b> (binds 1 into a plugin table)
   3 scheduler  scheduler/ (times candidates through the plugin table)
@@ -19,7 +19,7 @@ import re
 import sys
 
 LAYERS = [
-    ("include/sparseport/", 0), ("src/core/", 0),
+    ("include/sparseport/", 0), ("core/", 0),
     ("backends/", 1), ("kernels/", 1),
     ("plugins/", 2),
     ("scheduler/", 3),

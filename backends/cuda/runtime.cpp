@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "sparseport/errors.hpp"
-#include "src/core/fault.hpp"
+#include "core/fault.hpp"
 
 namespace sparseport::cuda {
 

@@ -13,8 +13,8 @@
 #include <string>
 
 #include "backends/kokkos/space.hpp"
-#include "src/core/fault.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/fault.hpp"
+#include "core/plugin_support.hpp"
 
 namespace sparseport::kokkos {
 

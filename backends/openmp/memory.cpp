@@ -9,8 +9,8 @@
 #include <cstring>
 #include <string>
 
-#include "src/core/fault.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/fault.hpp"
+#include "core/plugin_support.hpp"
 
 namespace sparseport::openmp {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <thread>
 
-#include "src/core/fault.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/fault.hpp"
+#include "core/plugin_support.hpp"
 
 namespace sparseport::reference {
 

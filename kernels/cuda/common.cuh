@@ -12,7 +12,7 @@
 
 #include "backends/cuda/runtime.hpp"
 #include "kernels/cuda/kernels.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 namespace sparseport::cuda {
 

@@ -5,7 +5,7 @@
 // directly in the output row, which the op overwrites anyway.
 #include "kernels/kokkos/common.hpp"
 #include "kernels/kokkos/kernels.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 namespace sparseport::kokkos {
 namespace {

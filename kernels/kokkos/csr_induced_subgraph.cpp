@@ -4,7 +4,7 @@
 // each selected row and scans, phase 1 writes them relabelled in A's order, a row per team thread.
 #include "kernels/kokkos/common.hpp"
 #include "kernels/kokkos/kernels.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 namespace sparseport::kokkos {
 namespace {

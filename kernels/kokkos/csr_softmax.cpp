@@ -9,7 +9,7 @@
 // (as the reference), where the online form starts from exp(-inf - -inf) = NaN.
 #include "kernels/kokkos/common.hpp"
 #include "kernels/kokkos/kernels.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 namespace sparseport::kokkos {
 namespace {

@@ -6,7 +6,7 @@
 // (ABI 1.5) the sorted positions are also written out: perm[t] is A's entry that became entry t.
 #include "kernels/kokkos/common.hpp"
 #include "kernels/kokkos/kernels.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 namespace sparseport::kokkos {
 namespace {

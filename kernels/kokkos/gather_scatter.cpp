@@ -3,7 +3,7 @@
 // w[e] * x[src[e],:], formed on the fly (the E x F messages are never stored).
 #include "kernels/kokkos/common.hpp"
 #include "kernels/kokkos/kernels.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 namespace sparseport::kokkos {
 namespace {

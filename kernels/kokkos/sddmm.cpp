@@ -3,7 +3,7 @@
 // the dot product across F. X's row is reused for the whole row (cache on a host, L1 on a GPU).
 #include "kernels/kokkos/common.hpp"
 #include "kernels/kokkos/kernels.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 namespace sparseport::kokkos {
 namespace {

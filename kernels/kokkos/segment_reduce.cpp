@@ -3,7 +3,7 @@
 // kernels/kokkos/common.hpp with message e = src row e.
 #include "kernels/kokkos/common.hpp"
 #include "kernels/kokkos/kernels.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 namespace sparseport::kokkos {
 namespace {

@@ -21,8 +21,8 @@
 
 #include "kernels/kokkos/common.hpp"
 #include "kernels/kokkos/kernels.hpp"
-#include "src/core/arg_backward_path.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/arg_backward_path.hpp"
+#include "core/plugin_support.hpp"
 
 namespace sparseport::kokkos {
 namespace {
@@ -154,7 +154,7 @@ void db_atomic(const Backward<I, V>& p) {
 
 // Which dB path. Device spaces: the gather with A^T, else the column scatter when deterministic,
 // else the atomic one (not measured against each other yet). Host spaces: the openmp plugin's cost
-// model (src/core/arg_backward_path.hpp), with the space's concurrency as the threads.
+// model (core/arg_backward_path.hpp), with the space's concurrency as the threads.
 inline detail::ArgDbPath pick_db(int64_t m, int64_t nnz, int64_t blocks, bool have_at, bool deterministic) {
   using detail::ArgDbPath;
   const char* forced = std::getenv("SPARSEPORT_ARG_BACKWARD_DB");

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "kernels/kokkos/kernels.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 namespace sparseport::kokkos {
 

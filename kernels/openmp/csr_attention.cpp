@@ -12,7 +12,7 @@
 // per-batch V sum between batches leave out-of-order execution less to overlap than pass 1's
 // uninterrupted run of dots. onepass stays for its lack of an nnz-long buffer.
 #include "kernels/openmp/common.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 SPARSEPORT_OPENMP_BEGIN_ISA
 namespace sparseport::openmp::SPARSEPORT_OPENMP_ISA {

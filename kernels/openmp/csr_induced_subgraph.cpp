@@ -4,7 +4,7 @@
 // scan (phase 0), or the kept entries relabelled in A's order (phase 1). The map is rebuilt in each
 // phase because the plugin keeps no state between the two calls.
 #include "kernels/openmp/common.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 SPARSEPORT_OPENMP_BEGIN_ISA
 namespace sparseport::openmp::SPARSEPORT_OPENMP_ISA {

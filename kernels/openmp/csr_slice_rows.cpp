@@ -3,7 +3,7 @@
 // selected row) and csr_slice_rows_dense (each selected row zeroed and scattered by one thread,
 // so the dense row is still in cache when its entries land).
 #include "kernels/openmp/common.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 SPARSEPORT_OPENMP_BEGIN_ISA
 namespace sparseport::openmp::SPARSEPORT_OPENMP_ISA {

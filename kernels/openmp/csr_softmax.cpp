@@ -6,7 +6,7 @@
 // of all -inf or with a +inf, makes the row NaN as in the forward; the same bits for any thread
 // count.
 #include "kernels/openmp/common.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 SPARSEPORT_OPENMP_BEGIN_ISA
 namespace sparseport::openmp::SPARSEPORT_OPENMP_ISA {

@@ -4,7 +4,7 @@
 // each thread places its rows in order, so within a result row the entries keep A's row order.
 // With args.perm (ABI 1.5) each placed entry also records its position in A.
 #include "kernels/openmp/common.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 SPARSEPORT_OPENMP_BEGIN_ISA
 namespace sparseport::openmp::SPARSEPORT_OPENMP_ISA {

@@ -5,7 +5,7 @@
 // 16-bit values (SPARSEPORT_VARIANT_VALUES16): X, Y, A's values and out in 16 bits, rows widened in
 // registers (Convert, common.hpp), the dot and the scaling in float32, one rounding per output.
 #include "kernels/openmp/common.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 SPARSEPORT_OPENMP_BEGIN_ISA
 namespace sparseport::openmp::SPARSEPORT_OPENMP_ISA {

@@ -15,7 +15,7 @@
 //                        reduced by one thread in message order. For an unsorted index only; no
 //                        atomics.
 #include "kernels/openmp/common.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 SPARSEPORT_OPENMP_BEGIN_ISA
 namespace sparseport::openmp::SPARSEPORT_OPENMP_ISA {

@@ -17,7 +17,7 @@
 //              rows in registers inside the tile loops), alpha, beta and mean applied in float32,
 //              one rounding per stored value. float and double take the same code with plain loads.
 #include "kernels/openmp/common.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 SPARSEPORT_OPENMP_BEGIN_ISA
 namespace sparseport::openmp::SPARSEPORT_OPENMP_ISA {

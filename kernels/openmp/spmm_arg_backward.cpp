@@ -3,7 +3,7 @@
 // C[i,f]'s gradient flows to the one entry that won it.
 //  dvalues: rows of A over threads (blocks of whole rows, as spmm.rows); a row's entries belong to
 //           its thread, which adds dC[i,f] * B[col(e),f] into dvalues[arg[i,f]] for f in order.
-//  dB, three ways, chosen by the cost model of src/core/arg_backward_path.hpp
+//  dB, three ways, chosen by the cost model of core/arg_backward_path.hpp
 //  (SPARSEPORT_ARG_BACKWARD_DB=columns|gather|atomic
 //  forces one where it applies: tests, tuning); columns and gather give the same bits:
 //   columns: a scatter in A's row order with dB's columns split over threads in whole cache lines;
@@ -18,8 +18,8 @@
 // Every sum starts from +0 and adds in the reference's order, so double results match it bitwise.
 
 #include "kernels/openmp/common.hpp"
-#include "src/core/arg_backward_path.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/arg_backward_path.hpp"
+#include "core/plugin_support.hpp"
 
 SPARSEPORT_OPENMP_BEGIN_ISA
 namespace sparseport::openmp::SPARSEPORT_OPENMP_ISA {

@@ -52,7 +52,7 @@ extern "C" {
 #include <vector>
 
 #include "kernels/openmp/kernels.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 namespace sparseport::openmp {
 namespace {

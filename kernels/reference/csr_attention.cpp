@@ -3,7 +3,7 @@
 #include <vector>
 
 #include "kernels/reference/kernels.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 namespace sparseport::reference {
 namespace {

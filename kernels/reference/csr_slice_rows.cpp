@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kernels/reference/kernels.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 namespace sparseport::reference {
 namespace {

@@ -14,7 +14,7 @@
 #include "backends/cuda/runtime.hpp"
 #include "kernels/cuda/kernels.hpp"
 #include "plugins/cuda/diagnostics.h"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include "backends/kokkos/runtime.hpp"
 #include "backends/kokkos/space.hpp"
 #include "kernels/kokkos/kernels.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 namespace {
 

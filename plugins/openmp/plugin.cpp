@@ -11,7 +11,7 @@
 #include "backends/openmp/device.hpp"
 #include "backends/openmp/memory.hpp"
 #include "kernels/openmp/kernels.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 namespace {
 

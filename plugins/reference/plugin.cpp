@@ -6,7 +6,7 @@
 
 #include "backends/reference/memory.hpp"
 #include "kernels/reference/kernels.hpp"
-#include "src/core/plugin_support.hpp"
+#include "core/plugin_support.hpp"
 
 namespace {
 

@@ -5,7 +5,7 @@
     python3 scheduler/model/corpus.py [--max-nnz 2e7] [--min-nnz 1e4] [--sizes 6] [--limit N]
                                       [--families rmatp,chunglu,...] [--with-nnz]
 
-Every line is a spec `sparseport` generates (src/core/generators.cpp, documented in
+Every line is a spec `sparseport` generates (core/generators.cpp, documented in
 include/sparseport/graph.hpp), ending in @SEED. The corpus spans the inputs the model sees:
 skew (rmatp, chunglu, hubs, megarow), locality (natural meshes, band, sbm, road vs. er, chunglu,
 renumbered meshes), average degree (road ~3 to mesh3d27 27 and band 65), empty rows (rmatp, road,

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "src/core/validated.hpp"
+#include "core/validated.hpp"
 
 namespace sparseport::ops {
 

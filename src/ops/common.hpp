@@ -11,7 +11,7 @@
 #include "sparseport/context.hpp"
 #include "sparseport/errors.hpp"
 #include "sparseport/ops.hpp"
-#include "src/core/registry.hpp"
+#include "core/registry.hpp"
 
 namespace sparseport::ops {
 

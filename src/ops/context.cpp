@@ -2,7 +2,7 @@
 // Context and Buffer: the front end's handle on one plugin's device state. Creating a context
 // starts the scheduler's model parse and reads the device signature; destroying it drops the
 // scheduler's one-shot plans on it before the plugin frees its state. Part of the front end (not of
-// src/core) because it calls the scheduler, which stands on the registry in src/core/registry.cpp.
+// core) because it calls the scheduler, which stands on the registry in core/registry.cpp.
 #include "sparseport/context.hpp"
 
 #include <charconv>
@@ -15,9 +15,9 @@
 #include "scheduler/model.hpp"
 #include "scheduler/signature.hpp"
 #include "scheduler/values16.hpp"
-#include "src/core/convert.hpp"
-#include "src/core/registry.hpp"
-#include "src/core/validated.hpp"
+#include "core/convert.hpp"
+#include "core/registry.hpp"
+#include "core/validated.hpp"
 
 namespace sparseport {
 

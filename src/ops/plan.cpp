@@ -4,7 +4,7 @@
 #include "scheduler/cache.hpp"
 #include "scheduler/options.hpp"
 #include "scheduler/select.hpp"
-#include "src/core/validated.hpp"
+#include "core/validated.hpp"
 #include "src/ops/common.hpp"
 
 namespace sparseport {

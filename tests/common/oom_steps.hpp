@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Out of memory in the middle of an op (issue 34): every allocation an op family makes fails in
 // turn. Step N arms the fault site as `site@N` (its first N allocations succeed, the next one
-// fails, src/core/fault.hpp) and runs the family (tests/common/op_families.hpp: operands, the op
+// fails, core/fault.hpp) and runs the family (tests/common/op_families.hpp: operands, the op
 // with its decision, plans, formats and temporaries, each result checked in double precision).
 // A step either raises OutOfMemory saying the failure was injected, or, where the library absorbed
 // the failure, completes with a verified result. The steps end at the first run whose allocations
@@ -15,7 +15,7 @@
 
 #include "op_families.hpp"
 #include "sparseport/plan.hpp"
-#include "src/core/fault.hpp"
+#include "core/fault.hpp"
 
 namespace sparseport::test {
 

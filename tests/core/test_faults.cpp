@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "sparseport/sparseport.hpp"
-#include "src/core/fault.hpp"
+#include "core/fault.hpp"
 #include "../common/oom_steps.hpp"
 #include "../common/scoped.hpp"
 

@@ -19,7 +19,7 @@
 #include "cuda_test.hpp"
 #include "plugins/cuda/diagnostics.h"
 #include "sparseport/plan.hpp"
-#include "src/core/fault.hpp"
+#include "core/fault.hpp"
 #include "../common/oom_steps.hpp"
 #include "../common/scoped.hpp"
 

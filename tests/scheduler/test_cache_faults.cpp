@@ -25,7 +25,7 @@
 
 #include "scheduler/cache.hpp"
 #include "sparseport/sparseport.hpp"
-#include "src/core/fault.hpp"
+#include "core/fault.hpp"
 #include "../common/scoped.hpp"
 #include "../common/text_files.hpp"
 

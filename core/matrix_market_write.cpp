@@ -11,7 +11,7 @@
 
 #include "sparseport/errors.hpp"
 #include "sparseport/graph.hpp"
-#include "src/core/matrix_market_internal.hpp"
+#include "core/matrix_market_internal.hpp"
 
 namespace sparseport {
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "src/core/fault.hpp"
+#include "core/fault.hpp"
 
 #include <atomic>
 #include <cstdio>

@@ -12,7 +12,7 @@
 
 #include "sparseport/errors.hpp"
 #include "sparseport/graph.hpp"
-#include "src/core/generators_internal.hpp"
+#include "core/generators_internal.hpp"
 
 namespace sparseport {
 

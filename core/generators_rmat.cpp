@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "src/core/generators_internal.hpp"
+#include "core/generators_internal.hpp"
 
 namespace sparseport::detail::gen {
 namespace {

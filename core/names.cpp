@@ -9,7 +9,7 @@
 #include "sparseport/errors.hpp"
 #include "sparseport/ops.hpp"
 #include "sparseport/version.hpp"
-#include "src/core/registry.hpp"
+#include "core/registry.hpp"
 
 namespace sparseport {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "src/core/generators_internal.hpp"
+#include "core/generators_internal.hpp"
 
 namespace sparseport::detail::gen {
 namespace {

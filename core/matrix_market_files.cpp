@@ -19,7 +19,7 @@
 #include <utility>
 
 #include "sparseport/errors.hpp"
-#include "src/core/matrix_market_internal.hpp"
+#include "core/matrix_market_internal.hpp"
 
 namespace sparseport::detail::mm {
 namespace {

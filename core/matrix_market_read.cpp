@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "sparseport/errors.hpp"
-#include "src/core/registry.hpp"
+#include "core/registry.hpp"
 #include "sparseport/graph.hpp"
-#include "src/core/matrix_market_internal.hpp"
+#include "core/matrix_market_internal.hpp"
 
 namespace sparseport {
 

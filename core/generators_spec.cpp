@@ -17,7 +17,7 @@
 
 #include "sparseport/errors.hpp"
 #include "sparseport/graph.hpp"
-#include "src/core/generators_internal.hpp"
+#include "core/generators_internal.hpp"
 
 namespace sparseport {
 namespace detail::gen {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "src/core/validated.hpp"
+#include "core/validated.hpp"
 
 #include <functional>
 #include <iterator>

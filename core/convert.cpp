@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "src/core/convert.hpp"
+#include "core/convert.hpp"
 
 #include <cstdint>
 #include <type_traits>

@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "sparseport/errors.hpp"
-#include "src/core/registry.hpp"
+#include "core/registry.hpp"
 #include "sparseport/graph.hpp"
-#include "src/core/counter_rng.hpp"
+#include "core/counter_rng.hpp"
 
 namespace sparseport::detail::gen {
 

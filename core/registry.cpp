@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "sparseport/errors.hpp"
-#include "src/core/registry.hpp"
+#include "core/registry.hpp"
 
 namespace sparseport {
 

@@ -8,7 +8,7 @@
 
 #include "sparseport/errors.hpp"
 #include "sparseport/graph.hpp"
-#include "src/core/counter_rng.hpp"
+#include "core/counter_rng.hpp"
 
 namespace sparseport {
 namespace {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "src/core/generators_internal.hpp"
+#include "core/generators_internal.hpp"
 
 namespace sparseport::detail::gen {
 
