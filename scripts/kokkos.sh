@@ -4,7 +4,8 @@
 # (Trilinos 13.2: Kokkos 3.4.01, Kokkos Kernels 3.4.01), for building the `kokkos` plugin on a space
 # that Debian's binary Kokkos (Serial only) lacks.
 #
-#   scripts/kokkos.sh openmp [PREFIX]   Kokkos with OpenMP + Serial, Kokkos Kernels without ETI
+#   scripts/kokkos.sh openmp [PREFIX]   Kokkos with OpenMP + Serial for this machine's vector ISA
+#                                       (AVX2/AVX-512, below), Kokkos Kernels without ETI
 #   scripts/kokkos.sh cuda [PREFIX]     Kokkos with CUDA + Serial for one GPU architecture, built
 #                                       through Kokkos's bin/nvcc_wrapper; Kokkos Kernels without
 #                                       ETI and without the cuSPARSE/cuBLAS TPLs
@@ -41,6 +42,8 @@
 #   SPARSEPORT_KOKKOS_ARCH     cuda: the Kokkos GPU architecture, Kokkos_ARCH_<this> (default
 #                              HOPPER90, i.e. sm_90; e.g. AMPERE80). Kokkos 3.4 aborts at start-up
 #                              on a device of another major compute capability.
+#   SPARSEPORT_KOKKOS_HOST_ARCH  openmp: the host architecture, Kokkos_ARCH_<this> (default: SKX
+#                              or HSW as /proc/cpuinfo allows, else none = the x86-64 baseline)
 #   SPARSEPORT_KOKKOS_SOURCES  build from a pack instead of the orig tarball: a file written by
 #                              `pack`, or a folder holding kokkos/, kokkos-kernels/ and
 #                              trilinos-orig.sha256 (the orig tarball's SHA-256 and name). No
@@ -89,6 +92,37 @@ if [ "$space" = cuda ]; then
   [[ "$arch" =~ ^[A-Z]+[0-9]+$ ]] || die "SPARSEPORT_KOKKOS_ARCH='$arch' is not a Kokkos architecture name (e.g. HOPPER90, AMPERE80)"
   patch_sha=$(sha256sum "$patchfile" | cut -d' ' -f1)
   nvcc_version=$(nvcc --version | grep -o 'V[0-9][0-9.]*' | head -n 1)
+fi
+
+# --- the host's SIMD architecture (openmp) --------------------------------------------------------
+# Kokkos compiles itself and its users (the kokkos plugin) with its architecture's flags. Without
+# one it targets the x86-64 baseline, SSE2, while the openmp plugin's kernels are compiled for
+# AVX2 + FMA as well (chosen at run time): the kokkos plugin lost that much before a line of its own
+# ran. So the openmp space is built for the widest vector ISA of this machine that Kokkos 3.4 names:
+# SKX (AVX-512 F, BW, DQ and VL), HSW (AVX2 and FMA), else none. The result runs on this machine
+# and its like, not on any x86-64: SPARSEPORT_KOKKOS_HOST_ARCH=none builds for the baseline (a
+# binary to ship), or names a Kokkos architecture (HSW, SKX, ZEN2, ...). The cuda space keeps the
+# host baseline: its host code only launches.
+host_arch=none
+if [ "$space" = openmp ]; then
+  if [ -n "${SPARSEPORT_KOKKOS_HOST_ARCH:-}" ]; then
+    host_arch=$SPARSEPORT_KOKKOS_HOST_ARCH
+    host_why="SPARSEPORT_KOKKOS_HOST_ARCH"
+  else
+    cpu_flags=" $(grep -m 1 '^flags' /proc/cpuinfo 2>/dev/null | cut -d: -f2) "
+    has_flags() {
+      local f
+      for f in "$@"; do [[ "$cpu_flags" == *" $f "* ]] || return 1; done
+    }
+    if has_flags avx512f avx512bw avx512dq avx512vl; then
+      host_arch=SKX
+    elif has_flags avx2 fma; then
+      host_arch=HSW
+    fi
+    host_why="this machine's /proc/cpuinfo"
+  fi
+  [ "$host_arch" = none ] || [[ "$host_arch" =~ ^[A-Z][A-Z0-9]*$ ]] ||
+    die "SPARSEPORT_KOKKOS_HOST_ARCH='$host_arch' is not a Kokkos architecture name (e.g. HSW, SKX) nor none"
 fi
 
 # Build packages, installed only where missing, and only where apt-get can run (as setup-deps.sh).
@@ -256,11 +290,15 @@ if [ "$space" = cuda ]; then
 fi
 
 # --- configure, build, install ------------------------------------------------------------------
-prefix=${2:-$cache/$key-$space}
+# The host architecture is part of the default prefix's name: one cache may serve machines of
+# different ISAs (a shared home), and each keeps its own build.
+flavour=$space
+[ "$host_arch" = none ] || flavour=$space-$(echo "$host_arch" | tr '[:upper:]' '[:lower:]')
+prefix=${2:-$cache/$key-$flavour}
 mkdir -p "$prefix"
 prefix=$(cd "$prefix" && pwd)
 stamp="$prefix/.sparseport-kokkos.stamp"
-build="$cache/build/$key-$space"
+build="$cache/build/$key-$flavour"
 
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
@@ -283,6 +321,7 @@ kk_opts=(-DKokkosKernels_ADD_DEFAULT_ETI=OFF -DKokkosKernels_INST_DOUBLE=OFF -DK
 case "$space" in
   openmp)
     kokkos_opts=(-DKokkos_ENABLE_SERIAL=ON -DKokkos_ENABLE_OPENMP=ON)
+    [ "$host_arch" = none ] || kokkos_opts+=("-DKokkos_ARCH_$host_arch=ON")
     ;;
   cuda)
     # nvcc_wrapper compiles every Kokkos source as CUDA; it runs nvcc, which runs the host compiler.
@@ -324,7 +363,10 @@ step() {  # step NAME LOG COMMAND...: runs COMMAND, its output to LOG; on failur
   fi
 }
 t0=$SECONDS
-log "building Kokkos $kversion ($space${arch:+, $arch}) with $jobs jobs into $prefix (logs in $build)"
+if [ "$space" = openmp ]; then
+  log "host SIMD architecture: $host_arch (from $host_why)"
+fi
+log "building Kokkos $kversion ($space${arch:+, $arch}$([ "$host_arch" = none ] || echo ", host $host_arch")) with $jobs jobs into $prefix (logs in $build)"
 step "Kokkos configure" "$build/kokkos-configure.log" cmake -S "$src/kokkos" -B "$build/kokkos" \
   "${generator[@]}" "${common[@]}" "${kokkos_opts[@]}"
 step "Kokkos build" "$build/kokkos-build.log" cmake --build "$build/kokkos" --parallel "$jobs"
