@@ -57,6 +57,10 @@ SchedulerOptions resolve(const SchedulerOptions& given) {
   if (o.probe_repeats <= 0) o.probe_repeats = static_cast<int>(env_double("SPARSEPORT_PROBE_REPEATS", 1, 1000, 5));
   if (o.full_size_ms <= 0) o.full_size_ms = env_double("SPARSEPORT_FULL_SIZE_MS", 1e-6, 1e6, 2.5);
   if (o.cache_dir.empty()) o.cache_dir = default_cache_dir();
+  if (o.class_checks == 0) {
+    o.class_checks = static_cast<int>(env_double("SPARSEPORT_CLASS_CHECKS", 0, 1000, 3));
+    if (o.class_checks == 0) o.class_checks = -1;
+  }
   if (!o.log) {
     const char* l = env("SPARSEPORT_LOG");
     o.log = l != nullptr && std::string_view(l).find("scheduler") != std::string_view::npos;

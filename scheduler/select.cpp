@@ -3,10 +3,12 @@
 // the files share):
 //   run()             select_memo.cpp      the one-shot path: a named variant, else the memo's plan
 //   prepare()         here                 signatures and a cache lookup (what a Plan does at construction)
+//     class_hit()     select_class.cpp     on a miss, the shape class's decision (checked until it has held)
 //   execute()         here                 16-bit values: a native variant, else float32 copies
 //   execute_native()  here                 decides on a cache miss, checks once, runs the variant:
 //     decide()        select_decide.cpp    stages 1-4: features, model, timing, guardrail; recorded
 //     check()         select_check.cpp     stage 5: a probe-sample choice timed once at full size
+//     class_learn()   select_class.cpp     a member's final decision teaches its shape class
 //   run_via_f32()     select_via_f32.cpp   the float32 path, and whether it beats the native variant
 // Which variants apply, the static choice and the vendor: select_variants.cpp.
 #include "scheduler/select.hpp"
@@ -112,6 +114,14 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
       std::snprintf(took, sizeof took, " [%.0f us: options and device signature %.0f, operand summary %.0f, cache lookup %.0f]",
                     since(t0) * 1e6, t_signature * 1e6, (t_summary - t_signature) * 1e6, (t_lookup - t_summary) * 1e6);
       log(p->opt, label(*p) + ": " + p->decision.source + " -> " + p->decision.variant + " (" + r["reason"] + ")" + took);
+    } else if (const sparseport_csr* csr = csr_of(op, args);
+               csr != nullptr && (!check_indices || p->index_problem == 0) && class_hit(*p, *csr, dev.hash)) {
+      // Features are read only from an operand whose indices are known good (checked with the
+      // signature here, or by the caller before a one-shot call).
+      char took[96];
+      std::snprintf(took, sizeof took, " [%.0f us, of which the exact lookup %.0f]", since(t0) * 1e6,
+                    (t_lookup - t_summary) * 1e6);
+      log(p->opt, label(*p) + ": class -> " + p->decision.variant + " (" + p->decision.reason + ")" + took);
     } else if (p->opt.mode == SchedulerMode::replay) {
       p->decided = true;
       p->decision.source = "replay miss";
@@ -161,6 +171,7 @@ std::string execute_native(const std::shared_ptr<PlanState>& plan, const void* a
       decide(p, args, applicable);  // clears verify_pending unless a probe-sample decision needs a check
       p.decided = true;
       p.structure = {};
+      if (!p.verify_pending) class_learn(p);  // else check() does, once the variant is final
     }
     if (p.decision.source == "off" || p.decision.source == "single" || p.decision.source == "unscheduled") {
       variant = select_in(plugin, p.op, args, {}, where, det);

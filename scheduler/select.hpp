@@ -17,10 +17,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "scheduler/features.hpp"
 #include "scheduler/guardrail.hpp"
 #include "scheduler/values16.hpp"
 #include "scheduler/signature.hpp"
@@ -40,6 +42,11 @@ struct PlanState {
   std::string versions;  // the device signature's versions
   std::string graph;     // graph signature
   scheduler::Structure structure;  // index ops: kept until the decision is made (the probe samples from it)
+  // The shape class (select_class.cpp), looked up after the exact key missed: its key ("" when no
+  // class applies), and the features it was computed from, which a cold decision then reuses.
+  std::string class_key;
+  std::string class_text;
+  std::optional<scheduler::Features> features;
   Decision decision;
   // For the full-size check and the transfer correction, until the decision is checked.
   std::string runner_up;                        // the probe's second-best native

@@ -36,6 +36,7 @@ void check(PlanState& p, const void* args, const std::string& where) {
   rec["full_size"] = text;
   rec["probe_choice"] = chosen;
   store(p, rec);
+  class_learn(p);
 }
 
 }  // namespace sparseport::scheduler

@@ -72,7 +72,7 @@ Decision::Candidate* candidate(PlanState& p, const std::string& v) {
 }  // namespace
 
 Record base_record(const PlanState& p) {
-  return {{"schema", std::to_string(kCacheSchema)},
+  Record r{{"schema", std::to_string(kCacheSchema)},
           {"key", p.key},
           {"versions", p.versions},
           {"graph", p.graph},
@@ -89,6 +89,8 @@ Record base_record(const PlanState& p) {
           {"decided_at", now_iso()},
           {"pid", std::to_string(::getpid())},
           {"deterministic", deterministic(p.exec) ? "true" : "false"}};
+  if (!p.class_key.empty()) r["class"] = p.class_key;
+  return r;
 }
 
 void store(const PlanState& p, Record r) {
@@ -129,10 +131,12 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
 
   // 1. Features: one pass over the operand where it lives.
   const sparseport_csr* csr = csr_of(p.op, args);
-  const Features f = csr != nullptr ? features_of(summarize(*p.plugin, p.exec, *csr, SPARSEPORT_SUMMARY_SIGNATURE |
-                                                                                      SPARSEPORT_SUMMARY_FEATURES),
-                                                  p.info, p.opt.hub_threshold)
-                                    : features_of(p.structure, p.info, p.opt.hub_threshold);
+  // (Already read when the shape class was looked up.)
+  const Features f = p.features        ? *p.features
+                     : csr != nullptr ? features_of(summarize(*p.plugin, p.exec, *csr, SPARSEPORT_SUMMARY_SIGNATURE |
+                                                                                        SPARSEPORT_SUMMARY_FEATURES),
+                                                    p.info, p.opt.hub_threshold)
+                                      : features_of(p.structure, p.info, p.opt.hub_threshold);
 
   // 2. The model ranks (the hand-written estimate where no model predicts; model.hpp).
   const DeviceSignature dev = device_signature(*p.plugin, p.exec);

@@ -38,6 +38,11 @@ void store(const detail::PlanState& p, Record r);
 void measured(detail::PlanState& p, const std::string& v, double seconds);
 void decide(detail::PlanState& p, const void* args, const std::vector<std::string>& applicable);
 
+// select_class.cpp (prepare() after the exact key missed; the features computed stay in the plan)
+bool class_hit(detail::PlanState& p, const sparseport_csr& a, const std::string& device_hash);
+// A member's final decision (made cold, or checked at full size) teaches its class.
+void class_learn(detail::PlanState& p);
+
 // select_check.cpp
 void check(detail::PlanState& p, const void* args, const std::string& where);
 

@@ -32,11 +32,12 @@ sparseport_csr_summary summarize_typed(const sparseport_csr& a, uint32_t want) {
   s.colind_hash = hash_finish(h, samples);
   if ((want & SPARSEPORT_SUMMARY_FEATURES) == 0) return s;
 
+  const bool square = a.rows == a.cols;
   for (int64_t i = 0; i < a.rows; ++i) {
     const int64_t begin = rowptr[i], end = rowptr[i + 1], d = end - begin;
     s.max_degree = std::max(s.max_degree, d);
     ++s.degree_hist[summary_bucket(static_cast<uint64_t>(d))];
-    const int64_t diag = diagonal_of(i, a.rows, a.cols);
+    const int64_t diag = square ? i : diagonal_of(i, a.rows, a.cols);  // the same number, no 128-bit division
     for (int64_t e = begin; e < end; ++e) {
       const int64_t c = colind[e];
       const uint64_t x = static_cast<uint64_t>(c > diag ? c - diag : diag - c);

@@ -6,6 +6,8 @@
 // give the same numbers bit for bit (tests/cuda/test_cuda_summary.cpp compares them).
 #pragma once
 
+#include <algorithm>
+#include <bit>
 #include <cstdint>
 
 #include "sparseport/plugin_abi.h"
@@ -38,9 +40,9 @@ constexpr int64_t diagonal_of(int64_t row, int64_t rows, int64_t cols) {
 }
 // bit_width of x >= 0, capped to the last bucket.
 constexpr int summary_bucket(uint64_t x) {
-  int b = 0;
-  while (x != 0 && b < SPARSEPORT_SUMMARY_BUCKETS - 1) x >>= 1, ++b;
-  return b;
+  // One instruction, not a loop of up to 40 steps twice per entry: the host summary's FEATURES pass
+  // took 1.8 ms on 50k entries (issue 35: a shape class's features are read per sampled subgraph).
+  return std::min(static_cast<int>(std::bit_width(x)), SPARSEPORT_SUMMARY_BUCKETS - 1);
 }
 
 // The summary of a CSR whose arrays are in host memory (a.index_type SPARSEPORT_I32 or I64).

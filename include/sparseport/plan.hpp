@@ -50,6 +50,8 @@ struct SchedulerOptions {
   double full_size_ms = 0;     // SPARSEPORT_FULL_SIZE_MS, 2.5: candidates predicted faster than this are timed at
                                // full size (within the cold-decision budget), slower ones on the probe sample
   std::string cache_dir;       // SPARSEPORT_CACHE_DIR, else ~/.cache/sparseport
+  int class_checks = 0;        // SPARSEPORT_CLASS_CHECKS, 3: full-size checks a shape class's variant must pass
+                               // before its members replay it unchecked; negative (or the variable 0): no classes
   bool log = false;            // or SPARSEPORT_LOG containing "scheduler": print every decision
 };
 
@@ -57,7 +59,9 @@ struct SchedulerOptions {
 struct Decision {
   std::string variant;  // the variant that runs ("" until a plan's first run when it must probe)
   std::string vendor;   // the guardrail's reference: the vendor variant, else the plain variant
-  std::string source;   // "requested", "off", "single", "probe", "cache hit", "replay", "replay miss"
+  std::string source;   // "requested", "off", "single", "timed", "probe", "model", "estimate", "cache hit",
+                        // "class" (the shape class's variant: another matrix of this shape decided it),
+                        // "replay", "replay miss", "unscheduled"
   std::string reason;   // one sentence: why this variant
   bool verified = false;  // timed against the vendor at full size
   bool reverted = false;  // the probe's choice lost at full size; variant is now the vendor

@@ -63,6 +63,7 @@ int cmd_cache(const std::vector<std::string>& argv) {
     std::string how = field(l, "source");
     if (field(l, "verified") == "true") how += ", verified";
     if (field(l, "reverted") == "true") how += ", reverted from " + field(l, "probe_choice");
+    if (!field(l, "checks").empty()) how = "shape class, " + field(l, "checks") + " checks";  // a class line
     std::printf("%-15s %-8s F=%-4s %-28s %-34s %s\n", field(l, "op").c_str(), field(l, "backend").c_str(),
                 field(l, "F").c_str(), field(l, "variant").c_str(), how.c_str(), field(l, "key").c_str());
   }

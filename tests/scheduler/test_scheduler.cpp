@@ -10,6 +10,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <optional>
 #include <thread>
 
 #include "scheduler/cache.hpp"
@@ -19,6 +21,8 @@
 #include "scheduler/options.hpp"
 #include "scheduler/timing.hpp"
 #include "scheduler/select.hpp"
+#include "scheduler/shape_class.hpp"
+#include "scheduler/summary.hpp"
 #include "sparseport/sparseport.hpp"
 #include "../common/scoped.hpp"
 
@@ -635,6 +639,217 @@ TEST(SchedulerPipeline, ACachedDecisionForARetiredVariantIsNotReplayed) {
   execute(again, &args, "test");
   EXPECT_NE(again->decision.source, "cache hit");
   EXPECT_NE(again->decision.variant, "spmm.retired");
+}
+
+// ---- shape classes (issue 35): a matrix the cache never saw, decided by others of its shape -------
+
+Problem make_member(uint64_t seed) {
+  Problem p;
+  p.a = generate<int32_t, float>("er:20000:0.002@" + std::to_string(seed));
+  p.b = HostDense<float>(p.a.cols, 8);
+  for (size_t i = 0; i < p.b.data.size(); ++i) p.b.data[i] = static_cast<float>(i % 7) - 3.0f;
+  p.c = HostDense<float>(p.a.rows, 8);
+  return p;
+}
+
+SchedulerOptions class_options(const TempDir& dir) {
+  SchedulerOptions o = options(dir, SchedulerMode::automatic);
+  o.class_checks = 3;
+  return o;
+}
+
+// The reference plugin's result for args.
+std::vector<float> reference_result(Problem& pb) {
+  HostDense<float> want(pb.a.rows, 8);
+  sparseport_spmm_args ref = pb.args();
+  ref.c.data = want.data.data();
+  sparseport_status st{};
+  EXPECT_EQ(plugin("reference").table->spmm(nullptr, "spmm.serial", &ref, &st), 0);
+  return want.data;
+}
+
+std::optional<Record> class_line(const TempDir& dir) {
+  std::optional<Record> last;
+  for (const Record& r : CacheFile(dir.path).read())
+    if (r.at("key").find("/class:") != std::string::npos) last = r;
+  return last;
+}
+
+// Members 1-3 teach the class (the first decided cold, the next two take its variant and are checked
+// at full size against the vendor); from the fourth on a member replays it: one call, no timing.
+std::shared_ptr<detail::PlanState> teach_class(const TempDir& dir, const PluginInfo& fake) {
+  std::shared_ptr<detail::PlanState> last;
+  for (uint64_t m = 1; m <= 3; ++m) {
+    Problem pb = make_member(m);
+    sparseport_spmm_args args = pb.args();
+    auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, class_options(dir));
+    EXPECT_FALSE(plan->class_key.empty()) << "member " << m;
+    if (m == 1) {
+      EXPECT_FALSE(plan->decided) << "no class yet: a cold decision";
+    } else {
+      EXPECT_EQ(plan->decision.source, "class") << "member " << m;
+      EXPECT_TRUE(plan->verify_pending) << "a learning class's member is checked at full size";
+    }
+    g_calls = 0;
+    execute(plan, &args, "test");
+    EXPECT_EQ(plan->decision.variant, "spmm.second") << plan->decision.reason;
+    EXPECT_TRUE(plan->decision.verified);
+    if (m > 1) {
+      EXPECT_EQ(g_calls.load(), 2) << "the check: the vendor's call and the variant's (the op's own)";
+    }
+    EXPECT_EQ(pb.c.data, reference_result(pb));
+    const std::optional<Record> cls = class_line(dir);
+    EXPECT_TRUE(cls.has_value());
+    if (cls) {
+      EXPECT_EQ(cls->at("variant"), "spmm.second");
+      EXPECT_EQ(cls->at("checks"), std::to_string(m));
+      EXPECT_EQ(cls->at("source"), "class");
+      EXPECT_EQ(cls->at("key"), plan->class_key);
+    }
+    last = plan;
+  }
+  return last;
+}
+
+TEST(SchedulerShapeClass, AMatrixOfAKnownShapeReplaysItsClassAfterThreeCheckedMembers) {
+  TempDir dir;
+  const PluginInfo fake = fake_plugin();
+  const auto third = teach_class(dir, fake);
+  for (uint64_t m = 4; m <= 6; ++m) {
+    Problem pb = make_member(m);
+    sparseport_spmm_args args = pb.args();
+    auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, class_options(dir));
+    EXPECT_EQ(plan->class_key, third->class_key) << "one shape: " << plan->class_text;
+    EXPECT_TRUE(plan->decided);
+    EXPECT_EQ(plan->decision.source, "class");
+    EXPECT_EQ(plan->decision.variant, "spmm.second");
+    EXPECT_FALSE(plan->decision.verified);
+    EXPECT_NE(plan->decision.reason.find("shape class"), std::string::npos) << plan->decision.reason;
+    g_calls = 0;
+    const size_t lines = CacheFile(dir.path).read().size();
+    execute(plan, &args, "test");
+    if (!plan->decision.verified) {  // not one of the 1 in 256 re-checked members
+      EXPECT_EQ(g_calls.load(), 1) << "a class hit runs the op once: no timing";
+      EXPECT_EQ(CacheFile(dir.path).read().size(), lines) << "an unchecked class hit writes nothing";
+    }
+    EXPECT_EQ(pb.c.data, reference_result(pb));
+  }
+  // A matrix of another shape (10x fewer rows) is decided cold; so is any matrix in deterministic
+  // mode, and with classes off.
+  Problem small = make_problem(2000);
+  sparseport_spmm_args sargs = small.args();
+  auto other = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &sargs, class_options(dir));
+  EXPECT_FALSE(other->decided);
+  EXPECT_NE(other->class_key, third->class_key);
+  Problem seventh = make_member(7);
+  sparseport_spmm_args args7 = seventh.args();
+  auto det = prepare(fake, {nullptr, 1, SPARSEPORT_EXEC_DETERMINISTIC}, SPARSEPORT_OP_SPMM, &args7, class_options(dir));
+  EXPECT_NE(det->decision.source, "class");
+  EXPECT_TRUE(det->class_key.empty());
+  SchedulerOptions off = class_options(dir);
+  off.class_checks = -1;
+  auto no_class = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args7, off);
+  EXPECT_FALSE(no_class->decided);
+  EXPECT_TRUE(no_class->class_key.empty());
+}
+
+TEST(SchedulerShapeClass, TheShapeIsCoarseForOneSamplerAndSeparatesOtherShapes) {
+  ProblemInfo info;
+  info.features = info.features_out = 64;
+  info.value_type = SPARSEPORT_F32;
+  info.index_type = SPARSEPORT_I32;
+  const auto shape_of = [&](const std::string& spec) {
+    HostCsr<int32_t, float> g = generate<int32_t, float>(spec);
+    const sparseport_csr a{g.rows, g.cols, g.nnz(), g.rowptr.data(), g.colind.data(), g.values.data(), SPARSEPORT_I32,
+                           SPARSEPORT_F32};
+    return shape_class(features_of(summarize_host(a, SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_FEATURES), info,
+                                   256));
+  };
+  EXPECT_EQ(shape_of("er:20000:0.002@1"), shape_of("er:20000:0.002@2"));
+  EXPECT_NE(shape_of("er:20000:0.002@1"), shape_of("er:20000:0.008@1")) << "4x the degree";
+  EXPECT_NE(shape_of("er:20000:0.002@1"), shape_of("chunglu:20000:40:2.1@1")) << "same size, a power-law tail";
+  EXPECT_NE(shape_of("er:20000:0.002@1"), shape_of("er:5000:0.008@1")) << "same degree, 4x fewer rows";
+  for (const char c : shape_of("chunglu:20000:20:2.1@1"))
+    EXPECT_TRUE((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-') << "a key needs no escape";
+}
+
+TEST(SchedulerShapeClass, AClassThatLosesAtFullSizeIsRevertedAndRelearnedAndNeverWrong) {
+  TempDir dir;
+  const PluginInfo fake = fake_plugin();
+  const auto third = teach_class(dir, fake);
+  std::optional<Record> cls = class_line(dir);
+  ASSERT_TRUE(cls.has_value());
+  // A learning class naming the trap (6x slower than the vendor at full size): its member is checked,
+  // reverted to the vendor, and the class starts afresh from it.
+  Record bad = *cls;
+  bad["variant"] = "spmm.trap";
+  bad["checks"] = "1";
+  CacheFile(dir.path).append(bad);
+  Problem pb = make_member(11);
+  sparseport_spmm_args args = pb.args();
+  auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, class_options(dir));
+  EXPECT_EQ(plan->decision.variant, "spmm.trap");
+  EXPECT_TRUE(plan->verify_pending);
+  execute(plan, &args, "test");
+  EXPECT_TRUE(plan->decision.reverted) << plan->decision.reason;
+  EXPECT_EQ(plan->decision.variant, "spmm.vendor");
+  EXPECT_EQ(pb.c.data, reference_result(pb));
+  cls = class_line(dir);
+  ASSERT_TRUE(cls.has_value());
+  EXPECT_EQ(cls->at("variant"), "spmm.vendor");
+  EXPECT_EQ(cls->at("checks"), "1");
+  EXPECT_NE(cls->at("reason").find("relearned"), std::string::npos) << cls->at("reason");
+  // The member's own decision is cached under its exact key, with its source.
+  auto again = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, class_options(dir));
+  EXPECT_EQ(again->decision.source, "cache hit");
+  EXPECT_EQ(again->decision.variant, "spmm.vendor");
+  // Even a ready class naming the trap (a cache edited by hand, a device that changed under it)
+  // costs speed, never a result.
+  bad["checks"] = "99";
+  CacheFile(dir.path).append(bad);
+  Problem pb2 = make_member(12);
+  sparseport_spmm_args args2 = pb2.args();
+  auto slow = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args2, class_options(dir));
+  EXPECT_EQ(slow->decision.variant, "spmm.trap");
+  execute(slow, &args2, "test");
+  EXPECT_EQ(pb2.c.data, reference_result(pb2));
+}
+
+TEST(SchedulerShapeClass, TheClassLineLivesInTheCacheFileAmongCorruptAndTornLines) {
+  TempDir dir;
+  const PluginInfo fake = fake_plugin();
+  const auto third = teach_class(dir, fake);
+  const std::string path = CacheFile(dir.path).path;
+  {
+    std::ofstream out(path, std::ios::app);
+    out << "{\"schema\":\"2\",\"key\":\"" << third->class_key << "\",\"variant\":\"spmm.trap\"}\n";  // no checksum
+    out << "not json at all\n";
+  }
+  std::string text;
+  {
+    std::ifstream in(path);
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  // A copy of the class line cut in the middle (a torn write) at the end of the file.
+  const size_t at = text.find("\"key\":\"" + third->class_key);
+  ASSERT_NE(at, std::string::npos);
+  const size_t start = text.rfind('\n', at) + 1;
+  {
+    std::ofstream out(path, std::ios::app);
+    out << text.substr(start, (text.find('\n', at) - start) / 2);
+  }
+  Problem pb = make_member(21);
+  sparseport_spmm_args args = pb.args();
+  auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, class_options(dir));
+  EXPECT_EQ(plan->decision.source, "class");
+  EXPECT_EQ(plan->decision.variant, "spmm.second") << "the corrupt and torn lines are skipped";
+  execute(plan, &args, "test");
+  EXPECT_EQ(pb.c.data, reference_result(pb));
+  size_t classes = 0, exact = 0;
+  for (const Record& r : CacheFile(dir.path).read())
+    (r.at("key").find("/class:") != std::string::npos ? classes : exact) += 1;
+  EXPECT_EQ(exact, 4u) << "the first member's probe decision and its check, the next two members' checks";
+  EXPECT_EQ(classes, 3u) << "one class line per member that taught it";
 }
 
 TEST(SchedulerPipeline, PlansOnTheOpenMPBackendComputeTheRightAnswer) {

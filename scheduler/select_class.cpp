@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shape classes (issue 35): a decision for a matrix the exact-key cache has never seen, taken from
+// other matrices of its shape (shape_class.hpp), so that a GNN's 1000th sampled subgraph does not
+// pay a cold decision (estimate, timing, guardrail: 5-70 times the op on the 2-core CPU).
+//
+// A class is one more line in decisions.jsonl, keyed <device hash>/class:<shape>/<op>/F<F>/<types>,
+// with the variant its members agreed on and "checks": how many times in a row that variant was
+// timed against the vendor at full size on a member and kept. Its life:
+//   - the first member (no class line) is decided cold as before; its final variant starts the
+//     class (checks 1 when it was timed at full size, else 0);
+//   - while checks < SPARSEPORT_CLASS_CHECKS (3), a member takes the class's variant and is checked
+//     at full size on its first call (stage 5, check(): the vendor's call and the variant's, the
+//     latter being the op's own), so each of these members is guarded as a probe decision is; a
+//     check that keeps the variant counts one more, one that reverts it starts the class afresh
+//     from the variant that won;
+//   - from then on members replay the variant unchecked (features, two lookups: no timing), except
+//     the members whose graph signature hashes to 0 modulo kRecheckEvery, which are checked again,
+//     so that a class that stops holding (another device state, a drifting sampler) is caught and
+//     relearned.
+// So a native variant runs unchecked only after it beat the vendor at full size on
+// SPARSEPORT_CLASS_CHECKS members in a row. A wrong class costs speed, never a result: the class's
+// variant must apply to the call (else the vendor runs), and it computes what any variant does.
+// Not in deterministic mode (a class could give an input another variant, so other bits, than its
+// exact decision), nor under replay, probe or model modes, nor for the index ops (no summary).
+// Class hits are not written under their exact key (sampled subgraphs rarely recur: 1000 lines per
+// epoch for nothing); checked members are, by check().
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include "scheduler/cache.hpp"
+#include "scheduler/options.hpp"
+#include "scheduler/select_internal.hpp"
+#include "scheduler/shape_class.hpp"
+#include "scheduler/summary.hpp"
+#include "sparseport/errors.hpp"
+
+namespace sparseport::scheduler {
+
+using detail::PlanState;
+
+namespace {
+
+// One member in this many (by its graph signature's hash) of a ready class is checked at full size
+// again. A check adds the vendor's call, which on the issue's workload (openmp, 2-core CPU, sampled
+// subgraphs of 50k entries, F = 64) took 4-5 times the class's variant (spmm.graphblas 55 ms,
+// spmm.merge_path 12 ms): 1 in 256 costs about 2 % of op time, within the issue's 5 % budget for all
+// decision overhead; 1 in 64 cost 8 %. Not tuned on any matrix.
+constexpr uint64_t kRecheckEvery = 256;
+
+int log2_floor(double x) { return x > 0 ? static_cast<int>(std::floor(std::log2(x))) : -1; }
+
+int checks_of(const Record& r) {
+  const auto it = r.find("checks");
+  return it == r.end() ? 0 : std::atoi(it->second.c_str());
+}
+
+// The SIGNATURE numbers' shape and the degree histogram of a CSR in host memory; no locality.
+sparseport_csr_summary degree_summary(const sparseport_csr& a) {
+  sparseport_csr_summary s{};
+  s.rows = a.rows;
+  s.cols = a.cols;
+  s.nnz = a.nnz;
+  const auto count = [&](const auto* rowptr) {
+    for (int64_t i = 0; i < a.rows; ++i) {
+      const int64_t d = static_cast<int64_t>(rowptr[i + 1]) - static_cast<int64_t>(rowptr[i]);
+      s.max_degree = std::max(s.max_degree, d);
+      ++s.degree_hist[summary_bucket(static_cast<uint64_t>(d))];
+    }
+  };
+  if (a.index_type == SPARSEPORT_I64) count(static_cast<const int64_t*>(a.rowptr));
+  else count(static_cast<const int32_t*>(a.rowptr));
+  return s;
+}
+
+}  // namespace
+
+std::string shape_class(const Features& f) {
+  char buf[160];
+  const double skew = f.mean_degree > 0 ? static_cast<double>(f.max_degree) / f.mean_degree : 0;
+  const int d = f.mean_degree > 0 ? static_cast<int>(std::floor(2 * std::log2(f.mean_degree))) : -99;
+  std::snprintf(buf, sizeof buf, "r%d.c%d.z%d.d%d.s%d.q%d-%d-%d.h%d", log2_floor(static_cast<double>(f.rows)),
+                log2_floor(static_cast<double>(f.cols)), log2_floor(static_cast<double>(f.nnz)), d, log2_floor(skew),
+                summary_bucket(static_cast<uint64_t>(f.p50)), summary_bucket(static_cast<uint64_t>(f.p90)),
+                summary_bucket(static_cast<uint64_t>(f.p99)), summary_bucket(static_cast<uint64_t>(f.over_256)));
+  return buf;
+}
+
+bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_hash) {
+  if (p.opt.mode != SchedulerMode::automatic || p.opt.class_checks <= 0 || deterministic(p.exec)) return false;
+  Features f;
+  if (p.plugin->table->memory_space == SPARSEPORT_MEMORY_DEVICE) {
+    // One pass where A lives (a kernel on cuda); a cold decision reuses it.
+    try {
+      p.features = f = features_of(summarize(*p.plugin, p.exec, a, SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_FEATURES),
+                                   p.info, p.opt.hub_threshold);
+    } catch (const Error&) {
+      return false;  // decide() reads the summary again and reports what it must
+    }
+  } else {
+    // Host memory: the row lengths only (rowptr, which the signature just read), not the summary's
+    // pass over every entry (1.3-1.8 ms on a 50k-entry sampled subgraph on the 2-core CPU, 15 % of
+    // its spmm; the degree part is about 5 % of that). The class uses no more than these.
+    f = features_of(degree_summary(a), p.info, p.opt.hub_threshold);
+  }
+  p.class_text = shape_class(f);
+  p.class_key = device_hash + "/class:" + p.class_text + "/" + op_name(p.op) + "/F" + std::to_string(p.info.features) +
+                "/" + type_suffix(p.info);
+  bool stale = false;
+  const std::optional<Record> r = CacheFile(p.opt.cache_dir).lookup(p.class_key, p.versions, &stale);
+  if (!r || r->count("vendor") == 0 || !offers(*p.plugin, p.op, r->at("variant"))) return false;
+  const int checks = checks_of(*r);
+  const bool ready = checks >= p.opt.class_checks;
+  const std::string& g = p.graph;
+  const bool recheck = ready && hash_bytes(g.data(), g.size()) % kRecheckEvery == 0;
+  p.decided = true;
+  p.decision.variant = r->at("variant");
+  p.decision.vendor = r->at("vendor");
+  p.decision.source = "class";
+  p.decision.reason = "shape class " + p.class_text + ": " + r->at("variant") + " kept in " + std::to_string(checks) +
+                      " full-size check(s) against the vendor on other matrices of this shape" +
+                      (ready ? (recheck ? "; this member is checked again" : "") : "; this member is checked too");
+  p.verify_pending = !ready || recheck;
+  return true;
+}
+
+void class_learn(PlanState& p) {
+  if (p.class_key.empty() || p.decision.variant.empty()) return;
+  const std::string& s = p.decision.source;
+  if (s != "class" && s != "timed" && s != "probe" && s != "model" && s != "estimate") return;
+  bool stale = false;
+  const std::optional<Record> cur = CacheFile(p.opt.cache_dir).lookup(p.class_key, p.versions, &stale);
+  const bool same = cur && cur->at("variant") == p.decision.variant;
+  const int before = same ? checks_of(*cur) : 0;
+  const int checks = before + (p.decision.verified ? 1 : 0);
+  if (same && checks == before) return;  // an unchecked member teaches nothing
+  Record r = base_record(p);
+  r.erase("class");
+  r["key"] = p.class_key;
+  r["graph"] = "class:" + p.class_text;
+  r["source"] = "class";
+  r["checks"] = std::to_string(checks);
+  r["member"] = p.graph;
+  r["verified"] = checks > 0 ? "true" : "false";
+  r["reason"] = same ? "kept at full size on " + std::to_string(checks) + " member(s) in a row"
+                     : (cur ? "relearned: the member " + p.graph + " chose " + p.decision.variant + " (the class had " +
+                                  cur->at("variant") + ")"
+                            : "started by the member " + p.graph + " (" + p.decision.source + ")");
+  store(p, r);
+  log(p.opt, label(p) + ": shape class " + p.class_text + " -> " + p.decision.variant + ", " + std::to_string(checks) +
+                 " check(s)" + (checks >= p.opt.class_checks ? " (ready: members replay it unchecked)" : ""));
+}
+
+}  // namespace sparseport::scheduler
