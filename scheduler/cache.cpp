@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+// The decision cache's file (cache.hpp): the line format and its checksum, the locked appends, reading
+// a whole file, clearing it. A lookup's per-process view of a file is cache_lookup.cpp's.
 #include "scheduler/cache.hpp"
 
 #include <fcntl.h>
@@ -7,7 +9,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdint>
@@ -19,15 +20,23 @@
 #include <mutex>
 #include <set>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 
-#include "scheduler/cache_stats.hpp"
+#include "scheduler/cache_internal.hpp"
 #include "scheduler/options.hpp"
 #include "sparseport/errors.hpp"
 #include "core/fault.hpp"
 
 namespace sparseport::scheduler {
+
+using cache_detail::checked_line;
+using cache_detail::checksum_ok;
+using cache_detail::errno_text;
+using cache_detail::Fd;
+using cache_detail::kMaxCacheBytes;
+using cache_detail::kRequired;
+using cache_detail::warn_once;
+
 namespace {
 
 void skip_ws(const std::string& s, size_t* i) {
@@ -90,7 +99,6 @@ bool is_bare(const std::string& v) {
 }
 
 // Fields every decision line must have to be replayed.
-const char* const kRequired[] = {"schema", "key", "versions", "variant", "op"};
 
 }  // namespace
 
@@ -146,14 +154,8 @@ std::string format_record(const Record& r) {
 }
 
 // ---- file handling -------------------------------------------------------------------------------
-namespace {
+namespace cache_detail {
 
-// Reading stops here: a cache this large is not something the scheduler wrote in a normal life
-// (about half a million decisions), and reading it whole would cost more than probing again.
-constexpr size_t kMaxCacheBytes = size_t{256} << 20;
-
-// One warning per distinct text: a read-only folder or a corrupt line costs one line on stderr per
-// process, not one per op.
 void warn_once(const std::string& text) {
   static std::mutex mu;
   static std::set<std::string> said;
@@ -162,6 +164,10 @@ void warn_once(const std::string& text) {
 }
 
 std::string errno_text(int e) { return std::string(std::strerror(e)) + " (errno " + std::to_string(e) + ")"; }
+
+}  // namespace cache_detail
+
+namespace {
 
 // FNV-1a, 64 bits: the line checksum. Not cryptographic; it catches torn, spliced and overwritten
 // lines (a reader that raced a process rewriting the file without the lock).
@@ -189,8 +195,12 @@ std::string with_checksum(const std::string& body) {
   return body.substr(0, body.size() - 1) + std::string(kCrcField) + hex64(fnv1a(body)) + "\"}";
 }
 
+}  // namespace
+
+namespace cache_detail {
+
 // A parsed line must end with the "crc" field that with_checksum wrote, and match it; the field is
-// removed from the record. Without it a line spliced from two others could parse (a prefix cut
+// removed from the record (cache_internal.hpp). Without it a line spliced from two others could parse (a prefix cut
 // inside a string value, then the tail of another line's checksum), so it is refused too.
 bool checksum_ok(std::string_view line, Record* r, std::string* error) {
   const auto it = r->find(std::string(kCrcKey));
@@ -216,37 +226,9 @@ bool checksum_ok(std::string_view line, Record* r, std::string* error) {
   return true;
 }
 
-// The record a line of the file holds when it is valid and of this schema, else nullopt: a corrupt
-// line (one that does not parse, lacks a field, has no newline after it or fails its checksum) is
-// warned about once, naming the file and line; another schema's line is skipped without a word.
-template <class LineNo>
-std::optional<Record> checked_line(const std::string& path, std::string_view line, bool complete, LineNo line_no) {
-  if (line.empty()) return std::nullopt;
-  std::string error;
-  std::optional<Record> r = parse_record(std::string(line), &error);
-  if (r && !complete) r.reset(), error = "no newline at the end (a truncated write?)";
-  if (r) {
-    for (const char* k : kRequired)
-      if (!r->count(k)) {
-        error = std::string("missing field '") + k + "'";
-        r.reset();
-        break;
-      }
-  }
-  if (r && (*r)["schema"] != std::to_string(kCacheSchema)) return std::nullopt;  // another schema: not ours to read
-  if (r && !checksum_ok(line, &*r, &error)) r.reset();
-  if (!r) warn_once(path + ":" + std::to_string(line_no()) + ": skipped a corrupt decision line (" + error + ")");
-  return r;
-}
+}  // namespace cache_detail
 
-// Closes on every path out of append/read.
-struct Fd {
-  int fd = -1;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  int release() { return std::exchange(fd, -1); }
-};
+namespace {
 
 [[noreturn]] void refuse(const std::string& why, int e) {
   throw BackendError("sparseport scheduler: " + why, e, e != 0 ? "errno" : "policy");
@@ -474,239 +456,6 @@ std::vector<Record> CacheFile::read_from(uint64_t offset, int64_t* lines, uint64
     if (std::optional<Record> r = checked_line(path, line, complete, [&] { return line_no; })) out.push_back(std::move(*r));
   }
   return out;
-}
-
-// ---- lookup: what a process has read of each file ----------------------------------------------------
-//
-// A cache hit in a new process must cost little (issue 35). Before, a process's first lookup parsed
-// every record of the file into maps (1.2 ms at 200 decisions, 160 kB) and every lookup made a stat
-// and an ifstream open, read and close of the first bytes (11 system calls on the first). Now a
-// process reads the file once (open, fstat, flock, one pread, flock, close) and keeps its bytes; a
-// lookup finds the lines of its key with one memmem() of "key":"<key>" over the bytes not yet
-// searched for that key (format_record writes that field so, and the scheduler's keys need no
-// escape), and parses and checks only those, newest first: the first valid one with these versions
-// is the hit (from the ninth key a process looks up, one pass indexes every line by key instead).
-// Later lookups lstat() the file and read nothing while it has not changed (the same
-// device, inode, size, modification and change times); once it has, only the bytes appended since,
-// after checking that its first bytes are those read (a file cleared and written afresh may reuse
-// the inode number). The file only grows by locked appends of whole lines; a smaller size, another
-// inode or other first bytes start afresh. A corrupt line is skipped with a warning when a lookup
-// reaches it (read() still warns about every one); a line whose key field was written otherwise (by
-// hand, with spaces) is not found, which costs a re-probe, never a wrong replay.
-namespace {
-
-std::atomic<uint64_t> g_lookups{0}, g_opens{0}, g_bytes_read{0};
-
-struct KeyLines {
-  size_t searched = 0;         // how many of Index::text's bytes were searched for this key
-  std::vector<size_t> starts;  // where its lines start, in file order
-};
-
-// A process that looks up this many keys has every line indexed by key in one pass instead (then
-// each lookup costs a hash lookup, not a memmem over the file): a test program making dozens of
-// decisions against a cache of 20 k decisions (22 MB) would otherwise search it dozens of times.
-constexpr size_t kKeysBeforeFullIndex = 8;
-
-struct Index {
-  bool known = false;  // the file was read: what follows describes it
-  dev_t dev = 0;
-  ino_t ino = 0;
-  off_t size = 0;
-  timespec mtime{}, ctime{};
-  // The file's bytes up to the end of the last complete line read: allocated without being
-  // zero-filled first (a fresh process pays a page fault per 4 KiB touched).
-  std::unique_ptr<char[]> text;
-  size_t length = 0, capacity = 0;
-  std::unordered_map<std::string, KeyLines> keys;
-  size_t indexed = 0;  // with full_index: every line before this byte is in keys
-  bool full_index = false;
-
-  std::string_view bytes() const { return {text.get(), length}; }
-  char* room_for(size_t n) {  // at least n bytes after the kept ones
-    if (length + n > capacity) {
-      const size_t cap = std::max(length + n, 2 * capacity);
-      std::unique_ptr<char[]> more = std::make_unique_for_overwrite<char[]>(cap);
-      if (length > 0) std::memcpy(more.get(), text.get(), length);
-      text = std::move(more);
-      capacity = cap;
-    }
-    return text.get() + length;
-  }
-};
-
-bool same_file(const struct stat& st, const Index& ix) {
-  return st.st_dev == ix.dev && st.st_ino == ix.ino && st.st_size == ix.size &&
-         st.st_mtim.tv_sec == ix.mtime.tv_sec && st.st_mtim.tv_nsec == ix.mtime.tv_nsec &&
-         st.st_ctim.tv_sec == ix.ctime.tv_sec && st.st_ctim.tv_nsec == ix.ctime.tv_nsec;
-}
-
-// Brings ix up to date with the file at path. A file that is gone or cannot be opened clears it
-// (nothing is replayed from it, with a warning once); a failed read keeps what was read before.
-void refresh(const std::string& path, Index& ix) {
-  struct stat st {};
-  if (ix.known) {
-    if (::lstat(path.c_str(), &st) != 0) {
-      ix = Index();  // cleared (or its folder gone): nothing to replay
-      return;
-    }
-    if (same_file(st, ix)) return;
-  }
-  Fd f;
-  f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  ++g_opens;
-  if (f.fd < 0) {
-    const int e = errno;
-    ix = Index();
-    if (e == ENOENT || e == ENOTDIR) return;  // no cache yet (or no folder): nothing to replay
-    if (e == ELOOP)
-      warn_once("the decision cache " + path + " is a symbolic link; it is not read (nor written): remove it, or " +
-                "point SPARSEPORT_CACHE_DIR at a folder of your own");
-    else
-      warn_once("cannot open the decision cache " + path + ": " + errno_text(e) + "; no decision is replayed from it");
-    return;
-  }
-  if (::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ix = Index();
-    warn_once("the decision cache " + path + " is not a regular file; it is not read");
-    return;
-  }
-  // Shared, so that no locked append is seen half-done (the checksums catch unlocked writers).
-  const bool armed = detail::fault_armed("cache_lock");
-  const bool locked = !armed && ::flock(f.fd, LOCK_SH) == 0;
-  if (!locked)
-    warn_once("cannot lock the decision cache " + path + " for reading: " + errno_text(armed ? ENOLCK : errno) +
-              "; reading it unlocked");
-  if (ix.known && (st.st_dev != ix.dev || st.st_ino != ix.ino || st.st_size < static_cast<off_t>(ix.length)))
-    ix = Index();
-  // Reads [at, at + n) into dst; the bytes read (fewer at the end of a file cut meanwhile), or -1.
-  const auto read_at = [&](char* dst, size_t n, uint64_t at) -> ssize_t {
-    size_t done = 0;
-    while (done < n) {
-      if (detail::fault_armed("cache_read")) {
-        errno = EIO;
-        return -1;
-      }
-      const ssize_t got = ::pread(f.fd, dst + done, n - done, static_cast<off_t>(at + done));
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) return -1;
-      if (got == 0) break;
-      done += static_cast<size_t>(got);
-    }
-    g_bytes_read += done;
-    return static_cast<ssize_t>(done);
-  };
-  int error = 0;
-  if (ix.length > 0) {
-    // The same file, grown: its first bytes must be those read before.
-    constexpr size_t kHead = 256;
-    char head[kHead];
-    const size_t n = std::min(kHead, ix.length);
-    const ssize_t got = read_at(head, n, 0);
-    if (got < 0) error = errno;
-    else if (static_cast<size_t>(got) != n || std::memcmp(head, ix.text.get(), n) != 0) ix = Index();
-  }
-  const auto size = static_cast<uint64_t>(st.st_size);
-  const uint64_t want = std::min<uint64_t>(size, kMaxCacheBytes);
-  if (error == 0 && want > ix.length) {
-    char* dst = ix.room_for(want - ix.length);
-    const ssize_t got = read_at(dst, want - ix.length, ix.length);
-    if (got < 0) error = errno;
-    // Only complete lines are kept: a line still being written is read again once whole.
-    if (const void* nl = got > 0 ? ::memrchr(dst, '\n', static_cast<size_t>(got)) : nullptr)
-      ix.length = static_cast<size_t>(static_cast<const char*>(nl) - ix.text.get()) + 1;
-  }
-  if (locked) ::flock(f.fd, LOCK_UN);
-  if (error != 0) {
-    warn_once("reading the decision cache " + path + " failed: " + errno_text(error) +
-              "; no decision is replayed from it");
-    return;  // not marked as read: the next lookup tries again
-  }
-  if (size > kMaxCacheBytes)
-    warn_once("the decision cache " + path + " is larger than " + std::to_string(kMaxCacheBytes >> 20) +
-              " MiB; only its first " + std::to_string(kMaxCacheBytes >> 20) +
-              " MiB are read (`sparseport cache clear` starts it afresh)");
-  ix.known = true;
-  ix.dev = st.st_dev;
-  ix.ino = st.st_ino;
-  ix.size = st.st_size;
-  ix.mtime = st.st_mtim;
-  ix.ctime = st.st_ctim;
-}
-
-constexpr std::string_view kKeyField = "\"key\":\"";
-
-// Adds the lines naming `key` in the bytes not yet searched for it.
-void search(const Index& ix, const std::string& key, KeyLines* lines) {
-  std::string needle(kKeyField);
-  needle += key;
-  needle += '"';
-  const std::string_view text = ix.bytes();
-  size_t from = lines->searched;
-  while (from < text.size()) {
-    const void* at = ::memmem(text.data() + from, text.size() - from, needle.data(), needle.size());
-    if (at == nullptr) break;
-    const size_t pos = static_cast<size_t>(static_cast<const char*>(at) - text.data());
-    const size_t nl = text.rfind('\n', pos);
-    lines->starts.push_back(nl == std::string_view::npos ? 0 : nl + 1);
-    from = text.find('\n', pos) + 1;  // every kept line ends in one
-  }
-  lines->searched = text.size();
-}
-
-// Indexes every line from ix.indexed on by the key its "key":"..." field names (the first one).
-void index_lines(Index& ix) {
-  const std::string_view text = ix.bytes();
-  for (size_t start = ix.indexed; start < text.size();) {
-    const size_t end = text.find('\n', start);
-    const std::string_view line = text.substr(start, end - start);
-    if (const size_t at = line.find(kKeyField); at != std::string_view::npos) {
-      const size_t from = at + kKeyField.size();
-      const size_t to = line.find('"', from);
-      if (to != std::string_view::npos) ix.keys[std::string(line.substr(from, to - from))].starts.push_back(start);
-    }
-    start = end + 1;
-  }
-  ix.indexed = text.size();
-  for (auto& [k, lines] : ix.keys) lines.searched = text.size();
-}
-
-}  // namespace
-
-CacheStats cache_stats() { return {g_lookups.load(), g_opens.load(), g_bytes_read.load()}; }
-
-std::optional<Record> CacheFile::lookup(const std::string& key, const std::string& versions, bool* stale) const {
-  ++g_lookups;
-  *stale = false;
-  static std::mutex mu;
-  static std::map<std::string, Index> indexes;
-  std::lock_guard<std::mutex> lock(mu);  // lookups are per decision, not per call: no contention
-  Index& ix = indexes[path];
-  refresh(path, ix);
-  if (ix.length == 0) return std::nullopt;
-  if (!ix.full_index && ix.keys.size() >= kKeysBeforeFullIndex && ix.keys.count(key) == 0) {
-    ix.keys.clear();
-    ix.full_index = true;
-  }
-  if (ix.full_index && ix.indexed < ix.length) index_lines(ix);
-  const auto found = ix.full_index ? ix.keys.find(key) : ix.keys.try_emplace(key).first;
-  if (found == ix.keys.end()) return std::nullopt;
-  KeyLines& lines = found->second;
-  if (!ix.full_index) search(ix, key, &lines);
-  const std::string_view text = ix.bytes();
-  // Newest first: the last valid line with these versions wins.
-  for (auto start = lines.starts.rbegin(); start != lines.starts.rend(); ++start) {
-    const size_t end = text.find('\n', *start);
-    const auto line_no = [&] { return 1 + std::count(text.begin(), text.begin() + static_cast<ptrdiff_t>(*start), '\n'); };
-    std::optional<Record> r = checked_line(path, text.substr(*start, end - *start), true, line_no);
-    if (!r || r->at("key") != key) continue;
-    if (r->at("versions") != versions) {
-      *stale = true;
-      continue;
-    }
-    *stale = false;
-    return r;
-  }
-  return std::nullopt;
 }
 
 size_t CacheFile::clear() const {
