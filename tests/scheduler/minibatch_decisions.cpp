@@ -34,11 +34,13 @@
 #include <string>
 #include <vector>
 
+#include "common/op_families.hpp"
 #include "sparseport/sparseport.hpp"
 
 namespace {
 
 namespace sp = sparseport;
+using sparseport::test::upload;  // a host vector into the context's memory
 using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -119,13 +121,6 @@ Batch sample(const sp::HostCsr<int32_t, float>& g, const Options& o, uint64_t se
   for (size_t e = 0; e < b.values.size(); ++e) b.values[e] = static_cast<float>((e * 7) % 5 + 1) * 0.25f;
   for (const int32_t v : global) local[static_cast<size_t>(v)] = -1;
   return b;
-}
-
-template <class T>
-sp::Buffer upload(const sp::Context& ctx, const std::vector<T>& v) {
-  sp::Buffer buf = ctx.allocate(std::max<size_t>(1, v.size() * sizeof(T)));
-  if (!v.empty()) ctx.copy_to_backend(buf.data(), v.data(), v.size() * sizeof(T));
-  return buf;
 }
 
 [[noreturn]] void usage(const std::string& why) {
