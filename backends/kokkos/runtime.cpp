@@ -114,8 +114,10 @@ int alloc(void*, size_t bytes, void** ptr, sparseport_status* st) {
     ensure_initialized();
     *ptr = nullptr;
     try {
+      // The message names the site, as the other plugins' do.
       if (detail::fault_armed(kDeviceMemory ? "device_alloc" : "host_alloc"))
-        throw std::runtime_error("injected by SPARSEPORT_FAULT_INJECT");
+        throw std::runtime_error(kDeviceMemory ? "injected by SPARSEPORT_FAULT_INJECT=device_alloc"
+                                               : "injected by SPARSEPORT_FAULT_INJECT=host_alloc");
       // Kokkos adds its own header and alignment to the size: keep that sum from wrapping around.
       if (bytes > SIZE_MAX / 2) throw std::length_error("more than half the address space");
       *ptr = Kokkos::kokkos_malloc<MemSpace>("sparseport", bytes == 0 ? 1 : bytes);
