@@ -58,6 +58,10 @@ void spmm_nnz_balanced(const State& s, const sparseport_spmm_args& a);
 // up to kSmallFMaxF, across F above (spmm_merge_path_wide.cu). Both run every reduction.
 void spmm_vector_rows(const State& s, const sparseport_spmm_args& a, bool deterministic = false);
 void spmm_merge_path(const State& s, const sparseport_spmm_args& a);
+// tc_window (f16 / bf16 values, sum and mean; tc_window_format.hpp, spmm_tc_window.cu): tensor-core
+// mma over 8-row windows of compacted columns, the format built on the GPU once per plan (the plan
+// cache holds it) and A's values re-read into it every call. Needs compute capability 8.0.
+void spmm_tc_window(const State& s, const sparseport_spmm_args& a);
 // cusparseSpMM (sum only). The first call on a matrix builds a plan: descriptors, the buffer, and
 // a timing of CSR ALG2 against ALG3 (after its preprocessing); the faster one is kept and reused.
 void spmm_cusparse(const State& s, const sparseport_spmm_args& a);

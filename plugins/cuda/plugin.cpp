@@ -16,6 +16,7 @@
 
 #include "backends/cuda/runtime.hpp"
 #include "kernels/cuda/kernels.hpp"
+#include "kernels/cuda/tc_window_format.hpp"
 #include "plugins/cuda/diagnostics.h"
 #include "core/plugin_support.hpp"
 
@@ -58,6 +59,11 @@ const sparseport_variant kVariants[] = {
      "equal rows + entries per warp (merge path, chunk boundaries kept per matrix), rows longer than a chunk split "
      "between warps and finished in a fixed order by a second kernel, no atomics; any F (F <= 16: lanes across "
      "entries; above: lane groups across F, 16-byte vectors where B and C allow); for skewed rows"},
+    {SPARSEPORT_OP_SPMM, "spmm.tc_window", k16,
+     "tensor cores (mma.m16n8k16, float32 accumulation) for f16 and bf16 values, sum and mean: 8-row windows whose "
+     "distinct columns are compacted into blocks of 16 with dense 8 x 16 tiles, built on the GPU once per plan; a warp "
+     "per part of up to 32 blocks, B rows staged by cp.async; windows of several parts summed in float32 scratch "
+     "(atomics), C written once"},
     // Two vendor variants: the scheduler's reference for an input is the first that applies to it,
     // so cusparseSpMV (F == 1) comes before cusparseSpMM; PluginInfo::vendor_variant names the last.
     {SPARSEPORT_OP_SPMM, "spmm.cusparse_spmv", kVendor | k16,
@@ -148,6 +154,19 @@ std::string why_not(int32_t op, std::string_view v, const void* args) {
         !(cu::vec4_rows(a.b.data, a.b.ld, F) && cu::vec4_rows(a.c.data, a.c.ld, F)))
       return "spmm.row_warp_vec4 needs F % 4 == 0, B.ld and C.ld multiples of 4 and 16-byte aligned B and C, but F = " +
              std::to_string(F) + ", B has " + dims(a.b) + " and C has " + dims(a.c);
+    if (v == "spmm.tc_window") {
+      if (!is16(a.c.value_type))
+        return "spmm.tc_window runs mma.m16n8k16 on f16 and bf16 values only (float32 accumulation), not " +
+               std::string(a.c.value_type == SPARSEPORT_F64 ? "float64" : "float32") +
+               " (TF32 for float32 needs the caller's consent: issue 33)";
+      if (a.reduce == SPARSEPORT_REDUCE_MAX || a.reduce == SPARSEPORT_REDUCE_MIN)
+        return std::string("spmm.tc_window computes sums and means only (an mma adds its products), but reduce is ") +
+               (a.reduce == SPARSEPORT_REDUCE_MAX ? "max" : "min");
+      if (cu::tc_key_bits(a.a.rows, a.a.cols) > 64)
+        return "spmm.tc_window sorts A's entries by 64-bit (window, column, row) keys, but A is " +
+               std::to_string(a.a.rows) + "x" + std::to_string(a.a.cols) + ", which needs " +
+               std::to_string(cu::tc_key_bits(a.a.rows, a.a.cols)) + " bits";
+    }
     if (v == "spmm.vector_rows" && F > cu::kSmallFMaxF)
       return std::string(v) + " serves F <= " + std::to_string(cu::kSmallFMaxF) + " (all F columns of a product in a "
              "lane's registers) but F = " + std::to_string(F);
@@ -259,7 +278,8 @@ int spmm(const sparseport_exec* x, const char* variant, const sparseport_spmm_ar
     need_dense(s, a->c.data, a->c.rows, a->c.cols, "spmm", "C");
     require_applies(SPARSEPORT_OP_SPMM, v, a);
     if (v != "spmm.row_warp_vec4" && v != "spmm.row_warp" && v != "spmm.hub_split" && v != "spmm.nnz_balanced" &&
-        v != "spmm.vector_rows" && v != "spmm.merge_path" && v != "spmm.cusparse_spmv" && v != "spmm.cusparse")
+        v != "spmm.vector_rows" && v != "spmm.merge_path" && v != "spmm.tc_window" && v != "spmm.cusparse_spmv" &&
+        v != "spmm.cusparse")
       unknown(v, "spmm");
     // arg (ABI 1.5) is written for max and min only, and only by the variants flagged kArg.
     if (a->arg != nullptr && (a->reduce == SPARSEPORT_REDUCE_MAX || a->reduce == SPARSEPORT_REDUCE_MIN)) {
@@ -288,6 +308,8 @@ int spmm(const sparseport_exec* x, const char* variant, const sparseport_spmm_ar
       cu::spmm_vector_rows(s, *a, deterministic(x));
     } else if (v == "spmm.merge_path") {
       cu::spmm_merge_path(s, *a);
+    } else if (v == "spmm.tc_window") {
+      cu::spmm_tc_window(s, *a);
     } else if (v == "spmm.cusparse_spmv") {
       cu::spmm_cusparse_spmv(s, *a);
     } else {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "plugins/cuda/diagnostics.h"
+#include "sparseport/half.hpp"
 #include "sparseport/sparseport.hpp"
 
 namespace {
@@ -125,6 +126,7 @@ void spmm_suite(const Context& ctx, Timer& timer, const std::string& spec) {
     for (const std::string& v : ctx.plugin().variants_of(SPARSEPORT_OP_SPMM)) {
       if (v == "spmm.vector_rows" && F > 16) continue;
       if (v == "spmm.cusparse_spmv") continue;  // F == 1 only
+      if (v == "spmm.tc_window") continue;      // 16-bit values only: bf16_suite
       const Timing t = timer.time([&] { spmm(ctx, a, bv, cv, {Reduce::sum, 1.0, 0.0, v}); });
       if (v == "spmm.cusparse") vendor = t.gpu;
       rows.emplace_back(v, t);
@@ -192,6 +194,70 @@ void segment_suite(const Context& ctx, Timer& timer, int64_t E, int64_t F, bool 
   }
 }
 
+// bf16 SpMM (issue 33): spmm.tc_window beside cuSPARSE and our CUDA-core variants at F = 32, 64, 128,
+// all on bf16 A, B and C except the float32 rows. Columns: the time, and the ratio to cuSPARSE's best
+// float32 time (ALG2/ALG3, float32 copies of everything: what the plugin runs for 16-bit calls by
+// default) and to cuSPARSE's own bf16 path (SPARSEPORT_CUSPARSE16=1: partial sums in bf16, the
+// fastest path a cuSPARSE user has for bf16 data). The first tc_window call on a matrix builds its
+// format: its wall time, over a steady call, is the build's cost in calls.
+void bf16_suite(const Context& ctx, Timer& timer, const std::string& spec) {
+  const HostCsr<int32_t, float> h = generate<int32_t, float>(spec);
+  std::vector<bfloat16> v16(h.values.size());
+  for (size_t i = 0; i < v16.size(); ++i) v16[i] = bfloat16(h.values[i]);
+  std::printf("# bf16 %s: %lld x %lld, nnz %lld\n", spec.c_str(), static_cast<long long>(h.rows),
+              static_cast<long long>(h.cols), static_cast<long long>(h.nnz()));
+  const Buffer rp = upload(ctx, h.rowptr), ci = upload(ctx, h.colind), va = upload(ctx, h.values), va16 = upload(ctx, v16);
+  const auto* rpp = static_cast<const int32_t*>(rp.data());
+  const auto* cip = static_cast<const int32_t*>(ci.data());
+  const CsrView a32 = make_csr<int32_t, float>(h.rows, h.cols, h.nnz(), rpp, cip, static_cast<const float*>(va.data()));
+  const CsrView a16 = make_csr<int32_t, bfloat16>(h.rows, h.cols, h.nnz(), rpp, cip, static_cast<const bfloat16*>(va16.data()));
+  bool built = false;
+  for (int64_t F : {32, 64, 128}) {
+    const Buffer b32 = random_device_floats(ctx, static_cast<size_t>(h.cols * F), 7);
+    const Buffer c32 = ctx.allocate(static_cast<size_t>(h.rows * F) * sizeof(float));
+    std::vector<bfloat16> hb(static_cast<size_t>(h.cols * F));
+    std::vector<float> fb(hb.size());
+    fill_random(fb, 11);
+    for (size_t i = 0; i < hb.size(); ++i) hb[i] = bfloat16(fb[i]);
+    const Buffer b16 = upload(ctx, hb);
+    const Buffer c16 = ctx.allocate(static_cast<size_t>(h.rows * F) * sizeof(bfloat16));
+    const DenseView bv32 = make_dense<float>(h.cols, F, F, static_cast<const float*>(b32.data()));
+    const DenseMutView cv32 = make_dense<float>(h.rows, F, F, static_cast<float*>(c32.data()));
+    const DenseView bv16 = make_dense<bfloat16>(h.cols, F, F, static_cast<const bfloat16*>(b16.data()));
+    const DenseMutView cv16 = make_dense<bfloat16>(h.rows, F, F, static_cast<bfloat16*>(c16.data()));
+    const auto run16 = [&](const std::string& v) { spmm(ctx, a16, bv16, cv16, {Reduce::sum, 1.0, 0.0, v}); };
+    if (!built) {
+      ctx.synchronize();
+      const auto t0 = Clock::now();
+      run16("spmm.tc_window");
+      ctx.synchronize();
+      const double first = std::chrono::duration<double>(Clock::now() - t0).count();
+      const double steady = timer.time([&] { run16("spmm.tc_window"); }).gpu;
+      sparseport_cuda_diagnostics d{};
+      sparseport_cuda_get_diagnostics(ctx.exec().state, &d);
+      std::printf("tcfmt %-28s first call %.3f ms, steady %.4f ms (F %lld): the build costs ~%.0f calls; %s\n",
+                  spec.c_str(), first * 1e3, steady * 1e3, static_cast<long long>(F), (first - steady) / steady, d.note);
+      built = true;
+    }
+    const double vendor32 = timer.time([&] { spmm(ctx, a32, bv32, cv32, {Reduce::sum, 1.0, 0.0, "spmm.cusparse"}); }).gpu;
+    setenv("SPARSEPORT_CUSPARSE16", "1", 1);
+    const double vendor16 = timer.time([&] { run16("spmm.cusparse"); }).gpu;
+    unsetenv("SPARSEPORT_CUSPARSE16");
+    std::vector<std::pair<std::string, double>> rows = {{"f32 spmm.cusparse", vendor32}, {"bf16 spmm.cusparse16", vendor16}};
+    for (const char* v : {"spmm.hub_split", "spmm.merge_path", "spmm.row_warp_vec4"})
+      rows.emplace_back(std::string("f32 ") + v,
+                        timer.time([&] { spmm(ctx, a32, bv32, cv32, {Reduce::sum, 1.0, 0.0, v}); }).gpu);
+    for (const char* v : {"spmm.hub_split", "spmm.merge_path", "spmm.row_warp_vec4", "spmm.tc_window"})
+      rows.emplace_back(std::string("bf16 ") + v, timer.time([&] { run16(v); }).gpu);
+    setenv("SPARSEPORT_TC_LDMATRIX", "0", 1);
+    rows.emplace_back("bf16 spmm.tc_window (plain lds)", timer.time([&] { run16("spmm.tc_window"); }).gpu);
+    unsetenv("SPARSEPORT_TC_LDMATRIX");
+    for (const auto& [v, t] : rows)
+      std::printf("bf16  %-28s F %3lld  %-32s %9.4f ms  %5.2fx cuSPARSE-f32  %5.2fx cuSPARSE-bf16\n", spec.c_str(),
+                  static_cast<long long>(F), v.c_str(), t * 1e3, vendor32 / t, vendor16 / t);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -220,10 +286,22 @@ int main(int argc, char** argv) {
     timer.ballast_s = timer.events(timer.ballast, 10);
     std::printf("# ballast unit %.3f ms\n", timer.ballast_s * 1e3);
     std::vector<std::string> specs;
-    for (int i = 1; i < argc; ++i) specs.emplace_back(argv[i]);
+    bool bf16_only = false;  // --bf16: only bf16_suite (issue 33's tensor-core table)
+    for (int i = 1; i < argc; ++i) {
+      if (std::string(argv[i]) == "--bf16")
+        bf16_only = true;
+      else
+        specs.emplace_back(argv[i]);
+    }
+    if (bf16_only) {
+      if (specs.empty()) specs = {"er:200000:2e-5", "rmat:20:16", "megarow:2000000:16:0.05", "band:1000000:16"};
+      for (const std::string& s : specs) bf16_suite(ctx, timer, s);
+      return 0;
+    }
     if (specs.empty())
       specs = {"er:200000:2e-5", "rmat:20:16", "megarow:2000000:16:0.05", "er:2000000:8e-6", "band:1000000:16"};
     for (const std::string& s : specs) spmm_suite(ctx, timer, s);
+    for (const std::string& s : specs) bf16_suite(ctx, timer, s);
     segment_suite(ctx, timer, 60000000, 64, false);
     segment_suite(ctx, timer, 60000000, 64, true);
   } catch (const std::exception& e) {

@@ -7,6 +7,7 @@
 #   [CTEST_REGEX=...] [BENCH_ARGS=...] [SAN_*=...] tests/cuda/gpu_check.sh [BUDGET_SECONDS] [STEPS...]
 #   (steps: configure build ctest repeat stress memcheck racecheck initcheck synccheck sanitize timing bench;
 #   BUILD_TARGETS: the build step's ninja targets, default all; sanitize = all four tools;
+#   TIMING_ARGS: cuda_timing's arguments (e.g. "--bf16": only the bf16 / tensor-core table);
 #   CTEST_REGEX narrows the CTest step; bench runs sparseport_bench_cuda at full size on SPARSEPORT_DATA_DIR, default .device-data, with
 #   BENCH_ARGS, and writes $OUT/cuda.json and the report $OUT/report.md; benchmarks/run_gpu.sh is
 #   the same suite in a build of its own)
@@ -217,7 +218,7 @@ step stress $((2 * ${STRESS_S:-120} + 60)) bash -c "DURATION=${STRESS_S:-120} WO
   tests/tools/exit_stress.sh $B/tests/exit_after_op cuda random @RUN@; \\
   $B/tests/scheduler/cache_stress cuda ${STRESS_S:-120} 4 3 34"
 sanitize
-TAIL=200 step timing 130 "$B/tests/cuda/cuda_timing"
+TAIL=200 step timing 130 "$B/tests/cuda/cuda_timing" ${TIMING_ARGS:-}
 # The suite stops starting rows 40 s before the budget runs out, and the report reads what it wrote.
 bench_deadline=$((BUDGET - SECONDS - 40))
 TAIL=3 step bench $((bench_deadline + 30)) env SPARSEPORT_BENCH_SIZE=full \
