@@ -4,7 +4,7 @@
 // pointers are device memory (naming the op and the argument when one is not), re-checks that
 // the variant applies, then queues its kernels on the context's stream and returns. A sticky
 // device fault poisons the context: later calls fail with DeviceFault at once.
-// One file of about 650 lines on purpose: it is the plugin's whole binding layer (the math is one
+// One file of about 700 lines on purpose: it is the plugin's whole binding layer (the math is one
 // file per op in kernels/cuda), and a variant's flags, its rules of applicability and the slot that
 // launches it are read and changed together; split, adding a variant would touch three files.
 #include <cstdio>
