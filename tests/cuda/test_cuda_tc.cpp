@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "cuda_test.hpp"
+#include "values16_math.hpp"
 #include "kernels/cuda/tc_window_format.hpp"
 #include "plugins/cuda/diagnostics.h"
 #include "sparseport/half.hpp"
@@ -106,31 +107,6 @@ TEST(CudaTcFormat, SortKeyWidth) {
 }
 
 // ---- GPU ---------------------------------------------------------------------------------------
-
-template <class H>
-double to_d(H x) {
-  return static_cast<double>(static_cast<float>(x));
-}
-
-template <class H>
-double ulp16(double x) {
-  constexpr int mant = std::is_same_v<H, half> ? 10 : 7;
-  constexpr int emin = std::is_same_v<H, half> ? -14 : -126;
-  int e = x > 0 ? static_cast<int>(std::floor(std::log2(x))) : emin;
-  if (e < emin) e = emin;
-  return std::ldexp(1.0, e - mant);
-}
-
-template <class H>
-double tiny16() {
-  return std::is_same_v<H, half> ? std::ldexp(1.0, -24) : std::ldexp(1.0, -133);
-}
-
-template <class H>
-H rnd16(std::mt19937_64& rng, double lo = -1.0, double hi = 1.0) {
-  std::uniform_real_distribution<double> d(lo, hi);
-  return H(static_cast<float>(d(rng)));
-}
 
 template <class H>
 HostDense<H> dense16(int64_t rows, int64_t cols, int64_t ld, uint64_t seed) {

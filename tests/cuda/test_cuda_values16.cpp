@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "cuda_test.hpp"
+#include "values16_math.hpp"
 #include "sparseport/half.hpp"
 #include "sparseport/plan.hpp"
 
@@ -43,32 +44,6 @@ using namespace cuda_test;
 
 constexpr uint64_t kSeed = 20261201;
 const std::vector<int64_t> kFeatures = {1, 3, 8, 32, 64, 100, 256};
-
-template <class H>
-double to_d(H x) {
-  return static_cast<double>(static_cast<float>(x));
-}
-
-// One unit in the last place of the 16-bit type H at magnitude x (x >= 0), subnormals included.
-template <class H>
-double ulp16(double x) {
-  constexpr int mant = std::is_same_v<H, half> ? 10 : 7;                // stored significand bits
-  constexpr int emin = std::is_same_v<H, half> ? -14 : -126;           // smallest normal exponent
-  int e = x > 0 ? static_cast<int>(std::floor(std::log2(x))) : emin;
-  if (e < emin) e = emin;
-  return std::ldexp(1.0, e - mant);
-}
-
-template <class H>
-double tiny16() {
-  return std::is_same_v<H, half> ? std::ldexp(1.0, -24) : std::ldexp(1.0, -133);
-}
-
-template <class H>
-H rnd16(std::mt19937_64& rng, double lo = -1.0, double hi = 1.0) {
-  std::uniform_real_distribution<double> d(lo, hi);
-  return H(static_cast<float>(d(rng)));
-}
 
 // m rows: every 7th empty, row 5 a hub of 300 entries, row 11 a hub of 1500, the rest 1 to 12.
 template <class I, class H>
