@@ -24,10 +24,13 @@
 //                   + the 16-bit type's smallest subnormal,
 // n the row's entries; P <= n / 512 + 1 is folded in as n + 2 + n / 16 (generous, still far below a
 // 16-bit accumulator's error: a bf16 running sum loses 2^-9 relative per addition).
-// Without a GPU the CudaTc tests skip and say why.
+// Without a GPU the CudaTc tests skip and say why; so they do while spmm.tc_window is off (the build
+// option SPARSEPORT_CUDA_TENSOR_CORES, OFF by default, or the environment variable of that name, as
+// the plugin reads them): `SPARSEPORT_CUDA_TENSOR_CORES=1 ctest -R CudaTc` runs them.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -107,6 +110,19 @@ TEST(CudaTcFormat, SortKeyWidth) {
 }
 
 // ---- GPU ---------------------------------------------------------------------------------------
+
+bool tc_window_on() {
+  const char* e = std::getenv("SPARSEPORT_CUDA_TENSOR_CORES");
+  if (e != nullptr && *e != '\0') return std::strcmp(e, "0") != 0;
+  return SPARSEPORT_CUDA_TENSOR_CORES_DEFAULT != 0;
+}
+
+#define TC_REQUIRE_GPU_AND_ON()                                                                      \
+  do {                                                                                              \
+    CUDA_TEST_REQUIRE_GPU();                                                                        \
+    if (!tc_window_on())                                                                            \
+      GTEST_SKIP() << "skipped: spmm.tc_window is off (SPARSEPORT_CUDA_TENSOR_CORES=1 turns it on)"; \
+  } while (0)
 
 template <class H>
 HostDense<H> dense16(int64_t rows, int64_t cols, int64_t ld, uint64_t seed) {
@@ -228,24 +244,24 @@ void random_suite() {
 }
 
 TEST(CudaTc, RandomF16Int32) {
-  CUDA_TEST_REQUIRE_GPU();
+  TC_REQUIRE_GPU_AND_ON();
   random_suite<int32_t, half>();
 }
 TEST(CudaTc, RandomBf16Int32) {
-  CUDA_TEST_REQUIRE_GPU();
+  TC_REQUIRE_GPU_AND_ON();
   random_suite<int32_t, bfloat16>();
 }
 TEST(CudaTc, RandomF16Int64) {
-  CUDA_TEST_REQUIRE_GPU();
+  TC_REQUIRE_GPU_AND_ON();
   random_suite<int64_t, half>();
 }
 TEST(CudaTc, RandomBf16Int64) {
-  CUDA_TEST_REQUIRE_GPU();
+  TC_REQUIRE_GPU_AND_ON();
   random_suite<int64_t, bfloat16>();
 }
 
 TEST(CudaTc, PatternAndRectangular) {
-  CUDA_TEST_REQUIRE_GPU();
+  TC_REQUIRE_GPU_AND_ON();
   Context ctx = Context::create("cuda");
   // Few rows, many columns; many rows, few columns (windows with long column runs and repeats);
   // a pattern (every value 1).
@@ -256,7 +272,7 @@ TEST(CudaTc, PatternAndRectangular) {
 
 // Rows 0-15 and 24-40 empty (whole empty windows and an empty partial last window), rows 16-23 full.
 TEST(CudaTc, EmptyWindows) {
-  CUDA_TEST_REQUIRE_GPU();
+  TC_REQUIRE_GPU_AND_ON();
   Context ctx = Context::create("cuda");
   HostCsr<int32_t, bfloat16> a;
   a.rows = 41;
@@ -276,7 +292,7 @@ TEST(CudaTc, EmptyWindows) {
 
 // No entries at all: C = beta * C (the plugin answers nnz == 0 before the variant's kernels).
 TEST(CudaTc, NoEntries) {
-  CUDA_TEST_REQUIRE_GPU();
+  TC_REQUIRE_GPU_AND_ON();
   Context ctx = Context::create("cuda");
   HostCsr<int32_t, half> a;
   a.rows = 20;
@@ -288,7 +304,7 @@ TEST(CudaTc, NoEntries) {
 // Repeated (row, column) entries add up, each value as stored; columns in any order; a column
 // repeated in several rows of a window and within a row.
 TEST(CudaTc, DuplicateAndUnsortedColumns) {
-  CUDA_TEST_REQUIRE_GPU();
+  TC_REQUIRE_GPU_AND_ON();
   Context ctx = Context::create("cuda");
   std::mt19937_64 rng(kSeed + 11);
   HostCsr<int32_t, bfloat16> a;
@@ -318,7 +334,7 @@ TEST(CudaTc, DuplicateAndUnsortedColumns) {
 
 // Power law with a mega-row of 10^5 entries (scaled: at least 4000, over 8 parts), hubs, empty rows.
 TEST(CudaTc, PowerLawWithMegaRow) {
-  CUDA_TEST_REQUIRE_GPU();
+  TC_REQUIRE_GPU_AND_ON();
   Context ctx = Context::create("cuda");
   const auto a = scaled_skewed_csr<int32_t, bfloat16>({30000, 200000, 200000}, {3000, 8000, 8000}, 0.5, kSeed + 14);
   check_matrix(ctx, a, {8, 33, 64}, kSeed + 15, "power law");
@@ -330,7 +346,7 @@ TEST(CudaTc, PowerLawWithMegaRow) {
 // sum stops at 256); f16 products of 0.5: f16(50000) = 49984 (the partial sums pass 65504, f16's
 // largest, only in a 16-bit accumulator); random values: within the bound of the header.
 TEST(CudaTc, AccuracyOnRowsOf100kEntries) {
-  CUDA_TEST_REQUIRE_GPU();
+  TC_REQUIRE_GPU_AND_ON();
   Context ctx = Context::create("cuda");
   const int64_t n = 100000, F = 16;
   const auto row_matrix = [&](auto one, double value) {
@@ -373,7 +389,7 @@ TEST(CudaTc, AccuracyOnRowsOf100kEntries) {
 
 // The plan keeps the structure; A's values may change in place between calls and must be used.
 TEST(CudaTc, ValuesChangedInPlaceAreUsed) {
-  CUDA_TEST_REQUIRE_GPU();
+  TC_REQUIRE_GPU_AND_ON();
   Context ctx = Context::create("cuda");
   HostCsr<int32_t, bfloat16> a = random_csr<int32_t, bfloat16>(300, 200, 30, kSeed + 20);
   const DevCsr<int32_t, bfloat16> da = to_device(ctx, a);
@@ -388,7 +404,7 @@ TEST(CudaTc, ValuesChangedInPlaceAreUsed) {
 
 // ldmatrix.trans and plain shared loads read the same fragments: the same bits.
 TEST(CudaTc, LdmatrixAndPlainLoadsAgree) {
-  CUDA_TEST_REQUIRE_GPU();
+  TC_REQUIRE_GPU_AND_ON();
   Context ctx = Context::create("cuda");
   const auto a = random_csr<int32_t, half>(700, 900, 40, kSeed + 23);
   const DevCsr<int32_t, half> da = to_device(ctx, a);
@@ -405,7 +421,7 @@ TEST(CudaTc, LdmatrixAndPlainLoadsAgree) {
 
 // The plan the GPU built has the host model's sizes (its note, sparseport_cuda_get_diagnostics).
 TEST(CudaTc, PlanSizesMatchTheHostModel) {
-  CUDA_TEST_REQUIRE_GPU();
+  TC_REQUIRE_GPU_AND_ON();
   Context ctx = Context::create("cuda");
   const auto a = scaled_skewed_csr<int32_t, bfloat16>({20000, 50000, 150000}, {3000, 8000, 8000}, 0.4, kSeed + 25);
   const DevCsr<int32_t, bfloat16> da = to_device(ctx, a);
@@ -423,7 +439,7 @@ TEST(CudaTc, PlanSizesMatchTheHostModel) {
 
 // max and min, and float32 values, do not apply; the reasons say why.
 TEST(CudaTc, RefusesMaxMinAndFloat32WithReasons) {
-  CUDA_TEST_REQUIRE_GPU();
+  TC_REQUIRE_GPU_AND_ON();
   Context ctx = Context::create("cuda");
   const auto a = random_csr<int32_t, bfloat16>(20, 20, 4, kSeed + 27);
   const DevCsr<int32_t, bfloat16> da = to_device(ctx, a);
