@@ -188,11 +188,24 @@ HostDense<H> run_tc(const Context& ctx, const DevCsr<I, H>& da, const HostCsr<I,
   return to_host(ctx, dc);
 }
 
+// A's structure on the device is still what was uploaded. The first GPU run (2026-12-02) found
+// A.rowptr[m] on the device one row short of nnz at the first tc_window call and wrong results with
+// the check off; this says whether the upload or a call changed it, and which call.
+template <class I, class H>
+void expect_structure_intact(const Context& ctx, const DevCsr<I, H>& da, const HostCsr<I, H>& a, const char* when) {
+  std::vector<I> rp(a.rowptr.size()), ci(a.colind.size());
+  ctx.copy_to_host(rp.data(), da.rowptr.data(), rp.size() * sizeof(I));
+  if (!ci.empty()) ctx.copy_to_host(ci.data(), da.colind.data(), ci.size() * sizeof(I));
+  EXPECT_EQ(rp, a.rowptr) << "A.rowptr on the device " << when;
+  EXPECT_EQ(ci, a.colind) << "A.colind on the device " << when;
+}
+
 // a against the oracle at every F of `widths`, sum and mean, beta 0 (C full of NaN) and 0.5.
 template <class I, class H>
 void check_matrix(const Context& ctx, const HostCsr<I, H>& a, const std::vector<int64_t>& widths, uint64_t seed,
                   const std::string& what) {
   const DevCsr<I, H> da = to_device(ctx, a);
+  expect_structure_intact(ctx, da, a, "after the upload");
   for (const int64_t F : widths) {
     int run = 0;
     for (const Reduce r : {Reduce::sum, Reduce::mean}) {
@@ -211,6 +224,7 @@ void check_matrix(const Context& ctx, const HostCsr<I, H>& a, const std::vector<
         if (beta == 0.0)
           for (auto& x : c0.data) x = H(std::numeric_limits<float>::quiet_NaN());
         const HostDense<H> got = run_tc(ctx, da, a, b, c0, k);
+        expect_structure_intact(ctx, da, a, "after the call");
         expect_close(a, b, c0, got, r, k.alpha, beta);
       }
     }
