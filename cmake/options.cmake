@@ -19,8 +19,8 @@ endif()
 option(SPARSEPORT_ENABLE_CUDA "Build the cuda plugin (needs nvcc; runs only where a GPU is)" ${_sp_have_cuda})
 # spmm.tc_window (tensor cores, issue 33) is compiled with the cuda plugin always and offered only when
 # this is ON; the environment variable SPARSEPORT_CUDA_TENSOR_CORES (0 or 1) overrides it at run time.
-# OFF until it passes on a GPU: on its first run (H200, 2026-12-02) 9 of its 14 GPU tests failed
-# (a later check found A's row pointers changed) and it ran slower than spmm.hub_split on bf16 data.
+# OFF until its GPU tests pass: on its first run (H200, 2026-12-02) 9 of its 14 failed, by a bug in
+# the tests' matrices found afterwards, and it ran slower than spmm.hub_split on bf16 data.
 option(SPARSEPORT_CUDA_TENSOR_CORES "Offer spmm.tc_window (tensor cores) in the cuda plugin" OFF)
 
 # Kokkos: Debian's Trilinos packages or a user's Kokkos (Kokkos_ROOT); see SparsePortKokkos.cmake.
