@@ -237,10 +237,12 @@ std::vector<int32_t> distinct_rows(int64_t n, int64_t s, uint64_t seed) {
   return ids;
 }
 
-// The scheduler's probe sample (scheduler/timing.cpp, ProbeSample::stratified_rows, restated here
-// because the suites use the public API only): rows grouped by the bit width of their degree (0, 1,
-// 2-3, 4-7, ...), max(frac, min_rows / rows) of each group and at least one, evenly spaced inside the
-// group; ascending. A matrix of at most min_rows rows is taken whole.
+// The whole rows of the scheduler's probe sample as it was until 2026-12-02 (scheduler/timing.cpp,
+// ProbeSample::sample_rows, restated here because the suites use the public API only): rows grouped
+// by the bit width of their degree (0, 1, 2-3, 4-7, ...), max(frac, min_rows / rows) of each group
+// and at least one, evenly spaced inside the group; ascending. A matrix of at most min_rows rows is
+// taken whole. (The scheduler now cuts the rows of groups too small for one row to their share of
+// entries; a slice of whole rows is what this row of the suite times.)
 std::vector<int32_t> stratified_rows(const HostCsr<int32_t, float>& a, double frac, int64_t min_rows) {
   const int64_t rows = a.rows;
   std::vector<int32_t> out;

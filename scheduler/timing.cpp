@@ -180,28 +180,51 @@ std::vector<std::pair<std::string, double>> time_full_size(const PluginInfo& plu
 
 // ---- the sample --------------------------------------------------------------------------------
 
-std::vector<int64_t> ProbeSample::stratified_rows(const std::vector<int64_t>& rowptr, double frac, int64_t min_rows) {
+// Rows of degree 0, 1, 2-3, 4-7, ... form strata, and the sample takes the fraction f of each, evenly
+// spaced inside the stratum so that it spans the whole id range (locality of B). A stratum too small
+// to give one row at f (the hubs of a power-law graph: fewer than 1 / f rows each) used to give one
+// whole row, which made the hubs 4-7x their share of the work in the sample (Chung-Lu graphs of 0.1-2M
+// rows, exponents 2.1-2.5: 10 % of the entries at full size, 60 % in the sample), so that the probe
+// favoured the variants built for hubs (issue 35: hub_split probed best at F = 47 and took 26x the
+// vendor's time at full size). Such a stratum now gives every one of its rows, each cut to the
+// fraction f of its entries: the stratum keeps its share of the work, and each hub its length
+// relative to the sample, which is what a variant that gives a row to one thread or warp pays for.
+// Rows too short to keep one entry at f are taken whole, one per stratum, as before (a few entries).
+ProbeSample::Rows ProbeSample::sample_rows(const std::vector<int64_t>& rowptr, double frac, int64_t min_rows) {
   const int64_t rows = static_cast<int64_t>(rowptr.size()) - 1;
-  std::vector<int64_t> out;
+  Rows out;
   if (rows <= 0) return out;
   if (rows <= min_rows) {
-    out.resize(rows);
-    for (int64_t i = 0; i < rows; ++i) out[i] = i;
+    out.rows.resize(rows);
+    for (int64_t i = 0; i < rows; ++i) out.rows[i] = i;
     return out;
   }
   const double f = std::min(1.0, std::max(frac, static_cast<double>(min_rows) / rows));
-  std::vector<std::vector<int64_t>> strata(64);
+  std::vector<std::vector<int64_t>> strata(65);
   for (int64_t i = 0; i < rows; ++i) {
     const uint64_t d = static_cast<uint64_t>(rowptr[i + 1] - rowptr[i]);
     strata[std::bit_width(d)].push_back(i);  // 0, 1, 2-3, 4-7, ...
   }
-  for (const std::vector<int64_t>& s : strata) {
+  for (size_t b = 0; b < strata.size(); ++b) {
+    const std::vector<int64_t>& s = strata[b];
     if (s.empty()) continue;
-    const int64_t n = std::clamp<int64_t>(std::llround(f * s.size()), 1, s.size());
-    // Evenly spaced inside the stratum, so the sample spans the whole id range (locality of B).
-    for (int64_t j = 0; j < n; ++j) out.push_back(s[(j * static_cast<int64_t>(s.size())) / n]);
+    const double want = f * static_cast<double>(s.size());
+    // The stratum's shortest degree, 2^(b-1), kept at f: at least one entry for every row.
+    const bool cut = want < 0.5 && b >= 1 && f * std::ldexp(1.0, static_cast<int>(b) - 1) >= 1.0;
+    if (cut) {
+      for (const int64_t r : s)
+        out.cut.emplace_back(r, std::max<int64_t>(1, std::llround(f * static_cast<double>(rowptr[r + 1] - rowptr[r]))));
+      continue;
+    }
+    const int64_t n = std::clamp<int64_t>(std::llround(want), 1, static_cast<int64_t>(s.size()));
+    for (int64_t j = 0; j < n; ++j) out.rows.push_back(s[(j * static_cast<int64_t>(s.size())) / n]);
   }
-  std::sort(out.begin(), out.end());
+  std::sort(out.rows.begin(), out.rows.end());
+  std::sort(out.cut.begin(), out.cut.end());
+  if (out.rows.empty()) {  // only cut strata (cannot happen above min_rows rows; kept whole then)
+    for (const auto& [r, k] : out.cut) out.rows.push_back(r);
+    out.cut.clear();
+  }
   return out;
 }
 
@@ -235,6 +258,12 @@ void* ProbeSample::filled(size_t count, int32_t value_type) {
   }
   std::vector<float> v(count, 0.25f);
   return upload(v.data(), count * 4);
+}
+
+void ProbeSample::copy_h2d(void* dst, const void* src, size_t bytes) {
+  sparseport_status st{};
+  if (bytes > 0 && plugin_.table->copy(exec_.state, dst, src, bytes, SPARSEPORT_COPY_HOST_TO_DEVICE, &st) != SPARSEPORT_OK)
+    detail::throw_status(st, "sparseport scheduler: uploading the probe sample failed");
 }
 
 void ProbeSample::copy_d2d(void* dst, const void* src, size_t bytes) {
@@ -297,10 +326,13 @@ ProbeSample::ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, 
     if (op == SPARSEPORT_OP_SDDMM) a = &static_cast<const sparseport_sddmm_args*>(args)->a;
     if (op == SPARSEPORT_OP_CSR_ATTENTION) a = &static_cast<const sparseport_attention_args*>(args)->a;
     widen_rowptr(s);
-    const std::vector<int64_t> rows = stratified_rows(s.rowptr, opt.probe_frac, opt.min_probe_rows);
-    const int64_t n = static_cast<int64_t>(rows.size());
+    const Rows pick = sample_rows(s.rowptr, opt.probe_frac, opt.min_probe_rows);
+    // The whole rows come first (sliced by the backend), then the cut rows (their first entries
+    // copied after them): n rows in all.
+    const int64_t whole = static_cast<int64_t>(pick.rows.size());
+    const int64_t n = whole + static_cast<int64_t>(pick.cut.size());
     const size_t isz = a->index_type == SPARSEPORT_I64 ? 8 : 4, vsz = static_cast<size_t>(sparseport_value_size(a->value_type));
-    const std::vector<char> ids = encode(rows, a->index_type);
+    const std::vector<char> ids = encode(pick.rows, a->index_type);
     // The slice is built with the backend's own csr_slice_rows (on the device for a GPU backend).
     const std::vector<std::string> slicers = plugin.variants_of(SPARSEPORT_OP_CSR_SLICE_ROWS);
     if (slicers.empty()) throw Unsupported("sparseport scheduler: backend '" + plugin.name + "' has no csr_slice_rows to build the probe sample");
@@ -315,27 +347,45 @@ ProbeSample::ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, 
       sl.a.values = nullptr;
       sl.a.value_type = SPARSEPORT_F32;
     }
-    sl.rows = {n, upload(ids.data(), ids.size()), a->index_type};
-    sl.out = {n, a->cols, 0, alloc((n + 1) * isz), nullptr, nullptr, a->index_type, sl.a.value_type};
+    sl.rows = {whole, upload(ids.data(), ids.size()), a->index_type};
+    void* rowptr = alloc((n + 1) * isz);
+    sl.out = {whole, a->cols, 0, rowptr, nullptr, nullptr, a->index_type, sl.a.value_type};
     sparseport_status st{};
     sl.phase = 0;
     if (call_slot(t, SPARSEPORT_OP_CSR_SLICE_ROWS, exec, slicers.front(), &sl, &st) != SPARSEPORT_OK)
       detail::throw_status(st, "sparseport scheduler: slicing the probe sample failed");
     std::vector<char> last(isz);
-    const char* last_src = static_cast<const char*>(sl.out.rowptr) + n * isz;
+    const char* last_src = static_cast<const char*>(rowptr) + whole * isz;
     if (device) {
       if (t->copy(exec.state, last.data(), last_src, isz, SPARSEPORT_COPY_DEVICE_TO_HOST, &st) != SPARSEPORT_OK)
         detail::throw_status(st, "sparseport scheduler: reading the probe sample's size failed");
     } else {
       std::memcpy(last.data(), last_src, isz);
     }
-    const int64_t nnz = decode_one(last.data(), a->index_type);
-    sl.out.nnz = nnz;
+    const int64_t sliced = decode_one(last.data(), a->index_type);
+    std::vector<int64_t> tail;  // rowptr[whole + 1 ..] of the cut rows
+    int64_t nnz = sliced;
+    for (const auto& [r, k] : pick.cut) tail.push_back(nnz += k);
+    const bool own_values = a->values != nullptr && !values16;
+    sl.out.nnz = sliced;
     sl.out.colind = alloc(nnz * isz);
-    sl.out.values = a->values != nullptr && !values16 ? alloc(nnz * vsz) : nullptr;
+    sl.out.values = own_values ? alloc(nnz * vsz) : nullptr;
     sl.phase = 1;
     if (call_slot(t, SPARSEPORT_OP_CSR_SLICE_ROWS, exec, slicers.front(), &sl, &st) != SPARSEPORT_OK)
       detail::throw_status(st, "sparseport scheduler: slicing the probe sample failed");
+    if (!tail.empty()) {
+      const std::vector<char> ends = encode(tail, a->index_type);
+      copy_h2d(static_cast<char*>(rowptr) + (whole + 1) * isz, ends.data(), ends.size());
+      int64_t at = sliced;
+      for (const auto& [r, k] : pick.cut) {
+        const int64_t from = s.rowptr[static_cast<size_t>(r)];
+        copy_d2d(static_cast<char*>(sl.out.colind) + at * isz, static_cast<const char*>(a->colind) + from * isz, k * isz);
+        if (own_values)
+          copy_d2d(static_cast<char*>(sl.out.values) + at * vsz, static_cast<const char*>(a->values) + from * vsz,
+                   k * vsz);
+        at += k;
+      }
+    }
     if (values16 && a->values != nullptr && nnz > 0) {
       sl.out.values = alloc(nnz * vsz);
       const size_t bytes = static_cast<size_t>(nnz) * vsz;
@@ -346,7 +396,7 @@ ProbeSample::ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, 
         std::memcpy(sl.out.values, a->values, bytes);
       }
     }
-    const sparseport_csr sub{n, a->cols, nnz, sl.out.rowptr, sl.out.colind, sl.out.values, a->index_type,
+    const sparseport_csr sub{n, a->cols, nnz, rowptr, sl.out.colind, sl.out.values, a->index_type,
                              a->value_type};
     if (op == SPARSEPORT_OP_SPMM) {
       sparseport_spmm_args p = *static_cast<const sparseport_spmm_args*>(args);
@@ -368,7 +418,8 @@ ProbeSample::ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, 
       args_ = pack(p);
     }
     description_ = "rows " + std::to_string(n) + "/" + std::to_string(s.rows) + " (nnz " + std::to_string(nnz) + "/" +
-                   std::to_string(s.nnz) + "), stratified by degree";
+                   std::to_string(s.nnz) + "), stratified by degree" +
+                   (pick.cut.empty() ? "" : ", " + std::to_string(pick.cut.size()) + " hub rows cut to their share");
     return;
   }
 

@@ -16,6 +16,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "scheduler/signature.hpp"
@@ -74,14 +75,20 @@ class ProbeSample {
   const void* args() const { return args_.data(); }
   const std::string& description() const { return description_; }  // "rows 3000/100000 (nnz 48k), 9 strata"
 
-  // The sampled rows of a CSR, for tests: stratified, ascending, each at most once.
-  static std::vector<int64_t> stratified_rows(const std::vector<int64_t>& rowptr, double frac, int64_t min_rows);
+  // Which rows of a CSR the sample holds (stratified by degree): `rows` whole, ascending, and `cut`,
+  // rows of the sparse top strata kept in part, as (row, entries kept: the row's first ones).
+  struct Rows {
+    std::vector<int64_t> rows;
+    std::vector<std::pair<int64_t, int64_t>> cut;
+  };
+  static Rows sample_rows(const std::vector<int64_t>& rowptr, double frac, int64_t min_rows);
 
  private:
   void* alloc(size_t bytes);
   void* upload(const void* host, size_t bytes);
   void* filled(size_t count, int32_t value_type);
   void copy_d2d(void* dst, const void* src, size_t bytes);
+  void copy_h2d(void* dst, const void* src, size_t bytes);
 
   const PluginInfo& plugin_;
   sparseport_exec exec_;
