@@ -206,7 +206,9 @@ struct CallStats {
 // A row-partitioned CSR over a communicator. Copies share one state (matrix, halo plan, buffers):
 // run one distributed call at a time per matrix. The communicator is duplicated, so the halo's
 // messages never meet the caller's; the duplicate is freed with the last copy (unless MPI is
-// finalized by then).
+// finalized by then). With the shm transport the last copy's destruction is collective over the
+// ranks of a node (MPI_Win_free): destroy a matrix that has exchanged at the same point on every
+// rank, as the tests and `run --dist` do.
 template <class I, class V>
 class DistCsr {
  public:

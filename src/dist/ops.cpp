@@ -219,8 +219,13 @@ template <class I, class V>
 void finish_timeline(typename DistCsr<I, V>::State& s, CallStats& st) {
   st.interior_ms = st.local_ms;
   st.boundary_ms = st.remote_ms + st.combine_ms;
-  const auto& sp = row_split<I, V>(s);
-  st.boundary_rows = static_cast<int64_t>(sp.boundary_rows.size());
+  if (s.split) {
+    st.boundary_rows = static_cast<int64_t>(s.split->boundary_rows.size());
+  } else {  // sum and sddmm need no split: count without making it (O(rows))
+    st.boundary_rows = 0;
+    for (int64_t i = 0; i < s.remote.rows; ++i)
+      st.boundary_rows += s.remote.rowptr[static_cast<size_t>(i) + 1] > s.remote.rowptr[static_cast<size_t>(i)];
+  }
   st.interior_rows = s.local.rows - st.boundary_rows;
 }
 
