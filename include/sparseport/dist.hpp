@@ -39,9 +39,10 @@
 // CallStats::transport):
 //   shm             host buffers (the default for more than one rank): ranks on one node
 //                   (MPI_COMM_TYPE_SHARED) pack the rows they send into their segment of an MPI-3
-//                   shared-memory window and copy their node peers' rows from theirs, synchronised
-//                   by counters in the window (no MPI call, no MPI progress needed); peers on other
-//                   nodes as mpi; where no window can be made, mpi;
+//                   shared-memory window; a rank whose peers are all on its node reads their rows
+//                   there in place (CallStats::halo_in_place), else copies them from there;
+//                   synchronised by counters in a window (no MPI call, no MPI progress needed);
+//                   peers on other nodes as mpi; where no window can be made, mpi;
 //   mpi             host buffers, persistent MPI point-to-point;
 //   nccl            device buffers, every rank on a GPU of its own, NCCL built in (ncclSend/Recv
 //                   in one group on a stream of the transport's, beside the local block's kernel);
@@ -194,6 +195,9 @@ struct CallStats {
   double boundary_ms = 0;
   // This rank's rows with no remote entry (they need no halo) and with some (they wait for it).
   int64_t interior_rows = 0, boundary_rows = 0;
+  // shm: the remote block read the ghost rows where its node peers packed them (every peer it
+  // receives from on its node), instead of copies in the ghost buffer.
+  bool halo_in_place = false;
   // How the variant of the local block was chosen (of the remote block where this rank's rows have
   // no local entries): last_decision() right after it ran. After the call, last_decision() holds
   // the last block's or the combine step's.

@@ -286,8 +286,9 @@ class DistWork final : public Workload {
           .add("exchange_ms", m[7])
           .add("wait_ms", m[2])
           .add("boundary_ms", m[8])
-          .add("interior_rows", per_rank_rows_[2 * static_cast<size_t>(r)])
-          .add("boundary_rows", per_rank_rows_[2 * static_cast<size_t>(r) + 1]);
+          .add("interior_rows", per_rank_rows_[3 * static_cast<size_t>(r)])
+          .add("boundary_rows", per_rank_rows_[3 * static_cast<size_t>(r) + 1])
+          .add("halo_in_place", per_rank_rows_[3 * static_cast<size_t>(r) + 2] != 0);
       ranks.push_back(t.str());
     }
     o.raw("timeline", json_array(ranks));
@@ -342,10 +343,11 @@ class DistWork final : public Workload {
     per_rank_ms_.assign(root ? static_cast<size_t>(session_.ranks()) * kFields : 0, 0.0);
     MPI_Gather(mine, static_cast<int>(kFields), MPI_DOUBLE, per_rank_ms_.data(), static_cast<int>(kFields), MPI_DOUBLE,
                0, MPI_COMM_WORLD);
-    const int64_t rows[2] = {calls_.empty() ? 0 : calls_.back().interior_rows,
-                             calls_.empty() ? 0 : calls_.back().boundary_rows};
-    per_rank_rows_.assign(root ? 2 * static_cast<size_t>(session_.ranks()) : 0, 0);
-    MPI_Gather(rows, 2, MPI_INT64_T, per_rank_rows_.data(), 2, MPI_INT64_T, 0, MPI_COMM_WORLD);
+    const int64_t rows[3] = {calls_.empty() ? 0 : calls_.back().interior_rows,
+                             calls_.empty() ? 0 : calls_.back().boundary_rows,
+                             calls_.empty() ? 0 : int64_t{calls_.back().halo_in_place}};
+    per_rank_rows_.assign(root ? 3 * static_cast<size_t>(session_.ranks()) : 0, 0);
+    MPI_Gather(rows, 3, MPI_INT64_T, per_rank_rows_.data(), 3, MPI_INT64_T, 0, MPI_COMM_WORLD);
     const int64_t sent = calls_.empty() ? 0 : calls_.back().bytes_sent;
     halo_bytes_ = 0;
     MPI_Reduce(&sent, &halo_bytes_, 1, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -372,7 +374,7 @@ class DistWork final : public Workload {
   // rank 0: comm, compute, wait, local, remote, combine, interior, exchange, boundary (see summarise)
   double ms_[kFields] = {};
   std::vector<double> per_rank_ms_;     // rank 0: every rank's kFields medians, rank after rank
-  std::vector<int64_t> per_rank_rows_;  // rank 0: every rank's interior and boundary rows
+  std::vector<int64_t> per_rank_rows_;  // rank 0: every rank's interior and boundary rows, halo_in_place
 };
 
 }  // namespace

@@ -128,8 +128,13 @@ struct DistCsr<I, V>::State {
     std::vector<I> interior_dst, boundary_local_dst, boundary_remote_dst;
     std::vector<int64_t> boundary_rows;
     int64_t boundary_lo = 0, boundary_hi = 0;
+    std::optional<HostCsr<I, V>> boundary_remote_in_place;  // see remote_in_place
   };
   std::optional<RowSplit> split;
+  // The remote blocks with their columns renumbered to rows of the node's shared window, for a
+  // transport that lets them read the ghost rows in place (Transport::ghosts_in_place). Made on
+  // first use; the same rowptr (and COO destinations) as the blocks they come from.
+  std::optional<HostCsr<I, V>> remote_in_place;
   // Per entry of this rank's rows in their original storage order (the order the rows had when
   // the DistCsr was built): true when it went to the remote block. Each block keeps the original
   // relative order of its entries, so this alone merges per-entry results of the two blocks back

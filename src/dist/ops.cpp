@@ -162,7 +162,7 @@ const HostCsr<I, V>& merge_matrix(typename DistCsr<I, V>::State& s) {
 // context agrees the transport with every rank.
 template <class I, class V>
 DenseView post_halo(typename DistCsr<I, V>::State& s, const Context& ctx, const DenseView& x, CallStats& st,
-                    const std::string& w) {
+                    const std::string& w, bool& at_source) {
   detail::Space& sp = s.space;
   auto t0 = Clock::now();
   if (!sp.transport) sp.transport = detail::choose_transport(s.comm, s.plan, ctx, w);
@@ -190,7 +190,27 @@ DenseView post_halo(typename DistCsr<I, V>::State& s, const Context& ctx, const 
     t.drain();
     throw;
   }
+  int64_t rows = 0;
+  if (const void* at = t.ghosts_in_place(&rows)) {
+    at_source = true;
+    return make_dense<V>(rows, f, f, static_cast<const V*>(at));
+  }
+  at_source = false;
   return make_dense<V>(s.remote.cols, f, std::max<int64_t>(f, 1), static_cast<const V*>(ghost));
+}
+
+// blk with each column (a ghost) replaced by its row in the transport's in-place ghost matrix of
+// `rows` rows.
+template <class I, class V>
+const HostCsr<I, V>& in_place(std::optional<HostCsr<I, V>>& slot, const HostCsr<I, V>& blk, const detail::Transport& t,
+                              int64_t rows) {
+  if (slot && slot->cols == rows) return *slot;
+  const std::vector<int64_t>& row = t.ghost_rows();
+  HostCsr<I, V> k = blk;
+  k.cols = rows;
+  for (I& c : k.colind) c = static_cast<I>(row[static_cast<size_t>(c)]);
+  slot = std::move(k);
+  return *slot;
 }
 
 template <class I, class V>
@@ -245,10 +265,13 @@ void run_distributed(const Context& ctx, const DistCsr<I, V>& a, const DenseView
   }
 
   // 1. Receives first, then pack and send.
-  const DenseView ghosts = post_halo<I, V>(s, ctx, x, st, w);
+  bool at_source = false;
+  const DenseView ghosts = post_halo<I, V>(s, ctx, x, st, w, at_source);
+  st.halo_in_place = at_source;
   try {
     // 2. What needs no halo while it flies; 3. wait; 4. the rest on the received rows; 5. combine.
     const bool has_local = s.local.nnz() > 0, has_remote = s.remote.nnz() > 0;
+    const HostCsr<I, V>& remote = at_source ? in_place<I, V>(s.remote_in_place, s.remote, *s.space.transport, ghosts.rows) : s.remote;
     const auto wait = [&] { wait_halo<I, V>(s, st, started); };
     if (!has_remote) {
       // Every row's entries are local here: one op with the caller's reduce (its degree is the full one).
@@ -256,14 +279,14 @@ void run_distributed(const Context& ctx, const DistCsr<I, V>& a, const DenseView
       wait();
     } else if (!has_local) {
       wait();
-      timed(ctx, st.remote_ms, [&] { run_block(s.remote, s.remote_dst, ghosts, out, reduce, alpha, beta); });
+      timed(ctx, st.remote_ms, [&] { run_block(remote, s.remote_dst, ghosts, out, reduce, alpha, beta); });
     } else if (reduce == Reduce::sum && has_beta) {
       // The whole local block (interior rows and the boundary rows' local entries) hides the halo;
       // the remote entries are added after it.
       timed(ctx, st.local_ms, [&] { run_block(s.local, s.local_dst, x, out, Reduce::sum, alpha, beta); });
       wait();
       timed(ctx, st.remote_ms,
-            [&] { run_block(s.remote, s.remote_dst, ghosts, out, Reduce::sum, alpha, 1.0); });
+            [&] { run_block(remote, s.remote_dst, ghosts, out, Reduce::sum, alpha, 1.0); });
     } else {
       // Interior rows straight into out with the caller's reduce (the boundary rows are empty there,
       // so they get beta * out, or 0); the boundary rows' local entries into the partial buffer, row
@@ -280,8 +303,10 @@ void run_distributed(const Context& ctx, const DistCsr<I, V>& a, const DenseView
       });
       wait();
       timed(ctx, st.remote_ms, [&] {
-        run_block(sp.boundary_remote, sp.boundary_remote_dst, ghosts, make_dense<V>(nb, f, 2 * f, p + f), part, 1.0,
-                  0.0);
+        const HostCsr<I, V>& br =
+            at_source ? in_place<I, V>(sp.boundary_remote_in_place, sp.boundary_remote, *s.space.transport, ghosts.rows)
+                      : sp.boundary_remote;
+        run_block(br, sp.boundary_remote_dst, ghosts, make_dense<V>(nb, f, 2 * f, p + f), part, 1.0, 0.0);
       });
       timed(ctx, st.combine_ms, [&] {
         const CsrView k = s.space.place(combine_matrix<I, V>(s, reduce == Reduce::mean, w));
@@ -368,10 +393,13 @@ void sddmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local,
     sparseport::sddmm(ctx, s.space.place(blk), x_local, y, out, opt);
     if (stats != nullptr && (&blk == &s.local || local.variant.empty())) local = last_decision();
   };
-  const DenseView ghosts =
-      exchange ? post_halo<I, V>(s, ctx, y_local, st, w) : make_dense<V>(s.remote.cols, 0, 1, static_cast<const V*>(nullptr));
+  bool at_source = false;
+  const DenseView ghosts = exchange ? post_halo<I, V>(s, ctx, y_local, st, w, at_source)
+                                    : make_dense<V>(s.remote.cols, 0, 1, static_cast<const V*>(nullptr));
+  st.halo_in_place = at_source;
   try {
     const int64_t nl = s.local.nnz(), nr = s.remote.nnz();
+    const HostCsr<I, V>& remote = at_source ? in_place<I, V>(s.remote_in_place, s.remote, *s.space.transport, ghosts.rows) : s.remote;
     const auto wait = [&] {
       if (exchange) wait_halo<I, V>(s, st, started);
     };
@@ -381,14 +409,14 @@ void sddmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local,
       wait();
     } else if (nl == 0) {
       wait();
-      timed(ctx, st.remote_ms, [&] { run(s.remote, ghosts, out_local); });
+      timed(ctx, st.remote_ms, [&] { run(remote, ghosts, out_local); });
     } else {
       // Each block into its part of a per-entry buffer, then merged back into the original order by
       // one spmm with the merge matrix (State::merge).
       V* pl = static_cast<V*>(s.space.workspace(detail::Space::partials, static_cast<size_t>(nl + nr) * sizeof(V)));
       timed(ctx, st.local_ms, [&] { run(s.local, y_local, make_dense<V>(nl, 1, 1, pl)); });
       wait();
-      timed(ctx, st.remote_ms, [&] { run(s.remote, ghosts, make_dense<V>(nr, 1, 1, pl + nl)); });
+      timed(ctx, st.remote_ms, [&] { run(remote, ghosts, make_dense<V>(nr, 1, 1, pl + nl)); });
       timed(ctx, st.combine_ms, [&] {
         sparseport::spmm(ctx, s.space.place(merge_matrix<I, V>(s)), make_dense<V>(nl + nr, 1, 1, static_cast<const V*>(pl)),
                          out_local, SpmmOptions{Reduce::sum, 1.0, 0.0, {}});

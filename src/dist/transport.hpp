@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sparseport/context.hpp"
 #include "sparseport/dist.hpp"
@@ -26,6 +27,14 @@ class Transport {
   // owns that memory (shm: the rank's segment of the shared window, which its node peers read);
   // null: the caller's workspace. Called once per call, after post_receives, by every rank.
   virtual void* send_buffer(int64_t /*row_bytes*/) { return nullptr; }
+  // After post_sends: where the remote block may read this call's ghost rows in place (valid until
+  // the next call starts), a matrix of *rows rows of row_bytes whose row ghost_rows()[g] is ghost
+  // g; null when they arrive in the ghost buffer (which wait() then has filled).
+  virtual const void* ghosts_in_place(int64_t* /*rows*/) const { return nullptr; }
+  virtual const std::vector<int64_t>& ghost_rows() const {
+    static const std::vector<int64_t> none;
+    return none;
+  }
   // Posts a send per send peer from send, packed peer after peer in the plan's order.
   virtual void post_sends(const void* send, int64_t row_bytes) = 0;
 

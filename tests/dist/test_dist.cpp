@@ -857,6 +857,8 @@ TYPED_TEST(DistOps, ShmTransportMatchesMpiAndOneProcess) {
                 dist::sddmm(ctx, d, x_local.view(), b_local.view(), out.mut(), {}, &st);
               ++calls;
               EXPECT_EQ(std::string(st.transport), transport) << what;  // forced, also on one rank
+              // Every rank on this node, and Open MPI's window contiguous: shm reads in place.
+              EXPECT_EQ(st.halo_in_place, t == 0 && pred.received_rows(g_rank) > 0 && f > 0) << what;
               expect_timeline(st, d, what);
               EXPECT_EQ(st.bytes_received, pred.received_rows(g_rank) * f * static_cast<int64_t>(sizeof(V))) << what;
               EXPECT_EQ(st.bytes_sent, pred.sent_rows(g_rank) * f * static_cast<int64_t>(sizeof(V))) << what;
