@@ -21,9 +21,11 @@
 #include <sched.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -245,8 +247,13 @@ class ShmTransport final : public Transport {
       }
     }
     row_bytes_data_ = row_bytes;
-    // Remapped column ids must fit any index type.
-    in_place_ = all_near_ && contiguous && !near_.empty() && node_rows_ <= std::numeric_limits<int32_t>::max();
+    // Remapped column ids must fit any index type. SPARSEPORT_DIST_SHM_IN_PLACE=0 copies instead:
+    // on the 2-core VM the two measured alike (benchmarks/results/2026-12-02-cpu-dist-shm.md), so
+    // a many-core node has to decide.
+    const char* env = std::getenv("SPARSEPORT_DIST_SHM_IN_PLACE");
+    const bool allowed = env == nullptr || std::string(env) != "0";
+    in_place_ = allowed && all_near_ && contiguous && !near_.empty() &&
+                node_rows_ <= std::numeric_limits<int32_t>::max();
   }
 
   void release_data() noexcept {
