@@ -37,13 +37,20 @@
 // with the matrix) and device buffers for the halo; the send rows are packed on the device by one
 // spmm. The halo's transport is agreed by all ranks at the first exchange with a context (see
 // CallStats::transport):
+//   shm             host buffers (the default for more than one rank): ranks on one node
+//                   (MPI_COMM_TYPE_SHARED) pack the rows they send into their segment of an MPI-3
+//                   shared-memory window; a rank whose peers are all on its node reads their rows
+//                   there in place (CallStats::halo_in_place), else copies them from there;
+//                   synchronised by counters in a window (no MPI call, no MPI progress needed);
+//                   peers on other nodes as mpi; where no window can be made, mpi;
 //   mpi             host buffers, persistent MPI point-to-point;
 //   nccl            device buffers, every rank on a GPU of its own, NCCL built in (ncclSend/Recv
 //                   in one group on a stream of the transport's, beside the local block's kernel);
 //   mpi-cuda-aware  device buffers handed to an MPI that takes them (MPIX_Query_cuda_support);
 //   host-staged     device buffers copied to the host, MPI, copied back (e.g. ranks sharing a GPU).
-// SPARSEPORT_DIST_TRANSPORT=auto (default), nccl, mpi-cuda-aware or host-staged forces one (the
-// same on every rank; a choice some rank cannot make throws InvalidArgument on every rank).
+// SPARSEPORT_DIST_TRANSPORT=auto (default), shm, mpi (host contexts), nccl, mpi-cuda-aware or
+// host-staged (device contexts) forces one (the same on every rank; a choice some rank cannot make
+// throws InvalidArgument on every rank).
 // Changing a rank's backend between calls is collective too: every rank changes at the same call
 // (segment_reduce, which is not collective, never changes it).
 #pragma once
@@ -169,7 +176,7 @@ struct HaloPlan {
 struct CallStats {
   int64_t bytes_sent = 0;      // halo bytes posted to the transport
   int64_t bytes_received = 0;  // halo bytes the transport reported received (MPI_Get_count; nccl: the plan's)
-  const char* transport = "";  // the halo's transport: mpi, nccl, mpi-cuda-aware or host-staged ("" if none moved)
+  const char* transport = "";  // the halo's transport: shm, mpi, nccl, mpi-cuda-aware or host-staged ("" if none moved)
   int messages_sent = 0, messages_received = 0;
   double pack_ms = 0;     // copying B rows into the send buffer
   double post_ms = 0;     // starting receives and sends
@@ -178,6 +185,19 @@ struct CallStats {
   double remote_ms = 0;   // the remote block's op on the received rows
   double combine_ms = 0;  // merging the two partial results (mean, max, min; gather_scatter)
   double total_ms = 0;
+  // The call's timeline on this rank: compute while the halo is in flight (the interior rows, and
+  // the local entries of the boundary rows), the exchange from posting to the end of the wait
+  // (wait_ms is the part of it not hidden), and compute after the wait (the boundary rows' remote
+  // entries and the combine step). interior_ms == local_ms and boundary_ms == remote_ms +
+  // combine_ms; kept apart so that the timeline reads alone.
+  double interior_ms = 0;
+  double exchange_ms = 0;
+  double boundary_ms = 0;
+  // This rank's rows with no remote entry (they need no halo) and with some (they wait for it).
+  int64_t interior_rows = 0, boundary_rows = 0;
+  // shm: the remote block read the ghost rows where its node peers packed them (every peer it
+  // receives from on its node), instead of copies in the ghost buffer.
+  bool halo_in_place = false;
   // How the variant of the local block was chosen (of the remote block where this rank's rows have
   // no local entries): last_decision() right after it ran. After the call, last_decision() holds
   // the last block's or the combine step's.
@@ -190,7 +210,9 @@ struct CallStats {
 // A row-partitioned CSR over a communicator. Copies share one state (matrix, halo plan, buffers):
 // run one distributed call at a time per matrix. The communicator is duplicated, so the halo's
 // messages never meet the caller's; the duplicate is freed with the last copy (unless MPI is
-// finalized by then).
+// finalized by then). With the shm transport the last copy's destruction is collective over the
+// ranks of a node (MPI_Win_free): destroy a matrix that has exchanged at the same point on every
+// rank, as the tests and `run --dist` do.
 template <class I, class V>
 class DistCsr {
  public:
@@ -248,14 +270,18 @@ class DistCsr {
 // C = alpha * reduce_j(A[i,j] * B[j,:]) + beta * C on this rank's rows, as sparseport::spmm.
 // b_local: this rank's rows of B (local_cols x F); c_local: its rows of C (local_rows x F).
 // sum: the local block into C (alpha, beta), then the remote block added (alpha, beta = 1).
-// mean, max, min: both blocks into a partial buffer (mean as sums), then one combining spmm on the
-// context: per row, the blocks that have entries (a row with entries only in one block never sees
-// a 0 from the other), mean divided by the row's full degree; rows with no entries give 0 as in
-// sparseport::spmm. A block that is empty on this rank is skipped (no combine). opt.variant runs
+// mean, max, min: the rows are split once per matrix into interior rows (no remote entry) and
+// boundary rows. While the halo is in flight, the interior rows are computed straight into C with
+// the caller's reduce (their degree is the full one) and the boundary rows' local entries into a
+// partial buffer (mean as sums); after the wait, their remote entries beside them, and one
+// combining spmm adds the boundary rows into C (beta = 1 over C's rows from the first boundary row
+// to the last): per row, the blocks that have entries (a row with entries only in one block never
+// sees a 0 from the other), mean divided by the row's full degree; rows with no entries give 0 as
+// in sparseport::spmm. A block that is empty on this rank is skipped (no combine). opt.variant runs
 // both blocks; the combine step lets the scheduler choose. Collective over a.comm(), with the same
 // F (b_local.cols) on every rank; b_local and c_local must not alias.
-// Cost: halo_bytes(F) sent by this rank, the two blocks' ops, and for mean/max/min a rows x 2F
-// partial buffer (kept with the matrix) and one spmm with at most 2 entries per row.
+// Cost: halo_bytes(F) sent by this rank, the two blocks' ops, and for mean/max/min a boundary rows
+// x 2F partial buffer (kept with the matrix) and one spmm with at most 2 entries per boundary row.
 // Throws as sparseport::spmm (shapes, types),
 // BackendError for an MPI failure; stats (optional) receives this rank's volumes and times.
 template <class I, class V>

@@ -270,15 +270,38 @@ class DistWork final : public Workload {
         .add("halo_bytes_predicted", predicted_)
         .add("comm_ms", ms_[0])
         .add("compute_ms", ms_[1])
-        .add("transport", transport());
+        .add("transport", transport())
+        .add("interior_ms", ms_[6])
+        .add("exchange_ms", ms_[7])
+        .add("wait_ms", ms_[2])
+        .add("boundary_ms", ms_[8]);
+    // Each rank's timeline (medians of its timed calls): what hid the halo, how long it took, the
+    // part left waiting, and what had to follow it.
+    std::vector<std::string> ranks;
+    for (int r = 0; r < static_cast<int>(per_rank_ms_.size() / kFields); ++r) {
+      const double* m = per_rank_ms_.data() + static_cast<size_t>(r) * kFields;
+      JsonObject t;
+      t.add("rank", r)
+          .add("interior_ms", m[6])
+          .add("exchange_ms", m[7])
+          .add("wait_ms", m[2])
+          .add("boundary_ms", m[8])
+          .add("interior_rows", per_rank_rows_[3 * static_cast<size_t>(r)])
+          .add("boundary_rows", per_rank_rows_[3 * static_cast<size_t>(r) + 1])
+          .add("halo_in_place", per_rank_rows_[3 * static_cast<size_t>(r) + 2] != 0);
+      ranks.push_back(t.str());
+    }
+    o.raw("timeline", json_array(ranks));
   }
   std::string report_line() const override {
-    char buf[384];
+    char buf[512];
     std::snprintf(buf, sizeof buf,
                   "  distributed over %d ranks (%s): halo %s per call (predicted %s); comm %.4f ms (waiting %.4f), "
-                  "compute %.4f ms (local %.4f, remote %.4f, combine %.4f); medians per call, slowest rank",
+                  "compute %.4f ms (local %.4f, remote %.4f, combine %.4f); timeline: interior %.4f, exchange "
+                  "%.4f, wait %.4f, boundary %.4f ms; medians per call, slowest rank",
                   session_.ranks(), transport(), megabytes(halo_bytes_).c_str(),
-                  megabytes(predicted_).c_str(), ms_[0], ms_[2], ms_[1], ms_[3], ms_[4], ms_[5]);
+                  megabytes(predicted_).c_str(), ms_[0], ms_[2], ms_[1], ms_[3], ms_[4], ms_[5], ms_[6], ms_[7],
+                  ms_[2], ms_[8]);
     return buf;
   }
 
@@ -305,7 +328,8 @@ class DistWork final : public Workload {
   void summarise() {
     // comm, compute, then their parts: wait, local, remote, combine.
     const auto fields = [](const dist::CallStats& c) {
-      return std::vector<double>{c.comm_ms(), c.compute_ms(), c.wait_ms, c.local_ms, c.remote_ms, c.combine_ms};
+      return std::vector<double>{c.comm_ms(),  c.compute_ms(), c.wait_ms,     c.local_ms,   c.remote_ms,
+                                 c.combine_ms, c.interior_ms,  c.exchange_ms, c.boundary_ms};
     };
     std::vector<std::vector<double>> per_field(kFields);
     for (size_t k = calls_.size() > 1 ? 1 : 0; k < calls_.size(); ++k) {
@@ -315,6 +339,15 @@ class DistWork final : public Workload {
     double mine[kFields];
     for (size_t i = 0; i < kFields; ++i) mine[i] = median(per_field[i]);
     MPI_Reduce(mine, ms_, static_cast<int>(kFields), MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    const bool root = session_.rank() == 0;
+    per_rank_ms_.assign(root ? static_cast<size_t>(session_.ranks()) * kFields : 0, 0.0);
+    MPI_Gather(mine, static_cast<int>(kFields), MPI_DOUBLE, per_rank_ms_.data(), static_cast<int>(kFields), MPI_DOUBLE,
+               0, MPI_COMM_WORLD);
+    const int64_t rows[3] = {calls_.empty() ? 0 : calls_.back().interior_rows,
+                             calls_.empty() ? 0 : calls_.back().boundary_rows,
+                             calls_.empty() ? 0 : int64_t{calls_.back().halo_in_place}};
+    per_rank_rows_.assign(root ? 3 * static_cast<size_t>(session_.ranks()) : 0, 0);
+    MPI_Gather(rows, 3, MPI_INT64_T, per_rank_rows_.data(), 3, MPI_INT64_T, 0, MPI_COMM_WORLD);
     const int64_t sent = calls_.empty() ? 0 : calls_.back().bytes_sent;
     halo_bytes_ = 0;
     MPI_Reduce(&sent, &halo_bytes_, 1, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -337,8 +370,11 @@ class DistWork final : public Workload {
   Split out_split_ = Split::rows;
   std::vector<dist::CallStats> calls_;
   int64_t predicted_ = 0, halo_bytes_ = 0;
-  static constexpr size_t kFields = 6;
-  double ms_[kFields] = {};  // rank 0: comm, compute, wait, local, remote, combine (see summarise)
+  static constexpr size_t kFields = 9;
+  // rank 0: comm, compute, wait, local, remote, combine, interior, exchange, boundary (see summarise)
+  double ms_[kFields] = {};
+  std::vector<double> per_rank_ms_;     // rank 0: every rank's kFields medians, rank after rank
+  std::vector<int64_t> per_rank_rows_;  // rank 0: every rank's interior and boundary rows, halo_in_place
 };
 
 }  // namespace

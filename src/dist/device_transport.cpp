@@ -70,7 +70,7 @@ bool mpi_is_cuda_aware() {
 #endif
 }
 
-enum Choice : int { automatic = 0, nccl = 1, cuda_aware = 2, host_staged = 3 };
+enum Choice : int { automatic = 0, nccl = 1, cuda_aware = 2, host_staged = 3, shm = 4, mpi = 5 };
 
 Choice requested(const std::string& where) {
   const char* env = std::getenv("SPARSEPORT_DIST_TRANSPORT");
@@ -79,8 +79,10 @@ Choice requested(const std::string& where) {
   if (v == "nccl") return nccl;
   if (v == "mpi-cuda-aware") return cuda_aware;
   if (v == "host-staged") return host_staged;
+  if (v == "shm") return shm;
+  if (v == "mpi") return mpi;
   throw InvalidArgument(where + ": SPARSEPORT_DIST_TRANSPORT is '" + v +
-                        "'; expected auto, nccl, mpi-cuda-aware or host-staged");
+                        "'; expected auto, shm, mpi (host memory), nccl, mpi-cuda-aware or host-staged (device memory)");
 }
 
 }  // namespace
@@ -132,9 +134,21 @@ std::unique_ptr<Transport> choose_transport(MPI_Comm comm, const HaloPlan& plan,
   if (error.empty() && want == cuda_aware && ctx.device_memory() && !mpi_is_cuda_aware())
     error = where + ": SPARSEPORT_DIST_TRANSPORT=mpi-cuda-aware, but this MPI does not take device pointers "
                     "(MPIX_Query_cuda_support)";
+  if (error.empty() && (want == shm || want == mpi) && ctx.device_memory())
+    error = where + ": SPARSEPORT_DIST_TRANSPORT=" + (want == shm ? "shm" : "mpi") +
+            " moves host buffers, but this rank's context (" + ctx.backend() +
+            ") works in device memory; use nccl, mpi-cuda-aware or host-staged";
   agree(comm, error);
 
-  if (!ctx.device_memory()) return make_mpi_transport(comm, plan);
+  if (!ctx.device_memory()) {
+    // One rank moves nothing: no window for it.
+    if (!(want == shm || (want == automatic && ranks > 1))) return make_mpi_transport(comm, plan);
+    std::string why_not;
+    std::unique_ptr<Transport> t = make_shm_transport(comm, plan, why_not);
+    if (t) return t;
+    if (want == shm) agree(comm, where + ": SPARSEPORT_DIST_TRANSPORT=shm, but " + why_not);
+    return make_mpi_transport(comm, plan);
+  }
 #ifdef SPARSEPORT_HAVE_NCCL
   if (why_not_nccl.empty() && (want == automatic || want == nccl))
     return make_nccl_transport(comm, plan, ctx.device(), where);

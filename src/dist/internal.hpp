@@ -112,11 +112,29 @@ struct DistCsr<I, V>::State {
   // The pack matrix: send_total x local_cols, row k a 1 at column send_rows[k], so that one spmm
   // gathers the B rows the plan sends into the send buffer, on any backend. Made with the plan.
   HostCsr<I, V> pack;
-  // The combining matrices: rows x 2 rows, entry (i, 2i) when row i has local entries, (i, 2i+1)
-  // when it has remote ones; a pattern for sum/max/min, 1/degree(i) for mean. Made on first use.
+  // The combining matrices of the boundary rows (see split): (hi - lo) x 2 boundary rows, entry
+  // (i - lo, 2t) when boundary row t (this rank's row i) has local entries, (i - lo, 2t+1) for its
+  // remote ones; a pattern for sum/max/min, 1/degree(i) for mean. Made on first use.
   std::optional<HostCsr<I, V>> combine_pattern, combine_mean;
   // The blocks' rows as COO destinations, for gather_scatter. Made on first use.
   std::vector<I> local_dst, remote_dst;
+  // The rows split by whether they need the halo, for the reduces that combine (made on first use):
+  // interior: all rows, with the local entries of the rows that have no remote entry (the others
+  // empty); boundary_local / boundary_remote: the rows with remote entries (boundary_rows[t] is
+  // this rank's row of the t-th), with their local and their remote entries; the boundary rows lie
+  // in [boundary_lo, boundary_hi). The combining matrices then are (hi - lo) x 2 boundary rows.
+  struct RowSplit {
+    HostCsr<I, V> interior, boundary_local, boundary_remote;
+    std::vector<I> interior_dst, boundary_local_dst, boundary_remote_dst;
+    std::vector<int64_t> boundary_rows;
+    int64_t boundary_lo = 0, boundary_hi = 0;
+    std::optional<HostCsr<I, V>> boundary_remote_in_place;  // see remote_in_place
+  };
+  std::optional<RowSplit> split;
+  // The remote blocks with their columns renumbered to rows of the node's shared window, for a
+  // transport that lets them read the ghost rows in place (Transport::ghosts_in_place). Made on
+  // first use; the same rowptr (and COO destinations) as the blocks they come from.
+  std::optional<HostCsr<I, V>> remote_in_place;
   // Per entry of this rank's rows in their original storage order (the order the rows had when
   // the DistCsr was built): true when it went to the remote block. Each block keeps the original
   // relative order of its entries, so this alone merges per-entry results of the two blocks back

@@ -19,11 +19,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-enum class Block { local, remote };
-
 // One block's op: out = alpha * reduce(block, x) + beta * out (beta only where the op has one).
-using RunBlock =
-    std::function<void(Block, const DenseView& x, const DenseMutView& out, Reduce reduce, double alpha, double beta)>;
+// dst: the block's rows as COO destinations, made by the op when it needs them (gather_scatter).
+template <class I, class V>
+using RunBlock = std::function<void(const HostCsr<I, V>& block, std::vector<I>& dst, const DenseView& x,
+                                    const DenseMutView& out, Reduce reduce, double alpha, double beta)>;
 
 template <class I, class V>
 void check_operands(const DistCsr<I, V>& a, const DenseView& x, const DenseMutView& out, const char* x_name,
@@ -57,28 +57,77 @@ void check_dense_operand(const DenseView& d, ValueType want_type, int64_t rows, 
   if (d.data == nullptr && d.rows > 0 && d.cols > 0) throw InvalidArgument(w + ": " + arg + ".data is null");
 }
 
-// rows x 2*rows: (i, 2i) when row i has local entries, (i, 2i+1) when it has remote ones; values
-// 1/degree(i) for mean, else a pattern.
+// The rows split by whether they have remote entries (State::RowSplit), made once per matrix.
+template <class I, class V>
+const typename DistCsr<I, V>::State::RowSplit& row_split(typename DistCsr<I, V>::State& s) {
+  if (s.split) return *s.split;
+  typename DistCsr<I, V>::State::RowSplit sp;
+  const HostCsr<I, V>& loc = s.local;
+  const HostCsr<I, V>& rem = s.remote;
+  const int64_t m = loc.rows;
+  const bool values = !s.pattern;
+  const auto start = [](HostCsr<I, V>& k, int64_t rows, int64_t cols) {
+    k.rows = rows;
+    k.cols = cols;
+    k.rowptr.assign(1, I(0));
+  };
+  const auto append_row = [values](HostCsr<I, V>& k, const HostCsr<I, V>& from, int64_t i) {
+    for (I e = from.rowptr[static_cast<size_t>(i)]; e < from.rowptr[static_cast<size_t>(i) + 1]; ++e) {
+      k.colind.push_back(from.colind[static_cast<size_t>(e)]);
+      if (values) k.values.push_back(from.values[static_cast<size_t>(e)]);
+    }
+    k.rowptr.push_back(static_cast<I>(k.colind.size()));
+  };
+  start(sp.interior, m, loc.cols);
+  for (int64_t i = 0; i < m; ++i)
+    if (rem.rowptr[static_cast<size_t>(i) + 1] > rem.rowptr[static_cast<size_t>(i)]) sp.boundary_rows.push_back(i);
+  const int64_t nb = static_cast<int64_t>(sp.boundary_rows.size());
+  start(sp.boundary_local, nb, loc.cols);
+  start(sp.boundary_remote, nb, rem.cols);
+  size_t t = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    if (t < sp.boundary_rows.size() && sp.boundary_rows[t] == i) {
+      sp.interior.rowptr.push_back(static_cast<I>(sp.interior.colind.size()));
+      append_row(sp.boundary_local, loc, i);
+      append_row(sp.boundary_remote, rem, i);
+      ++t;
+    } else {
+      append_row(sp.interior, loc, i);
+    }
+  }
+  sp.boundary_lo = nb > 0 ? sp.boundary_rows.front() : 0;
+  sp.boundary_hi = nb > 0 ? sp.boundary_rows.back() + 1 : 0;
+  s.split = std::move(sp);
+  return *s.split;
+}
+
+// (hi - lo) x 2 boundary rows: (i - lo, 2t) when boundary row t (row i) has local entries,
+// (i - lo, 2t + 1) for its remote ones; values 1/degree(i) for mean, else a pattern.
 template <class I, class V>
 const HostCsr<I, V>& combine_matrix(typename DistCsr<I, V>::State& s, bool mean, const std::string& w) {
   std::optional<HostCsr<I, V>>& slot = mean ? s.combine_mean : s.combine_pattern;
   if (slot) return *slot;
-  const int64_t m = s.local.rows;
-  if (2 * m > static_cast<int64_t>(std::numeric_limits<I>::max()))
-    throw Unsupported(w + ": this rank's " + std::to_string(m) + " rows are too many for the combine step with " +
+  const typename DistCsr<I, V>::State::RowSplit& sp = row_split<I, V>(s);
+  const int64_t nb = static_cast<int64_t>(sp.boundary_rows.size());
+  if (2 * nb > static_cast<int64_t>(std::numeric_limits<I>::max()))
+    throw Unsupported(w + ": this rank's " + std::to_string(nb) + " boundary rows are too many for the combine step with " +
                       name(index_type_of<I>()) + " indices; use int64 indices");
   HostCsr<I, V> k;
-  k.rows = m;
-  k.cols = 2 * m;
-  k.rowptr.assign(static_cast<size_t>(m) + 1, I(0));
-  for (int64_t i = 0; i < m; ++i) {
-    const int64_t dl = s.local.rowptr[static_cast<size_t>(i) + 1] - s.local.rowptr[static_cast<size_t>(i)];
-    const int64_t dr = s.remote.rowptr[static_cast<size_t>(i) + 1] - s.remote.rowptr[static_cast<size_t>(i)];
-    const V inv = dl + dr > 0 ? V(1) / static_cast<V>(dl + dr) : V(0);
-    if (dl > 0) k.colind.push_back(static_cast<I>(2 * i));
-    if (dr > 0) k.colind.push_back(static_cast<I>(2 * i + 1));
-    if (mean) k.values.resize(k.colind.size(), inv);
-    k.rowptr[static_cast<size_t>(i) + 1] = static_cast<I>(k.colind.size());
+  k.rows = sp.boundary_hi - sp.boundary_lo;
+  k.cols = 2 * nb;
+  k.rowptr.assign(static_cast<size_t>(k.rows) + 1, I(0));
+  size_t t = 0;
+  for (int64_t i = sp.boundary_lo; i < sp.boundary_hi; ++i) {
+    if (t < sp.boundary_rows.size() && sp.boundary_rows[t] == i) {
+      const int64_t dl = sp.boundary_local.rowptr[t + 1] - sp.boundary_local.rowptr[t];
+      const int64_t dr = sp.boundary_remote.rowptr[t + 1] - sp.boundary_remote.rowptr[t];
+      const V inv = V(1) / static_cast<V>(dl + dr);  // dr > 0: a boundary row
+      if (dl > 0) k.colind.push_back(static_cast<I>(2 * t));
+      k.colind.push_back(static_cast<I>(2 * t + 1));
+      if (mean) k.values.resize(k.colind.size(), inv);
+      ++t;
+    }
+    k.rowptr[static_cast<size_t>(i - sp.boundary_lo) + 1] = static_cast<I>(k.colind.size());
   }
   slot = std::move(k);
   return *slot;
@@ -113,7 +162,7 @@ const HostCsr<I, V>& merge_matrix(typename DistCsr<I, V>::State& s) {
 // context agrees the transport with every rank.
 template <class I, class V>
 DenseView post_halo(typename DistCsr<I, V>::State& s, const Context& ctx, const DenseView& x, CallStats& st,
-                    const std::string& w) {
+                    const std::string& w, bool& at_source) {
   detail::Space& sp = s.space;
   auto t0 = Clock::now();
   if (!sp.transport) sp.transport = detail::choose_transport(s.comm, s.plan, ctx, w);
@@ -121,10 +170,12 @@ DenseView post_halo(typename DistCsr<I, V>::State& s, const Context& ctx, const 
   const int64_t f = x.cols;
   const int64_t row_bytes = f * static_cast<int64_t>(sizeof(V));
   V* ghost = static_cast<V*>(sp.workspace(detail::Space::ghost, static_cast<size_t>(s.plan.recv_total() * row_bytes)));
-  V* send = static_cast<V*>(sp.workspace(detail::Space::send, static_cast<size_t>(s.plan.send_total() * row_bytes)));
   t.post_receives(ghost, row_bytes);
   st.post_ms += ms_since(t0);
   try {
+    V* send = static_cast<V*>(t.send_buffer(row_bytes));
+    if (send == nullptr)
+      send = static_cast<V*>(sp.workspace(detail::Space::send, static_cast<size_t>(s.plan.send_total() * row_bytes)));
     t0 = Clock::now();
     if (s.plan.send_total() > 0) {
       sparseport::spmm(ctx, sp.place(s.pack), x, make_dense<V>(s.plan.send_total(), f, f, send),
@@ -139,14 +190,35 @@ DenseView post_halo(typename DistCsr<I, V>::State& s, const Context& ctx, const 
     t.drain();
     throw;
   }
+  int64_t rows = 0;
+  if (const void* at = t.ghosts_in_place(&rows)) {
+    at_source = true;
+    return make_dense<V>(rows, f, f, static_cast<const V*>(at));
+  }
+  at_source = false;
   return make_dense<V>(s.remote.cols, f, std::max<int64_t>(f, 1), static_cast<const V*>(ghost));
 }
 
+// blk with each column (a ghost) replaced by its row in the transport's in-place ghost matrix of
+// `rows` rows.
 template <class I, class V>
-void wait_halo(typename DistCsr<I, V>::State& s, CallStats& st) {
+const HostCsr<I, V>& in_place(std::optional<HostCsr<I, V>>& slot, const HostCsr<I, V>& blk, const detail::Transport& t,
+                              int64_t rows) {
+  if (slot && slot->cols == rows) return *slot;
+  const std::vector<int64_t>& row = t.ghost_rows();
+  HostCsr<I, V> k = blk;
+  k.cols = rows;
+  for (I& c : k.colind) c = static_cast<I>(row[static_cast<size_t>(c)]);
+  slot = std::move(k);
+  return *slot;
+}
+
+template <class I, class V>
+void wait_halo(typename DistCsr<I, V>::State& s, CallStats& st, Clock::time_point posted) {
   const auto tw = Clock::now();
   const detail::Transport::Done d = s.space.transport->wait();
   st.wait_ms = ms_since(tw);
+  st.exchange_ms = ms_since(posted);
   st.bytes_sent = d.bytes_sent;
   st.bytes_received = d.bytes_received;
   st.messages_sent = d.messages_sent;
@@ -162,11 +234,26 @@ void timed(const Context& ctx, double& into, const std::function<void()>& fn) {
   into += ms_since(tc);
 }
 
+// The timeline's names for the compute before and after the wait, and the row counts.
+template <class I, class V>
+void finish_timeline(typename DistCsr<I, V>::State& s, CallStats& st) {
+  st.interior_ms = st.local_ms;
+  st.boundary_ms = st.remote_ms + st.combine_ms;
+  if (s.split) {
+    st.boundary_rows = static_cast<int64_t>(s.split->boundary_rows.size());
+  } else {  // sum and sddmm need no split: count without making it (O(rows))
+    st.boundary_rows = 0;
+    for (int64_t i = 0; i < s.remote.rows; ++i)
+      st.boundary_rows += s.remote.rowptr[static_cast<size_t>(i) + 1] > s.remote.rowptr[static_cast<size_t>(i)];
+  }
+  st.interior_rows = s.local.rows - st.boundary_rows;
+}
+
 // The common skeleton of spmm and gather_scatter. has_beta: the op accumulates into its output
 // (spmm), so sum needs no partial buffer.
 template <class I, class V>
 void run_distributed(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x, const DenseMutView& out,
-                     Reduce reduce, double alpha, double beta, bool has_beta, const RunBlock& run_block,
+                     Reduce reduce, double alpha, double beta, bool has_beta, const RunBlock<I, V>& run_block,
                      CallStats* stats, const std::string& w) {
   typename DistCsr<I, V>::State& s = a.state();
   const auto started = Clock::now();
@@ -178,36 +265,56 @@ void run_distributed(const Context& ctx, const DistCsr<I, V>& a, const DenseView
   }
 
   // 1. Receives first, then pack and send.
-  const DenseView ghosts = post_halo<I, V>(s, ctx, x, st, w);
+  bool at_source = false;
+  const DenseView ghosts = post_halo<I, V>(s, ctx, x, st, w, at_source);
+  st.halo_in_place = at_source;
   try {
-    // 2. The local block while the halo flies; 3. wait; 4. the remote block; 5. combine.
+    // 2. What needs no halo while it flies; 3. wait; 4. the rest on the received rows; 5. combine.
     const bool has_local = s.local.nnz() > 0, has_remote = s.remote.nnz() > 0;
-    const auto wait = [&] { wait_halo<I, V>(s, st); };
+    const HostCsr<I, V>& remote = at_source ? in_place<I, V>(s.remote_in_place, s.remote, *s.space.transport, ghosts.rows) : s.remote;
+    const auto wait = [&] { wait_halo<I, V>(s, st, started); };
     if (!has_remote) {
       // Every row's entries are local here: one op with the caller's reduce (its degree is the full one).
-      timed(ctx, st.local_ms, [&] { run_block(Block::local, x, out, reduce, alpha, beta); });
+      timed(ctx, st.local_ms, [&] { run_block(s.local, s.local_dst, x, out, reduce, alpha, beta); });
       wait();
     } else if (!has_local) {
       wait();
-      timed(ctx, st.remote_ms, [&] { run_block(Block::remote, ghosts, out, reduce, alpha, beta); });
+      timed(ctx, st.remote_ms, [&] { run_block(remote, s.remote_dst, ghosts, out, reduce, alpha, beta); });
     } else if (reduce == Reduce::sum && has_beta) {
-      timed(ctx, st.local_ms, [&] { run_block(Block::local, x, out, Reduce::sum, alpha, beta); });
-      wait();
-      timed(ctx, st.remote_ms, [&] { run_block(Block::remote, ghosts, out, Reduce::sum, alpha, 1.0); });
-    } else {
-      // Partials side by side: row i of the local result in columns [0, F), of the remote in [F, 2F);
-      // seen as a (2 rows) x F matrix they are rows 2i and 2i+1, which the combine matrix reduces.
-      const int64_t m = s.local.rows;
-      V* p = static_cast<V*>(s.space.workspace(detail::Space::partials, static_cast<size_t>(2 * m * f) * sizeof(V)));
-      const Reduce part = reduce == Reduce::mean ? Reduce::sum : reduce;
-      timed(ctx, st.local_ms, [&] { run_block(Block::local, x, make_dense<V>(m, f, 2 * f, p), part, 1.0, 0.0); });
+      // The whole local block (interior rows and the boundary rows' local entries) hides the halo;
+      // the remote entries are added after it.
+      timed(ctx, st.local_ms, [&] { run_block(s.local, s.local_dst, x, out, Reduce::sum, alpha, beta); });
       wait();
       timed(ctx, st.remote_ms,
-            [&] { run_block(Block::remote, ghosts, make_dense<V>(m, f, 2 * f, p + f), part, 1.0, 0.0); });
+            [&] { run_block(remote, s.remote_dst, ghosts, out, Reduce::sum, alpha, 1.0); });
+    } else {
+      // Interior rows straight into out with the caller's reduce (the boundary rows are empty there,
+      // so they get beta * out, or 0); the boundary rows' local entries into the partial buffer, row
+      // t in columns [0, F), their remote entries into [F, 2F). Seen as a (2 nb) x F matrix the
+      // partials are rows 2t and 2t+1, which the combine matrix reduces into out's rows [lo, hi)
+      // with beta = 1 (its interior rows there are empty: they stay as they are).
+      auto& sp = const_cast<typename DistCsr<I, V>::State::RowSplit&>(row_split<I, V>(s));
+      const int64_t nb = static_cast<int64_t>(sp.boundary_rows.size());
+      V* p = static_cast<V*>(s.space.workspace(detail::Space::partials, static_cast<size_t>(2 * nb * f) * sizeof(V)));
+      const Reduce part = reduce == Reduce::mean ? Reduce::sum : reduce;
+      timed(ctx, st.local_ms, [&] {
+        run_block(sp.interior, sp.interior_dst, x, out, reduce, alpha, beta);
+        run_block(sp.boundary_local, sp.boundary_local_dst, x, make_dense<V>(nb, f, 2 * f, p), part, 1.0, 0.0);
+      });
+      wait();
+      timed(ctx, st.remote_ms, [&] {
+        const HostCsr<I, V>& br =
+            at_source ? in_place<I, V>(sp.boundary_remote_in_place, sp.boundary_remote, *s.space.transport, ghosts.rows)
+                      : sp.boundary_remote;
+        run_block(br, sp.boundary_remote_dst, ghosts, make_dense<V>(nb, f, 2 * f, p + f), part, 1.0, 0.0);
+      });
       timed(ctx, st.combine_ms, [&] {
         const CsrView k = s.space.place(combine_matrix<I, V>(s, reduce == Reduce::mean, w));
-        sparseport::spmm(ctx, k, make_dense<V>(2 * m, f, f, static_cast<const V*>(p)), out,
-                         SpmmOptions{reduce == Reduce::mean ? Reduce::sum : reduce, alpha, beta, {}});
+        const int64_t lo = sp.boundary_lo, rows = sp.boundary_hi - sp.boundary_lo;
+        V* o = static_cast<V*>(out.data) + lo * out.ld;
+        sparseport::spmm(ctx, k, make_dense<V>(2 * nb, f, f, static_cast<const V*>(p)),
+                         make_dense<V>(rows, f, out.ld, o),
+                         SpmmOptions{reduce == Reduce::mean ? Reduce::sum : reduce, has_beta ? alpha : 1.0, 1.0, {}});
       });
     }
   } catch (...) {
@@ -215,6 +322,7 @@ void run_distributed(const Context& ctx, const DistCsr<I, V>& a, const DenseView
     throw;
   }
   st.total_ms = ms_since(started);
+  finish_timeline<I, V>(s, st);
   if (stats != nullptr) *stats = std::move(st);
 }
 
@@ -228,11 +336,10 @@ void spmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& b_local, 
   check_operands(a, b_local, c_local, "b_local", "c_local", w);
   s.space.use(ctx);
   Decision local;
-  const RunBlock run = [&](Block blk, const DenseView& x, const DenseMutView& out, Reduce r, double alpha,
-                           double beta) {
-    const CsrView v = s.space.place(blk == Block::local ? s.local : s.remote);
-    sparseport::spmm(ctx, v, x, out, SpmmOptions{r, alpha, beta, opt.variant});
-    if (stats != nullptr && (blk == Block::local || local.variant.empty())) local = last_decision();
+  const RunBlock<I, V> run = [&](const HostCsr<I, V>& blk, std::vector<I>&, const DenseView& x,
+                                 const DenseMutView& out, Reduce r, double alpha, double beta) {
+    sparseport::spmm(ctx, s.space.place(blk), x, out, SpmmOptions{r, alpha, beta, opt.variant});
+    if (stats != nullptr && local.variant.empty() && blk.nnz() > 0) local = last_decision();
   };
   run_distributed<I, V>(ctx, a, b_local, c_local, opt.reduce, opt.alpha, opt.beta, true, run, stats, w);
   if (stats != nullptr) stats->local_decision = std::move(local);
@@ -245,23 +352,20 @@ void gather_scatter(const Context& ctx, const DistCsr<I, V>& edges, const DenseV
   typename DistCsr<I, V>::State& s = edges.state();
   check_operands(edges, x_local, out_local, "x_local", "out_local", w);
   s.space.use(ctx);
-  const auto dst_of = [](const HostCsr<I, V>& blk, std::vector<I>& dst) {
-    if (static_cast<int64_t>(dst.size()) == blk.nnz()) return;
-    dst.resize(static_cast<size_t>(blk.nnz()));
-    for (int64_t i = 0; i < blk.rows; ++i)
-      for (I e = blk.rowptr[static_cast<size_t>(i)]; e < blk.rowptr[static_cast<size_t>(i) + 1]; ++e)
-        dst[static_cast<size_t>(e)] = static_cast<I>(i);
-  };
-  dst_of(s.local, s.local_dst);
-  dst_of(s.remote, s.remote_dst);
   Decision local;
-  const RunBlock run = [&](Block blk, const DenseView& x, const DenseMutView& out, Reduce r, double, double) {
-    const HostCsr<I, V>& b = blk == Block::local ? s.local : s.remote;
+  const RunBlock<I, V> run = [&](const HostCsr<I, V>& b, std::vector<I>& dst, const DenseView& x,
+                                 const DenseMutView& out, Reduce r, double, double) {
+    if (static_cast<int64_t>(dst.size()) != b.nnz()) {
+      dst.resize(static_cast<size_t>(b.nnz()));
+      for (int64_t i = 0; i < b.rows; ++i)
+        for (I e = b.rowptr[static_cast<size_t>(i)]; e < b.rowptr[static_cast<size_t>(i) + 1]; ++e)
+          dst[static_cast<size_t>(e)] = static_cast<I>(i);
+    }
     const CsrView placed = s.space.place(b);
-    const CooView coo = make_coo<I, V>(b.rows, b.cols, b.nnz(), s.space.place(blk == Block::local ? s.local_dst : s.remote_dst),
+    const CooView coo = make_coo<I, V>(b.rows, b.cols, b.nnz(), s.space.place(dst),
                                        static_cast<const I*>(placed.colind), static_cast<const V*>(placed.values));
     sparseport::gather_scatter(ctx, coo, x, out, ReduceOptions{r, opt.variant});
-    if (stats != nullptr && (blk == Block::local || local.variant.empty())) local = last_decision();
+    if (stats != nullptr && local.variant.empty() && b.nnz() > 0) local = last_decision();
   };
   run_distributed<I, V>(ctx, edges, x_local, out_local, opt.reduce, 1.0, 0.0, false, run, stats, w);
   if (stats != nullptr) stats->local_decision = std::move(local);
@@ -285,31 +389,34 @@ void sddmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local,
   const int64_t f = y_local.cols;
   const bool exchange = f > 0;  // every rank has the same F; with none, nothing moves (the ops still write 0s)
   Decision local;
-  const auto run = [&](Block blk, const DenseView& y, const DenseMutView& out) {
-    sparseport::sddmm(ctx, s.space.place(blk == Block::local ? s.local : s.remote), x_local, y, out, opt);
-    if (stats != nullptr && (blk == Block::local || local.variant.empty())) local = last_decision();
+  const auto run = [&](const HostCsr<I, V>& blk, const DenseView& y, const DenseMutView& out) {
+    sparseport::sddmm(ctx, s.space.place(blk), x_local, y, out, opt);
+    if (stats != nullptr && (&blk == &s.local || local.variant.empty())) local = last_decision();
   };
-  const DenseView ghosts =
-      exchange ? post_halo<I, V>(s, ctx, y_local, st, w) : make_dense<V>(s.remote.cols, 0, 1, static_cast<const V*>(nullptr));
+  bool at_source = false;
+  const DenseView ghosts = exchange ? post_halo<I, V>(s, ctx, y_local, st, w, at_source)
+                                    : make_dense<V>(s.remote.cols, 0, 1, static_cast<const V*>(nullptr));
+  st.halo_in_place = at_source;
   try {
     const int64_t nl = s.local.nnz(), nr = s.remote.nnz();
+    const HostCsr<I, V>& remote = at_source ? in_place<I, V>(s.remote_in_place, s.remote, *s.space.transport, ghosts.rows) : s.remote;
     const auto wait = [&] {
-      if (exchange) wait_halo<I, V>(s, st);
+      if (exchange) wait_halo<I, V>(s, st, started);
     };
     if (nr == 0) {
       // The local block's entries are all of this rank's, in the original order: straight into out.
-      timed(ctx, st.local_ms, [&] { run(Block::local, y_local, out_local); });
+      timed(ctx, st.local_ms, [&] { run(s.local, y_local, out_local); });
       wait();
     } else if (nl == 0) {
       wait();
-      timed(ctx, st.remote_ms, [&] { run(Block::remote, ghosts, out_local); });
+      timed(ctx, st.remote_ms, [&] { run(remote, ghosts, out_local); });
     } else {
       // Each block into its part of a per-entry buffer, then merged back into the original order by
       // one spmm with the merge matrix (State::merge).
       V* pl = static_cast<V*>(s.space.workspace(detail::Space::partials, static_cast<size_t>(nl + nr) * sizeof(V)));
-      timed(ctx, st.local_ms, [&] { run(Block::local, y_local, make_dense<V>(nl, 1, 1, pl)); });
+      timed(ctx, st.local_ms, [&] { run(s.local, y_local, make_dense<V>(nl, 1, 1, pl)); });
       wait();
-      timed(ctx, st.remote_ms, [&] { run(Block::remote, ghosts, make_dense<V>(nr, 1, 1, pl + nl)); });
+      timed(ctx, st.remote_ms, [&] { run(remote, ghosts, make_dense<V>(nr, 1, 1, pl + nl)); });
       timed(ctx, st.combine_ms, [&] {
         sparseport::spmm(ctx, s.space.place(merge_matrix<I, V>(s)), make_dense<V>(nl + nr, 1, 1, static_cast<const V*>(pl)),
                          out_local, SpmmOptions{Reduce::sum, 1.0, 0.0, {}});
@@ -320,6 +427,9 @@ void sddmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local,
     throw;
   }
   st.total_ms = ms_since(started);
+  // Each entry needs only its own row of X and column's row of Y: the local entries of every row
+  // hide the halo, the remote ones follow it.
+  finish_timeline<I, V>(s, st);
   st.local_decision = std::move(local);
   if (stats != nullptr) *stats = std::move(st);
 }

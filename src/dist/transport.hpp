@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sparseport/context.hpp"
 #include "sparseport/dist.hpp"
@@ -22,6 +23,18 @@ class Transport {
 
   // Posts a receive per recv peer into recv: row_bytes per row, at the plan's displacements.
   virtual void post_receives(void* recv, int64_t row_bytes) = 0;
+  // Where this call's send rows are to be packed (send_total rows of row_bytes), when the transport
+  // owns that memory (shm: the rank's segment of the shared window, which its node peers read);
+  // null: the caller's workspace. Called once per call, after post_receives, by every rank.
+  virtual void* send_buffer(int64_t /*row_bytes*/) { return nullptr; }
+  // After post_sends: where the remote block may read this call's ghost rows in place (valid until
+  // the next call starts), a matrix of *rows rows of row_bytes whose row ghost_rows()[g] is ghost
+  // g; null when they arrive in the ghost buffer (which wait() then has filled).
+  virtual const void* ghosts_in_place(int64_t* /*rows*/) const { return nullptr; }
+  virtual const std::vector<int64_t>& ghost_rows() const {
+    static const std::vector<int64_t> none;
+    return none;
+  }
   // Posts a send per send peer from send, packed peer after peer in the plan's order.
   virtual void post_sends(const void* send, int64_t row_bytes) = 0;
 
@@ -41,8 +54,15 @@ class Transport {
 // host buffers, "mpi-cuda-aware" when the buffers are device memory handed to a CUDA-aware MPI.
 std::unique_ptr<Transport> make_mpi_transport(MPI_Comm comm, const HaloPlan& plan, const char* name = "mpi");
 
-// The transport every rank agrees on, for buffers in ctx's memory: MPI for a host context; for a
-// device context the choice below. Collective over comm: every rank calls it at the same call
+// Host buffers: node peers (MPI_COMM_TYPE_SHARED) read each other's packed rows from an MPI-3
+// shared-memory window; peers on other nodes go through make_mpi_transport. Collective over comm.
+// Null, with why_not set on every rank, when some rank cannot map a shared window.
+std::unique_ptr<Transport> make_shm_transport(MPI_Comm comm, const HaloPlan& plan, std::string& why_not);
+
+// The transport every rank agrees on, for buffers in ctx's memory. For a host context, from
+// SPARSEPORT_DIST_TRANSPORT: shm (the default: auto or unset) or mpi; where a shared window cannot
+// be made, the default falls back to mpi and a forced shm throws InvalidArgument on every rank. For a
+// device context the choice below (shm and mpi are refused there). Collective over comm: every rank calls it at the same call
 // (the first exchange after it bound a context, whatever its backend), so that ranks may run
 // different backends and still agree. For device memory, from SPARSEPORT_DIST_TRANSPORT (auto,
 // the default; nccl; mpi-cuda-aware; host-staged; read on every rank, must agree):

@@ -206,8 +206,13 @@ sp::Context make_context(const std::string& backend) {
 // The transport a call with this context must have agreed on (SPARSEPORT_DIST_TRANSPORT unset or
 // forced by the CTest entry).
 std::string expected_transport(const sp::Context& ctx) {
-  if (!ctx.device_memory()) return "mpi";
   const char* env = std::getenv("SPARSEPORT_DIST_TRANSPORT");
+  if (!ctx.device_memory()) {
+    const std::string forced = env != nullptr ? env : "";
+    if (forced == "shm" || forced == "mpi") return forced;
+    // Every rank of these tests is on one node: the shared window, except for one rank.
+    return g_ranks > 1 ? "shm" : "mpi";
+  }
   if (env != nullptr && *env != '\0' && std::string(env) != "auto") return env;
   // One GPU here (the GPU machine of the tests): NCCL for one rank, host-staged for ranks sharing it.
   return dist::has_nccl() && g_ranks == 1 ? "nccl" : "host-staged";
@@ -780,6 +785,105 @@ TEST(Dist, TransportChoiceIsAgreedByEveryRank) {
     call("auto");
     if (ctx.device_memory()) call("host-staged");
   }
+}
+
+// The timeline of a call: every part present and non-negative, the rows split as the blocks say.
+template <class I, class V>
+void expect_timeline(const dist::CallStats& st, const dist::DistCsr<I, V>& d, const std::string& what) {
+  for (const double v : {st.interior_ms, st.exchange_ms, st.wait_ms, st.boundary_ms, st.local_ms, st.remote_ms,
+                         st.combine_ms, st.total_ms})
+    EXPECT_TRUE(v >= 0 && std::isfinite(v)) << what << ": a time of " << v << " ms";
+  EXPECT_EQ(st.interior_ms, st.local_ms) << what;
+  EXPECT_EQ(st.boundary_ms, st.remote_ms + st.combine_ms) << what;
+  EXPECT_GE(st.exchange_ms, st.wait_ms) << what;
+  EXPECT_LE(st.exchange_ms, st.total_ms) << what;
+  int64_t boundary = 0;
+  for (int64_t i = 0; i < d.local_rows(); ++i)
+    boundary += d.remote_block().rowptr[static_cast<size_t>(i) + 1] > d.remote_block().rowptr[static_cast<size_t>(i)];
+  EXPECT_EQ(st.boundary_rows, boundary) << what;
+  EXPECT_EQ(st.interior_rows, d.local_rows() - boundary) << what;
+}
+
+// The shared-window transport against MPI messages: the same bits for spmm (every reduce),
+// gather_scatter and sddmm, both within the reference tolerance of the single-process result; new
+// B values at every call (a row read from the wrong half of the double buffer, or before its owner
+// packed it, would be the last call's), F changing between calls (the window grows, and rows
+// narrower than its capacity are packed at their own stride).
+TYPED_TEST(DistOps, ShmTransportMatchesMpiAndOneProcess) {
+  using I = typename TypeParam::first_type;
+  using V = typename TypeParam::second_type;
+  const sp::Context ctx = make_context("reference");
+  if (ctx.device_memory()) GTEST_SKIP() << "host transports only";
+  const std::vector<Case<I, V>> cases = make_cases<I, V>();
+  std::mt19937_64 rng(g_seed + 31);
+  const Case<I, V> big{"random 600x600", random_csr<I, V>(600, 600, 12, 0.05, false, false, rng)};
+  int64_t calls = 0;
+  for (const Case<I, V>& cs : {big, cases[0], cases[2], cases[3], cases[6]}) {
+    // Per transport its own matrices: the transport is chosen at a matrix's first exchange.
+    std::vector<std::vector<sp::HostDense<V>>> got(2);
+    for (const int t : {0, 1}) {
+      const char* transport = t == 0 ? "shm" : "mpi";
+      const sparseport_test::ScopedEnv env("SPARSEPORT_DIST_TRANSPORT", transport);
+      for (const auto& [how, d] : both_builds(cs.a)) {
+        const std::string where = cs.name + " (" + how + ", " + std::to_string(g_ranks) + " ranks, " + transport + ")";
+        SCOPED_TRACE(where);
+        const dist::HaloVolume pred = dist::predict_halo(cs.a.view(), d.partition());
+        uint64_t call_seed = g_seed + 100;
+        for (const int64_t f : {int64_t{8}, int64_t{8}, int64_t{33}, int64_t{1}, int64_t{33}, int64_t{8}}) {
+          for (const auto& [reduce, sign] :
+               std::vector<std::pair<sp::Reduce, Sign>>{{sp::Reduce::sum, Sign::mixed},
+                                                        {sp::Reduce::mean, Sign::mixed},
+                                                        {sp::Reduce::max, Sign::negative},
+                                                        {sp::Reduce::min, Sign::positive}}) {
+            for (const int op : {0, 1, 2}) {  // spmm, gather_scatter, sddmm
+              if (op == 2 && reduce != sp::Reduce::sum) continue;
+              ++call_seed;
+              const char* op_name = op == 0 ? "spmm" : op == 1 ? "gather_scatter" : "sddmm";
+              const std::string what = where + ", " + op_name + ", " + sp::name(reduce) + ", F " + std::to_string(f);
+              const sp::HostDense<V> b = make_dense<V>(cs.a.cols, f, sign, call_seed);
+              const sp::HostDense<V> x = make_dense<V>(cs.a.rows, f, Sign::mixed, call_seed + 7);
+              const sp::HostDense<V> c0 = make_dense<V>(cs.a.rows, f, Sign::mixed, call_seed + 13);
+              const sp::HostDense<V> b_local = rows_of(b, d.first_col(), d.first_col() + d.local_cols());
+              const sp::HostDense<V> x_local = rows_of(x, d.first_row(), d.first_row() + d.local_rows());
+              const double alpha = op == 0 ? 2.0 : 1.0, beta = op == 0 ? 0.5 : 0.0;
+              sp::HostDense<V> out = op == 2 ? sp::HostDense<V>(d.local_nnz(), 1)
+                                             : rows_of(c0, d.first_row(), d.first_row() + d.local_rows());
+              dist::CallStats st;
+              if (op == 0)
+                dist::spmm(ctx, d, b_local.view(), out.mut(), sp::SpmmOptions{reduce, alpha, beta, {}}, &st);
+              else if (op == 1)
+                dist::gather_scatter(ctx, d, b_local.view(), out.mut(), sp::ReduceOptions{reduce, {}}, &st);
+              else
+                dist::sddmm(ctx, d, x_local.view(), b_local.view(), out.mut(), {}, &st);
+              ++calls;
+              EXPECT_EQ(std::string(st.transport), transport) << what;  // forced, also on one rank
+              // Every rank on this node, and Open MPI's window contiguous: shm reads in place.
+              EXPECT_EQ(st.halo_in_place, t == 0 && pred.received_rows(g_rank) > 0 && f > 0) << what;
+              expect_timeline(st, d, what);
+              EXPECT_EQ(st.bytes_received, pred.received_rows(g_rank) * f * static_cast<int64_t>(sizeof(V))) << what;
+              EXPECT_EQ(st.bytes_sent, pred.sent_rows(g_rank) * f * static_cast<int64_t>(sizeof(V))) << what;
+              sp::HostDense<double> want, bound;
+              if (op == 2) {
+                expected_sddmm(cs.a, x, b, want, bound);
+                EXPECT_EQ(compare_rows(out, cs.a.rowptr[static_cast<size_t>(d.first_row())], want, bound, what, "out"),
+                          0)
+                    << what;
+              } else {
+                expected(cs.a, b, op == 0 ? c0 : sp::HostDense<V>(cs.a.rows, f), reduce, alpha, beta, want, bound);
+                EXPECT_EQ(compare_rows(out, d.first_row(), want, bound, what), 0) << what;
+              }
+              got[static_cast<size_t>(t)].push_back(std::move(out));
+            }
+          }
+        }
+      }
+    }
+    ASSERT_EQ(got[0].size(), got[1].size());  // the same on every rank
+    int64_t differ = 0;
+    for (size_t k = 0; k < got[0].size(); ++k) differ += got[0][k].data != got[1][k].data;
+    EXPECT_EQ(differ, 0) << cs.name << ": " << differ << " of " << got[0].size() << " results differ between shm and mpi";
+  }
+  if (g_rank == 0) std::printf("[          ] %lld calls through shm and mpi checked\n", static_cast<long long>(calls));
 }
 
 TEST(Dist, GatherRowsIsTheInverseOfScatterRows) {
