@@ -344,64 +344,6 @@ TEST(SchedulerProbe, PowerLawSampleKeepsTheHubsShareOfTheWork) {
   }
 }
 
-// The sample a plugin gets: a CSR of the whole rows (sliced by the backend) then the cut rows' first
-// entries, with their values; built through the reference plugin's memory calls.
-TEST(SchedulerProbe, ProbeSampleOnTheBackendIsTheChosenRows) {
-  std::vector<int64_t> rowptr{0};
-  std::vector<int32_t> colind;
-  std::vector<float> values;
-  for (int64_t i = 0; i < 20000; ++i) {
-    const int64_t d = i == 777 ? 9000 : (i % 5000 == 3 ? 700 : 1 + i % 3);
-    for (int64_t t = 0; t < d; ++t) {
-      colind.push_back(static_cast<int32_t>((i * 131 + t * 7) % 20000));
-      values.push_back(static_cast<float>(i) + static_cast<float>(t) / 16384.0f);
-    }
-    rowptr.push_back(static_cast<int64_t>(colind.size()));
-  }
-  std::vector<int32_t> rp32(rowptr.begin(), rowptr.end());
-  HostDense<float> b(20000, 4), c(20000, 4);
-  sparseport_spmm_args args{{20000, 20000, static_cast<int64_t>(colind.size()), rp32.data(), colind.data(), values.data(),
-                             SPARSEPORT_I32, SPARSEPORT_F32},
-                            {b.rows, b.cols, b.ld, b.data.data(), SPARSEPORT_F32},
-                            {c.rows, c.cols, c.ld, c.data.data(), SPARSEPORT_F32},
-                            SPARSEPORT_REDUCE_SUM,
-                            1.0,
-                            0.0,
-                            nullptr,
-                            0};
-  Structure s;
-  s.rows = s.cols = 20000;
-  s.nnz = static_cast<int64_t>(colind.size());
-  s.index_type = SPARSEPORT_I32;
-  s.host_rowptr = rp32.data();
-  SchedulerOptions o;
-  o.probe_frac = 0.03;
-  o.min_probe_rows = 64;
-  const PluginInfo ref = plugin("reference");
-  ProbeSample sample(ref, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, s, o);
-  const ProbeSample::Rows pick = ProbeSample::sample_rows(rowptr, o.probe_frac, o.min_probe_rows);
-  ASSERT_EQ(pick.cut.size(), 5u) << "the 700-entry rows and the 9000-entry row";
-  const auto& a = static_cast<const sparseport_spmm_args*>(sample.args())->a;
-  ASSERT_EQ(a.rows, static_cast<int64_t>(pick.rows.size() + pick.cut.size()));
-  const auto* srp = static_cast<const int32_t*>(a.rowptr);
-  const auto* sci = static_cast<const int32_t*>(a.colind);
-  const auto* sv = static_cast<const float*>(a.values);
-  EXPECT_EQ(srp[0], 0);
-  EXPECT_EQ(srp[a.rows], a.nnz);
-  int64_t i = 0;
-  const auto expect_row = [&](int64_t r, int64_t k) {
-    ASSERT_EQ(srp[i + 1] - srp[i], k) << "sample row " << i << " (row " << r << ")";
-    for (int64_t t = 0; t < k; ++t) {
-      EXPECT_EQ(sci[srp[i] + t], colind[static_cast<size_t>(rowptr[static_cast<size_t>(r)] + t)]) << r;
-      EXPECT_EQ(sv[srp[i] + t], values[static_cast<size_t>(rowptr[static_cast<size_t>(r)] + t)]) << r;
-    }
-    ++i;
-  };
-  for (const int64_t r : pick.rows) expect_row(r, rowptr[static_cast<size_t>(r) + 1] - rowptr[static_cast<size_t>(r)]);
-  for (const auto& [r, k] : pick.cut) expect_row(r, k);
-  EXPECT_NE(sample.description().find("hub rows cut"), std::string::npos) << sample.description();
-}
-
 TEST(SchedulerSignature, HashCoversHardwareNotVersionsAndIsStable) {
   const DeviceSignature a = make_signature({{"kind", "gpu"}, {"sms", "132"}, {"driver_version", "13.0"}});
   const DeviceSignature b = make_signature({{"kind", "gpu"}, {"sms", "132"}, {"driver_version", "13.1"}});
@@ -523,6 +465,59 @@ Problem make_problem(int64_t rows) {
   for (size_t i = 0; i < p.b.data.size(); ++i) p.b.data[i] = static_cast<float>(i % 7) - 3.0f;
   p.c = HostDense<float>(p.a.rows, 8);
   return p;
+}
+
+// The sample a plugin gets: a CSR of the whole rows (sliced by the backend) then the cut rows' first
+// entries, with their values; built through the reference plugin's memory calls.
+TEST(SchedulerProbe, ProbeSampleOnTheBackendIsTheChosenRows) {
+  std::vector<int64_t> rowptr{0};
+  Problem pb;
+  pb.a.rows = pb.a.cols = 20000;
+  for (int64_t i = 0; i < 20000; ++i) {
+    const int64_t d = i == 777 ? 9000 : (i % 5000 == 3 ? 700 : 1 + i % 3);
+    for (int64_t t = 0; t < d; ++t) {
+      pb.a.colind.push_back(static_cast<int32_t>((i * 131 + t * 7) % 20000));
+      pb.a.values.push_back(static_cast<float>(i) + static_cast<float>(t) / 16384.0f);
+    }
+    rowptr.push_back(static_cast<int64_t>(pb.a.colind.size()));
+    pb.a.rowptr.push_back(static_cast<int32_t>(pb.a.colind.size()));
+  }
+  pb.b = HostDense<float>(20000, 4);
+  pb.c = HostDense<float>(20000, 4);
+  sparseport_spmm_args args = pb.args();
+  const std::vector<int32_t>& colind = pb.a.colind;
+  const std::vector<float>& values = pb.a.values;
+  Structure s;
+  s.rows = s.cols = 20000;
+  s.nnz = pb.a.nnz();
+  s.index_type = SPARSEPORT_I32;
+  s.host_rowptr = pb.a.rowptr.data();
+  SchedulerOptions o;
+  o.probe_frac = 0.03;
+  o.min_probe_rows = 64;
+  const PluginInfo ref = plugin("reference");
+  ProbeSample sample(ref, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, s, o);
+  const ProbeSample::Rows pick = ProbeSample::sample_rows(rowptr, o.probe_frac, o.min_probe_rows);
+  ASSERT_EQ(pick.cut.size(), 5u) << "the 700-entry rows and the 9000-entry row";
+  const auto& a = static_cast<const sparseport_spmm_args*>(sample.args())->a;
+  ASSERT_EQ(a.rows, static_cast<int64_t>(pick.rows.size() + pick.cut.size()));
+  const auto* srp = static_cast<const int32_t*>(a.rowptr);
+  const auto* sci = static_cast<const int32_t*>(a.colind);
+  const auto* sv = static_cast<const float*>(a.values);
+  EXPECT_EQ(srp[0], 0);
+  EXPECT_EQ(srp[a.rows], a.nnz);
+  int64_t i = 0;
+  const auto expect_row = [&](int64_t r, int64_t k) {
+    ASSERT_EQ(srp[i + 1] - srp[i], k) << "sample row " << i << " (row " << r << ")";
+    for (int64_t t = 0; t < k; ++t) {
+      EXPECT_EQ(sci[srp[i] + t], colind[static_cast<size_t>(rowptr[static_cast<size_t>(r)] + t)]) << r;
+      EXPECT_EQ(sv[srp[i] + t], values[static_cast<size_t>(rowptr[static_cast<size_t>(r)] + t)]) << r;
+    }
+    ++i;
+  };
+  for (const int64_t r : pick.rows) expect_row(r, rowptr[static_cast<size_t>(r) + 1] - rowptr[static_cast<size_t>(r)]);
+  for (const auto& [r, k] : pick.cut) expect_row(r, k);
+  EXPECT_NE(sample.description().find("hub rows cut"), std::string::npos) << sample.description();
 }
 
 SchedulerOptions options(const TempDir& dir, SchedulerMode mode, double alpha = 0.95) {
