@@ -168,66 +168,6 @@ V identity() {
     return -V(0);
 }
 
-// ---------------------------------------------------------------------------------------------
-// Host spaces: a row's entries [eb, ee) (eb < ee) folded over columns [j0, j0 + w) of C, entry by
-// entry, then handed to sink(j0, w, acc). W is a constant (kExact: w == W), so the W accumulators
-// are unrolled into vector registers and the column loop has no remainder; with a run-time width
-// GCC kept acc on the stack and loaded and stored it for every entry. Other widths (kExact false)
-// run the loop to w over an array of W.
-template <int W, bool kExact, Op op, class I, class V, class Sink>
-KOKKOS_FORCEINLINE_FUNCTION void host_tile(const Spmm<I, V>& p, int64_t eb, int64_t ee, int64_t j0, int64_t w,
-                                           const Sink& sink) {
-  const int64_t n = kExact ? W : w;
-  const I* ci = p.ci;
-  const V* av = p.av;
-  const V* b = p.b + j0;
-  const int64_t ldb = p.ldb;
-  V acc[W];
-  {
-    const V a = av != nullptr ? av[eb] : V(1);
-    const V* brow = b + static_cast<int64_t>(ci[eb]) * ldb;
-    for (int64_t jj = 0; jj < n; ++jj) acc[jj] = a * brow[jj];
-  }
-  for (int64_t e = eb + 1; e < ee; ++e) {
-    const V a = av != nullptr ? av[e] : V(1);
-    const V* brow = b + static_cast<int64_t>(ci[e]) * ldb;
-    for (int64_t jj = 0; jj < n; ++jj) acc[jj] = fold<op>(acc[jj], a * brow[jj]);
-  }
-  sink(j0, n, acc);
-}
-
-// Host spaces: all of C's columns for the entries [eb, ee) of one row, kHostCols at a time, the
-// common narrower tails (32, 16, 8) with exact widths too.
-template <Op op, class I, class V, class Sink>
-KOKKOS_FORCEINLINE_FUNCTION void host_row(const Spmm<I, V>& p, int64_t eb, int64_t ee, const Sink& sink) {
-  int64_t j0 = 0;
-  for (; j0 + kHostCols <= p.f; j0 += kHostCols) host_tile<kHostCols, true, op>(p, eb, ee, j0, kHostCols, sink);
-  const int64_t w = p.f - j0;
-  if (w == 0) return;
-  if (w == 32)
-    host_tile<32, true, op>(p, eb, ee, j0, w, sink);
-  else if (w == 16)
-    host_tile<16, true, op>(p, eb, ee, j0, w, sink);
-  else if (w == 8)
-    host_tile<8, true, op>(p, eb, ee, j0, w, sink);
-  else
-    host_tile<kHostCols, false, op>(p, eb, ee, j0, w, sink);
-}
-
-// Host spaces: row i of C from its entries [eb, ee), whole (an empty row gives 0, as the reference).
-template <Op op, class I, class V>
-KOKKOS_FORCEINLINE_FUNCTION void host_whole_row(const Spmm<I, V>& p, int64_t i, int64_t eb, int64_t ee) {
-  V* crow = p.c + i * p.ldc;
-  if (ee == eb) {
-    for (int64_t j = 0; j < p.f; ++j) store(p, crow + j, V(0), 0);
-    return;
-  }
-  const int64_t count = ee - eb;
-  host_row<op>(p, eb, ee, [&](int64_t j0, int64_t n, const V* acc) {
-    for (int64_t jj = 0; jj < n; ++jj) store(p, crow + j0 + jj, acc[jj], count);
-  });
-}
-
 // Host spaces: blocks of whole rows of about equal rows + entries (the openmp plugin's
 // parallel_row_blocks split), at least one and at most kBlocksPerThread per thread, handed out one
 // at a time. The static TeamPolicy over 16-row blocks this replaces gave each thread an equal
@@ -330,8 +270,28 @@ void team_rows_op(const sparseport_spmm_args& args) {
     policy.set_chunk_size(1);
     Kokkos::parallel_for(
         "sparseport::kokkos::spmm.team_rows", policy, KOKKOS_LAMBDA(const int64_t blk) {
-          for (int64_t i = bounds[blk]; i < bounds[blk + 1]; ++i)
-            host_whole_row<op>(p, i, static_cast<int64_t>(rp[i]), static_cast<int64_t>(rp[i + 1]));
+          for (int64_t i = bounds[blk]; i < bounds[blk + 1]; ++i) {
+            const int64_t begin = static_cast<int64_t>(rp[i]), end = static_cast<int64_t>(rp[i + 1]);
+            V* crow = c + i * ldc;
+            for (int64_t j0 = 0; j0 < f; j0 += kHostCols) {
+              const int64_t w = f - j0 < kHostCols ? f - j0 : kHostCols;
+              V acc[kHostCols];
+              for (int64_t jj = 0; jj < w; ++jj) acc[jj] = V(0);
+              for (int64_t e = begin; e < end; ++e) {
+                const V a = av != nullptr ? av[e] : V(1);
+                const V* brow = b + static_cast<int64_t>(ci[e]) * ldb + j0;
+                if (e == begin) {
+                  for (int64_t jj = 0; jj < w; ++jj) acc[jj] = a * brow[jj];
+                } else {
+                  for (int64_t jj = 0; jj < w; ++jj) acc[jj] = fold<op>(acc[jj], a * brow[jj]);
+                }
+              }
+              if (mean && end > begin)
+                for (int64_t jj = 0; jj < w; ++jj) acc[jj] = acc[jj] / static_cast<V>(end - begin);
+              for (int64_t jj = 0; jj < w; ++jj)
+                crow[j0 + jj] = read_c ? alpha * acc[jj] + beta * crow[j0 + jj] : alpha * acc[jj];
+            }
+          }
         });
     Kokkos::fence();  // before the plan may go
     return;
@@ -640,18 +600,38 @@ KOKKOS_INLINE_FUNCTION Chunk chunk_of(const I* rp, const Hubs& h, int64_t t, int
   return c;
 }
 
-// Host spaces: one chunk by one thread (host_row). scratch is null when the matrix has no hubs.
+// Host spaces: one chunk by one thread, the entries outside and kHostCols columns of C inside, as
+// team_rows's host loop (acc a local array, so the compiler keeps it apart from B and C and
+// vectorises the column loop). scratch is null when the matrix has no hubs.
 template <Op op, class I, class V>
 KOKKOS_INLINE_FUNCTION void host_chunk(const Spmm<I, V>& p, const Chunk& c, V* scratch, V start) {
-  if (c.hub < 0) {
-    host_whole_row<op>(p, c.row, c.eb, c.ee);
-    return;
+  if (c.hub >= 0 && c.ee == c.eb) return;
+  const I* ci = p.ci;
+  const V* av = p.av;
+  const V* b = p.b;
+  const int64_t f = p.f, ldb = p.ldb;
+  const int64_t count = static_cast<int64_t>(p.rp[c.row + 1]) - static_cast<int64_t>(p.rp[c.row]);
+  for (int64_t j0 = 0; j0 < f; j0 += kHostCols) {
+    const int64_t w = f - j0 < kHostCols ? f - j0 : kHostCols;
+    V acc[kHostCols];
+    for (int64_t jj = 0; jj < w; ++jj) acc[jj] = V(0);
+    for (int64_t e = c.eb; e < c.ee; ++e) {
+      const V a = av != nullptr ? av[e] : V(1);
+      const V* brow = b + static_cast<int64_t>(ci[e]) * ldb + j0;
+      if (e == c.eb) {
+        for (int64_t jj = 0; jj < w; ++jj) acc[jj] = a * brow[jj];
+      } else {
+        for (int64_t jj = 0; jj < w; ++jj) acc[jj] = fold<op>(acc[jj], a * brow[jj]);
+      }
+    }
+    if (c.hub < 0) {
+      V* crow = p.c + c.row * p.ldc + j0;
+      for (int64_t jj = 0; jj < w; ++jj) store(p, crow + jj, acc[jj], count);
+    } else {
+      V* srow = scratch + c.hub * f + j0;
+      for (int64_t jj = 0; jj < w; ++jj) atomic_combine<op>(srow + jj, acc[jj], start);
+    }
   }
-  if (c.ee == c.eb) return;
-  V* srow = scratch + c.hub * p.f;
-  host_row<op>(p, c.eb, c.ee, [&](int64_t j0, int64_t n, const V* acc) {
-    for (int64_t jj = 0; jj < n; ++jj) atomic_combine<op>(srow + j0 + jj, acc[jj], start);
-  });
 }
 
 // Host spaces: work items of one extra hub chunk or kRowsPerTeam rows, handed out one at a time
