@@ -133,6 +133,9 @@ int alloc(void*, size_t bytes, void** ptr, sparseport_status* st) {
 }
 
 void release(void*, void* ptr) {
+  // Kokkos's allocation does not say its size here; a plan watches the start of each array it
+  // depends on, so the first byte is enough to find it.
+  plans().invalidate(ptr, 1);
   // After Kokkos::finalize the allocation records are gone; a buffer that outlives Kokkos leaks
   // rather than crashing the exit path.
   if (ptr != nullptr && Kokkos::is_initialized()) Kokkos::kokkos_free<MemSpace>(ptr);
@@ -141,6 +144,7 @@ void release(void*, void* ptr) {
 int copy(void*, void* dst, const void* src, size_t bytes, int32_t kind, sparseport_status* st) {
   return detail::guarded(st, [&] {
     if (bytes == 0) return;
+    plans().invalidate(dst, bytes);
     if constexpr (!kDeviceMemory) {
       std::memmove(dst, src, bytes);
     } else {
@@ -161,6 +165,76 @@ int synchronize(void*, sparseport_status* st) {
   return detail::guarded(st, [] {
     if (Kokkos::is_initialized()) Kokkos::fence();
   });
+}
+
+// ---- plan cache --------------------------------------------------------------------------------
+
+PlanCache& plans() {
+  // Never destroyed: the finalize hook may run from the atexit handler after statics are gone.
+  static PlanCache* cache = new PlanCache(32);
+  return *cache;
+}
+
+std::shared_ptr<Plan> PlanCache::find(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = lru_.begin(); it != lru_.end(); ++it) {
+    if (it->first != key) continue;
+    lru_.splice(lru_.begin(), lru_, it);
+    ++stats_.hits;
+    return lru_.front().second;
+  }
+  ++stats_.misses;
+  return nullptr;
+}
+
+void PlanCache::insert(const std::string& key, std::shared_ptr<Plan> plan) {
+  std::shared_ptr<Plan> dropped;  // destroyed outside the lock: it frees Views
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!hooked_) {
+    Kokkos::push_finalize_hook([] { plans().clear(); });
+    hooked_ = true;
+  }
+  for (auto it = lru_.begin(); it != lru_.end(); ++it)
+    if (it->first == key) {
+      lru_.erase(it);
+      break;
+    }
+  lru_.emplace_front(key, std::move(plan));
+  if (lru_.size() > capacity_) {
+    dropped = std::move(lru_.back().second);
+    lru_.pop_back();
+    ++stats_.evicted;
+  }
+}
+
+void PlanCache::invalidate(const void* p, size_t bytes) {
+  if (p == nullptr || bytes == 0) return;
+  const uintptr_t b = reinterpret_cast<uintptr_t>(p), e = b + bytes;
+  std::vector<std::shared_ptr<Plan>> dropped;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = lru_.begin(); it != lru_.end();) {
+    if (it->second->overlaps(b, e)) {
+      dropped.push_back(std::move(it->second));
+      it = lru_.erase(it);
+      ++stats_.invalidated;
+    } else {
+      ++it;
+    }
+  }
+}
+
+void PlanCache::clear() {
+  std::list<std::pair<std::string, std::shared_ptr<Plan>>> dropped;
+  std::lock_guard<std::mutex> lock(mu_);
+  dropped.swap(lru_);
+  hooked_ = false;  // the hook ran (finalize), or runs once more harmlessly
+}
+
+PlanStats PlanCache::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  PlanStats s = stats_;
+  s.entries = lru_.size();
+  return s;
 }
 
 std::string describe() {

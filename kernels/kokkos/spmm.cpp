@@ -24,17 +24,30 @@
 // A row of one chunk is reduced and written as team_rows does; a row of several (a hub) reduces
 // each chunk in registers and combines the chunks with atomics into a scratch row of F values
 // initialised to the reduce's identity, and a last pass finishes the hubs into C. One giant row
-// is spread over as many workers as it has chunks instead of one. Per call, on the execution
-// space: a scan compacts the hub rows, a scan over the hubs numbers their extra chunks (binary
-// search maps a chunk back to its hub). The summation order of a hub depends on which chunk
-// lands first: not deterministic.
+// is spread over as many workers as it has chunks instead of one. The hub list and the numbering
+// of the hubs' extra chunks (binary search maps a chunk back to its hub) depend only on rowptr
+// and T: they are a plan, built once (two scans, their totals read back) and kept in the backend's
+// plan cache (backends/kokkos/runtime.hpp); a call then runs the init, the chunks and the finish
+// with no host synchronisation but the closing fence. Built per call they cost 60-90 us on
+// Kokkos-OpenMP (2 threads), more than the whole SpMM of a small graph. The summation order of a
+// hub depends on which chunk lands first: not deterministic.
+//
+// Plans are keyed by rowptr's address and the shape; host memory can be rewritten without the
+// backend seeing it, so the kernels check the plan against the rowptr they read, at no extra
+// memory traffic, and stay correct with a stale plan: a planned hub that is no longer above T is
+// written whole by its row's item (its extra chunks are empty, the finish skips it), a row above T
+// that the plan does not list is written whole by one worker, and a hub's last planned chunk runs
+// to the row's end however long the row has grown. Only the balance is lost.
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 #include <type_traits>
 
+#include "backends/kokkos/runtime.hpp"
 #include "kernels/kokkos/common.hpp"
 #include "kernels/kokkos/kernels.hpp"
 #include "core/plugin_support.hpp"
@@ -155,6 +168,55 @@ V identity() {
     return -V(0);
 }
 
+// Host spaces: blocks of whole rows of about equal rows + entries (the openmp plugin's
+// parallel_row_blocks split), at least one and at most kBlocksPerThread per thread, handed out one
+// at a time. The static TeamPolicy over 16-row blocks this replaces gave each thread an equal
+// number of rows, whatever their entries. bounds[b] is block b's first row, bounds[blocks] = m.
+constexpr int64_t kMinBlock = 4096;
+constexpr int64_t kBlocksPerThread = 16;
+
+struct RowBlocksPlan : Plan {
+  std::vector<int64_t> bounds;
+};
+
+template <class I>
+std::shared_ptr<RowBlocksPlan> build_row_blocks(const I* rp, int64_t m, int64_t nnz) {
+  auto plan = std::make_shared<RowBlocksPlan>();
+  const int64_t threads = std::max<int64_t>(1, ExecSpace().concurrency());
+  const int64_t total = m + nnz;
+  const int64_t blocks = std::clamp<int64_t>(total / kMinBlock, threads, threads * kBlocksPerThread);
+  plan->bounds.resize(static_cast<size_t>(blocks) + 1);
+  for (int64_t b = 0; b <= blocks; ++b) {
+    // The first row r with r + rowptr[r] >= the block's start on the merge path.
+    const int64_t d = total / blocks * b + total % blocks * b / blocks;
+    int64_t lo = 0, hi = m;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (mid + static_cast<int64_t>(rp[mid]) < d)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    plan->bounds[static_cast<size_t>(b)] = b == blocks ? m : lo;
+  }
+  plan->watch(rp, static_cast<size_t>(m + 1) * sizeof(I));
+  return plan;
+}
+
+template <class I>
+std::shared_ptr<RowBlocksPlan> row_blocks_plan(const I* rp, int64_t m, int64_t nnz) {
+  const std::string key = "spmm.team_rows|" + std::to_string(reinterpret_cast<uintptr_t>(rp)) + "|" +
+                          std::to_string(m) + "|" + std::to_string(nnz) + "|" + std::to_string(sizeof(I));
+  auto plan = std::static_pointer_cast<RowBlocksPlan>(plans().find(key));
+  if (plan == nullptr) {
+    plan = build_row_blocks(rp, m, nnz);
+    plans().insert(key, plan);
+  }
+  return plan;
+}
+
+using Dynamic = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>, Kokkos::IndexType<int64_t>>;
+
 // ---------------------------------------------------------------------------------------------
 // team_rows
 
@@ -195,11 +257,20 @@ void team_rows_op(const sparseport_spmm_args& args) {
   const bool read_c = args.beta != 0.0;
   const bool mean = args.reduce == SPARSEPORT_REDUCE_MEAN;
   if constexpr (!kDeviceMemory) {
+    Spmm<I, V> p;
+    p.rp = rp, p.ci = ci, p.av = av, p.b = b, p.c = c;
+    p.m = m, p.f = f, p.ldb = ldb, p.ldc = ldc;
+    p.alpha = alpha, p.beta = beta, p.read_c = read_c, p.mean = mean;
+    if (m == 0 || f == 0) return;
+    // Held by this call: an invalidation from another thread cannot free the bounds under it.
+    const std::shared_ptr<RowBlocksPlan> plan = row_blocks_plan(rp, m, args.a.nnz);
+    const int64_t* bounds = plan->bounds.data();
+    const int64_t blocks = static_cast<int64_t>(plan->bounds.size()) - 1;
+    Dynamic policy(0, blocks);
+    policy.set_chunk_size(1);
     Kokkos::parallel_for(
-        "sparseport::kokkos::spmm.team_rows", row_blocks(m, f), KOKKOS_LAMBDA(const Member& t) {
-          const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
-          const int64_t r1 = r0 + kRowsPerTeam < m ? r0 + kRowsPerTeam : m;
-          Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t i) {
+        "sparseport::kokkos::spmm.team_rows", policy, KOKKOS_LAMBDA(const int64_t blk) {
+          for (int64_t i = bounds[blk]; i < bounds[blk + 1]; ++i) {
             const int64_t begin = static_cast<int64_t>(rp[i]), end = static_cast<int64_t>(rp[i + 1]);
             V* crow = c + i * ldc;
             for (int64_t j0 = 0; j0 < f; j0 += kHostCols) {
@@ -220,8 +291,9 @@ void team_rows_op(const sparseport_spmm_args& args) {
               for (int64_t jj = 0; jj < w; ++jj)
                 crow[j0 + jj] = read_c ? alpha * acc[jj] + beta * crow[j0 + jj] : alpha * acc[jj];
             }
-          });
+          }
         });
+    Kokkos::fence();  // before the plan may go
     return;
   }
   Spmm<I, V> p;
@@ -372,17 +444,17 @@ int64_t chunk_length(int64_t nnz, int64_t f) {
   return std::max(kMinChunk, per_chunk);
 }
 
-// Buffers that hub_split reuses from call to call (a cudaMalloc per call would cost more than the
-// kernels on small inputs, and synchronise): the hub list, the hubs' chunk offsets and the
-// scratch rows, grown by half again when too small, never shrunk. One mutex serialises the calls
-// that use them (Kokkos runs one kernel at a time on the default instance anyway). Freed by a
-// Kokkos finalize hook: a View must not outlive Kokkos. The object itself is never destroyed, so
-// the hook cannot find it gone at exit (a static would be destroyed before the atexit handler that
-// finalises Kokkos runs, when the first context registered that handler before this static existed).
+// The scratch rows that hub_split reuses from call to call (a cudaMalloc per call would cost more
+// than the kernels on small inputs, and synchronise), grown by half again when too small, never
+// shrunk. They depend on F and the value type as well as on the matrix, so they are not part of a
+// plan. One mutex serialises the calls that use them (Kokkos runs one kernel at a time on the
+// default instance anyway). Freed by a Kokkos finalize hook: a View must not outlive Kokkos. The
+// object itself is never destroyed, so the hook cannot find it gone at exit (a static would be
+// destroyed before the atexit handler that finalises Kokkos runs, when the first context
+// registered that handler before this static existed).
 struct Workspace {
   std::mutex lock;
   bool hooked = false;
-  Kokkos::View<int64_t*, MemSpace> hub_rows, hub_off;
   Kokkos::View<double*, MemSpace> scratch;  // double: aligned for float and double alike
 };
 
@@ -406,8 +478,6 @@ void hook(Workspace& w) {
   Kokkos::push_finalize_hook([] {
     Workspace& ws = workspace();
     std::lock_guard<std::mutex> guard(ws.lock);
-    ws.hub_rows = {};
-    ws.hub_off = {};
     ws.scratch = {};
     ws.hooked = false;
   });
@@ -416,19 +486,30 @@ void hook(Workspace& w) {
 
 // The hubs: rows of more than T entries, in row order (rows), and their extra chunks numbered
 // from 0 (off: hub h's chunks 1.. are the extra chunks [off[h], off[h + 1]); chunk 0 goes with its
-// row). Device memory; the two counts come back to the host with the scans' totals.
+// row). Execution-space memory, held by a HubPlan.
 struct Hubs {
   int64_t count = 0, extra = 0;
   const int64_t* rows = nullptr;
   const int64_t* off = nullptr;
 };
 
+struct HubPlan : Plan {
+  Kokkos::View<int64_t*, MemSpace> rows, off;
+  Hubs hubs;
+};
+
+// The plan's build: two scans whose totals come back to the host (the only synchronisations of
+// hub_split, once per plan).
 template <class I>
-Hubs find_hubs(const I* rp, int64_t m, int64_t nnz, int64_t t, Workspace& w) {
+std::shared_ptr<HubPlan> build_hubs(const I* rp, int64_t m, int64_t nnz, int64_t t) {
+  auto plan = std::make_shared<HubPlan>();
+  plan->watch(rp, static_cast<size_t>(m + 1) * sizeof(I));
   // At most nnz / (T + 1) rows hold more than T entries.
   const int64_t cap = std::min(m, nnz / (t + 1));
-  if (cap == 0) return {};
-  int64_t* rows = grown(w.hub_rows, static_cast<size_t>(cap), "sparseport::kokkos::hub_rows");
+  if (cap == 0) return plan;
+  plan->rows = Kokkos::View<int64_t*, MemSpace>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("sparseport::kokkos::hub_rows")), cap);
+  int64_t* rows = plan->rows.data();
   int64_t count = 0;
   Kokkos::parallel_scan(
       "sparseport::kokkos::spmm.hub_split.hubs", Range(0, m),
@@ -439,8 +520,13 @@ Hubs find_hubs(const I* rp, int64_t m, int64_t nnz, int64_t t, Workspace& w) {
         }
       },
       count);
-  if (count == 0) return {};
-  int64_t* off = grown(w.hub_off, static_cast<size_t>(count + 1), "sparseport::kokkos::hub_off");
+  if (count == 0) {
+    plan->rows = {};
+    return plan;
+  }
+  plan->off = Kokkos::View<int64_t*, MemSpace>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("sparseport::kokkos::hub_off")), count + 1);
+  int64_t* off = plan->off.data();
   int64_t extra = 0;
   Kokkos::parallel_scan(
       "sparseport::kokkos::spmm.hub_split.chunks", Range(0, count),
@@ -455,17 +541,33 @@ Hubs find_hubs(const I* rp, int64_t m, int64_t nnz, int64_t t, Workspace& w) {
         n += more;
       },
       extra);
-  return {count, extra, rows, off};
+  Kokkos::fence();
+  plan->hubs = {count, extra, rows, off};
+  return plan;
+}
+
+template <class I>
+std::shared_ptr<HubPlan> hub_plan(const I* rp, int64_t m, int64_t nnz, int64_t t) {
+  const std::string key = "spmm.hub_split|" + std::to_string(reinterpret_cast<uintptr_t>(rp)) + "|" +
+                          std::to_string(m) + "|" + std::to_string(nnz) + "|" + std::to_string(sizeof(I)) + "|" +
+                          std::to_string(t);
+  auto plan = std::static_pointer_cast<HubPlan>(plans().find(key));
+  if (plan == nullptr) {
+    plan = build_hubs(rp, m, nnz, t);
+    plans().insert(key, plan);
+  }
+  return plan;
 }
 
 // Where a chunk goes: its row, its entries [eb, ee), and the hub whose scratch row it joins (-1: a
-// whole row, written to C directly).
+// whole row, written to C directly). eb == ee with hub >= 0: nothing to add (a stale plan's chunk).
 struct Chunk {
   int64_t row, eb, ee, hub;
 };
 
 // Work item x < hubs.extra: an extra chunk of a hub. Else row x - hubs.extra with its first chunk.
-// Hub chunks come first so that the longest work starts first.
+// Hub chunks come first so that the longest work starts first. The checks against the rowptr read
+// here (see the top of the file) make a stale plan cost balance, never correctness.
 template <class I>
 KOKKOS_INLINE_FUNCTION Chunk chunk_of(const I* rp, const Hubs& h, int64_t t, int64_t x) {
   Chunk c;
@@ -473,15 +575,27 @@ KOKKOS_INLINE_FUNCTION Chunk chunk_of(const I* rp, const Hubs& h, int64_t t, int
     c.hub = lower_bound(h.off, h.count + 1, x + 1) - 1;  // the last hub whose first extra chunk is <= x
     c.row = h.rows[c.hub];
     const int64_t k = x - h.off[c.hub] + 1;
+    const bool last = x + 1 == h.off[c.hub + 1];
     const int64_t begin = static_cast<int64_t>(rp[c.row]), end = static_cast<int64_t>(rp[c.row + 1]);
-    c.eb = begin + k * t;
-    c.ee = c.eb + t < end ? c.eb + t : end;
+    if (end - begin <= t) {  // no longer a hub: its row's item writes it whole
+      c.eb = c.ee = begin;
+      return c;
+    }
+    c.eb = begin + k * t < end ? begin + k * t : end;
+    c.ee = last || c.eb + t > end ? end : c.eb + t;
   } else {
     c.row = x - h.extra;
     const int64_t begin = static_cast<int64_t>(rp[c.row]), end = static_cast<int64_t>(rp[c.row + 1]);
     c.eb = begin;
-    c.ee = begin + t < end ? begin + t : end;
-    c.hub = end - begin > t ? lower_bound(h.rows, h.count, c.row) : -1;
+    c.ee = end;
+    c.hub = -1;
+    if (end - begin > t) {
+      const int64_t hub = lower_bound(h.rows, h.count, c.row);
+      if (hub < h.count && h.rows[hub] == c.row) {
+        c.hub = hub;
+        c.ee = begin + t;
+      }
+    }
   }
   return c;
 }
@@ -491,6 +605,7 @@ KOKKOS_INLINE_FUNCTION Chunk chunk_of(const I* rp, const Hubs& h, int64_t t, int
 // vectorises the column loop). scratch is null when the matrix has no hubs.
 template <Op op, class I, class V>
 KOKKOS_INLINE_FUNCTION void host_chunk(const Spmm<I, V>& p, const Chunk& c, V* scratch, V start) {
+  if (c.hub >= 0 && c.ee == c.eb) return;
   const I* ci = p.ci;
   const V* av = p.av;
   const V* b = p.b;
@@ -524,7 +639,6 @@ KOKKOS_INLINE_FUNCTION void host_chunk(const Spmm<I, V>& p, const Chunk& c, V* s
 // hand several of them to one thread at once).
 template <Op op, class I, class V>
 void hub_split_host(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, int64_t t) {
-  using Dynamic = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>, Kokkos::IndexType<int64_t>>;
   const int64_t blocks = (p.m + kRowsPerTeam - 1) / kRowsPerTeam;
   Dynamic policy(0, h.extra + blocks);
   policy.set_chunk_size(1);
@@ -551,6 +665,7 @@ void hub_split_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, i
     const int64_t x1 = x0 + team.team_size() < items ? x0 + team.team_size() : items;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, x0, x1), [&](const int64_t x) {
       const Chunk c = chunk_of(p.rp, h, t, x);
+      if (c.hub >= 0 && c.ee == c.eb) return;
       const int64_t count = static_cast<int64_t>(p.rp[c.row + 1]) - static_cast<int64_t>(p.rp[c.row]);
       for (int64_t j0 = 0; j0 < p.f; j0 += NK * vl) {
         Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, vl), [&](const int64_t lane) {
@@ -581,10 +696,12 @@ void hub_split_op(const sparseport_spmm_args& args) {
   const Spmm<I, V> p = unpack<I, V>(args);
   if (p.m == 0 || p.f == 0) return;
   const int64_t t = chunk_length(args.a.nnz, p.f);
+  // Held by this call: an invalidation from another thread cannot free the hub list under it.
+  const std::shared_ptr<HubPlan> plan = hub_plan(p.rp, p.m, args.a.nnz, t);
+  const Hubs h = plan->hubs;
   Workspace& w = workspace();
   std::lock_guard<std::mutex> guard(w.lock);
   hook(w);
-  const Hubs h = find_hubs(p.rp, p.m, args.a.nnz, t, w);
   V* scratch = nullptr;
   const V start = identity<op, V>();
   const int64_t cells = h.count * p.f;
@@ -605,13 +722,13 @@ void hub_split_op(const sparseport_spmm_args& args) {
   else
     hub_split_host<op>(p, h, scratch, start, t);
   if (h.count > 0) {
-    // The hubs into C: every hub has more than T >= 1 entries, so none is empty.
+    // The hubs into C; a listed row no longer above T was written whole (a stale plan).
     Kokkos::parallel_for(
         "sparseport::kokkos::spmm.hub_split.finish", Range(0, cells), KOKKOS_LAMBDA(const int64_t x) {
           const int64_t hub = x / p.f, j = x - hub * p.f;
           const int64_t i = h.rows[hub];
           const int64_t count = static_cast<int64_t>(p.rp[i + 1]) - static_cast<int64_t>(p.rp[i]);
-          store(p, p.c + i * p.ldc + j, scratch[x], count);
+          if (count > t) store(p, p.c + i * p.ldc + j, scratch[x], count);
         });
   }
   Kokkos::fence();

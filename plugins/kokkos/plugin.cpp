@@ -10,6 +10,7 @@
 #include "backends/kokkos/space.hpp"
 #include "kernels/kokkos/kernels.hpp"
 #include "core/plugin_support.hpp"
+#include "plugins/kokkos/diagnostics.h"
 
 namespace {
 
@@ -27,11 +28,12 @@ constexpr uint32_t kArg = SPARSEPORT_VARIANT_RECORDS_ARG;
 
 const sparseport_variant kVariants[] = {
     {SPARSEPORT_OP_SPMM, "spmm.team_rows", kDefault | kDet | kArg,
-     "TeamPolicy over blocks of 16 rows, a team thread per row, vector lanes across F; rows never split; "
+     "a thread per row, vector lanes across F (device: TeamPolicy over blocks of 16 rows; host: blocks of equal "
+     "rows + entries from a per-matrix plan); rows never split; "
      "records max/min's arg (kernels of their own, run only when asked)"},
     {SPARSEPORT_OP_SPMM, "spmm.hub_split", 0,
      "rows cut into chunks of at most T entries (T from nnz and the space's concurrency, or SPARSEPORT_HUB_T); "
-     "a row of several chunks combined with atomics in a scratch row, then finished"},
+     "a row of several chunks combined with atomics in a scratch row, then finished; hub list once per plan"},
     {SPARSEPORT_OP_SPMM, "spmm.kokkoskernels", SPARSEPORT_VARIANT_VENDOR,
      "KokkosSparse::spmv on rank-2 strided views (no copies; a pattern A gets an nnz-long array of ones; one column "
      "runs its single-vector spmv); reduce sum only, a single column only contiguous"},
@@ -209,3 +211,14 @@ const sparseport_plugin kTable = {
 }  // namespace
 
 extern "C" const sparseport_plugin* sparseport_plugin_kokkos(void) { return &kTable; }
+
+extern "C" int sparseport_kokkos_get_diagnostics(sparseport_kokkos_diagnostics* out) {
+  if (out == nullptr) return SPARSEPORT_ERR_INVALID_ARGUMENT;
+  const kk::PlanStats p = kk::plans().stats();
+  out->plan_entries = p.entries;
+  out->plan_hits = p.hits;
+  out->plan_misses = p.misses;
+  out->plan_invalidated = p.invalidated;
+  out->plan_evicted = p.evicted;
+  return SPARSEPORT_OK;
+}

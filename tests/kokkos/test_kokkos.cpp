@@ -5,14 +5,17 @@
 #include <Kokkos_Core.hpp>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "common/conformance.hpp"
 #include "common/scoped.hpp"
+#include "plugins/kokkos/diagnostics.h"
 #include "sparseport/sparseport.hpp"
 
 namespace {
@@ -382,6 +385,136 @@ TEST(KokkosAtomics, MaxMinKeepANaNWhateverComesAfter) {
       EXPECT_EQ(got(1, 0), src(64, 0));
       EXPECT_EQ(got(2, 0), 0.0f);
     }
+  }
+}
+
+// ---- plans: what depends only on A (hub_split's hub list, team_rows' row blocks on a host space) --
+
+sparseport_kokkos_diagnostics plan_counts() {
+  sparseport_kokkos_diagnostics d{};
+  EXPECT_EQ(sparseport_kokkos_get_diagnostics(&d), 0);
+  return d;
+}
+
+// C (staged in st) against the reference's sum A * B in double, as expect_spmm_matches compares.
+void expect_sum_matches(const sp::Context& ctx, spt::Stage& st, const sp::DenseMutView& c, const sp::HostCsr<int32_t, float>& a,
+                        const sp::HostDense<float>& b, const std::string& what) {
+  const std::string oracle_v = spt::oracle_variant(SPARSEPORT_OP_SPMM);
+  sp::HostDense<double> want(a.rows, b.cols, b.cols), bound(a.rows, b.cols, b.cols);
+  sp::spmm(spt::oracle(), spt::to_double(a).view(), spt::to_double(b).view(), want.mut(),
+           {sp::Reduce::sum, 1.0, 0.0, oracle_v});
+  sp::spmm(spt::oracle(), spt::to_double(a, true).view(), spt::to_double(b, true).view(), bound.mut(),
+           {sp::Reduce::sum, 1.0, 0.0, oracle_v});
+  ctx.synchronize();
+  const auto terms = [&](int64_t i) {
+    const auto row = static_cast<size_t>(i);
+    return static_cast<int64_t>(a.rowptr[row + 1] - a.rowptr[row]) + 2;
+  };
+  spt::expect_close(st.fetch<float>(c), want, bound, terms, what);
+}
+
+// Two matrices of one shape (rows, columns, entries) whose hubs above T = 16 differ: a1's are rows
+// 1 (200 entries), 3 (40) and 5 (17); a2's are 3 (100: more chunks than a1's plan numbered), 5,
+// 6 (20) and 7 (120), none of them listed by a1's plan, and row 1 is short.
+constexpr int64_t kPlanCols = 300;
+const std::vector<int64_t> kPlanDegrees1{0, 200, 3, 40, 0, 17, 5, 15};
+const std::vector<int64_t> kPlanDegrees2{3, 5, 15, 100, 0, 17, 20, 120};
+
+// Built at the first call on a matrix, reused by the next (another B), dropped when A's arrays are
+// written through the backend (copy_to_backend) or freed, and rebuilt at the next call.
+TEST(KokkosPlans, BuiltOnceReusedAndRebuiltWhenTheMatrixChanges) {
+  SPARSEPORT_CONFORMANCE_SEED("kokkos/plans/built_once");
+  const sparseport_test::ScopedEnv env("SPARSEPORT_HUB_T", "16");
+  std::mt19937_64 rng(seed);
+  const auto a1 = rows_of<int32_t, float>(kPlanDegrees1, kPlanCols, rng);
+  const auto a2 = rows_of<int32_t, float>(kPlanDegrees2, kPlanCols, rng);
+  ASSERT_EQ(a1.nnz(), a2.nnz());
+  auto ctx = sp::Context::create("kokkos");
+  auto rp = std::make_unique<sp::Buffer>(ctx.allocate(a1.rowptr.size() * sizeof(int32_t)));
+  sp::Buffer ci = ctx.allocate(a1.colind.size() * sizeof(int32_t));
+  sp::Buffer va = ctx.allocate(a1.values.size() * sizeof(float));
+  const auto load = [&](const sp::HostCsr<int32_t, float>& a) {
+    ctx.copy_to_backend(rp->data(), a.rowptr.data(), a.rowptr.size() * sizeof(int32_t));
+    ctx.copy_to_backend(ci.data(), a.colind.data(), a.colind.size() * sizeof(int32_t));
+    ctx.copy_to_backend(va.data(), a.values.data(), a.values.size() * sizeof(float));
+  };
+  load(a1);
+  const sp::CsrView av = sp::make_csr<int32_t, float>(a1.rows, a1.cols, a1.nnz(), static_cast<const int32_t*>(rp->data()),
+                                                      static_cast<const int32_t*>(ci.data()),
+                                                      static_cast<const float*>(va.data()));
+  spt::Stage st(ctx);
+  const int64_t f = 33;
+  const sp::HostDense<float> b1 = spt::random_dense<float>(a1.cols, f, f, rng);
+  const sp::HostDense<float> b2 = spt::random_dense<float>(a1.cols, f, f, rng);
+  const sp::DenseView db1 = st.dense(b1), db2 = st.dense(b2);
+  const sp::DenseMutView c = st.dense_mut(spt::nan_dense<float>(a1.rows, f, f));
+  const char* variants[] = {"spmm.hub_split", "spmm.team_rows"};
+  // team_rows keeps a plan on host spaces only (device spaces use a fixed TeamPolicy).
+  const uint64_t planned = ctx.device_memory() ? 1 : 2;
+
+  const sparseport_kokkos_diagnostics d0 = plan_counts();
+  for (const char* v : variants) {
+    sp::spmm(ctx, av, db1, c, {sp::Reduce::sum, 1.0, 0.0, v});
+    expect_sum_matches(ctx, st, c, a1, b1, std::string(v) + ", a1, b1");
+    sp::spmm(ctx, av, db2, c, {sp::Reduce::sum, 1.0, 0.0, v});
+    expect_sum_matches(ctx, st, c, a1, b2, std::string(v) + ", a1, b2");
+  }
+  const sparseport_kokkos_diagnostics d1 = plan_counts();
+  EXPECT_EQ(d1.plan_misses - d0.plan_misses, planned);
+  EXPECT_EQ(d1.plan_hits - d0.plan_hits, planned);
+
+  // New contents through the backend: both plans watch rowptr and go.
+  load(a2);
+  const sparseport_kokkos_diagnostics d2 = plan_counts();
+  EXPECT_EQ(d2.plan_invalidated - d1.plan_invalidated, planned);
+  for (const char* v : variants) {
+    sp::spmm(ctx, av, db1, c, {sp::Reduce::sum, 1.0, 0.0, v});
+    expect_sum_matches(ctx, st, c, a2, b1, std::string(v) + ", a2, b1");
+    sp::spmm(ctx, av, db2, c, {sp::Reduce::sum, 1.0, 0.0, v});
+    expect_sum_matches(ctx, st, c, a2, b2, std::string(v) + ", a2, b2");
+  }
+  const sparseport_kokkos_diagnostics d3 = plan_counts();
+  EXPECT_EQ(d3.plan_misses - d2.plan_misses, planned);
+  EXPECT_EQ(d3.plan_hits - d2.plan_hits, planned);
+
+  // Freeing rowptr drops them too.
+  rp.reset();
+  EXPECT_EQ(plan_counts().plan_invalidated - d3.plan_invalidated, planned);
+}
+
+// Host memory can be rewritten without the backend seeing it: the plan is then stale (same
+// address, same shape) and is used, and the results must still be right (kernels/kokkos/spmm.cpp).
+TEST(KokkosPlans, AStalePlanCostsBalanceNotCorrectness) {
+  SPARSEPORT_CONFORMANCE_SEED("kokkos/plans/stale");
+  auto ctx = sp::Context::create("kokkos");
+  if (ctx.device_memory()) GTEST_SKIP() << "device memory is written through the backend only";
+  const sparseport_test::ScopedEnv env("SPARSEPORT_HUB_T", "16");
+  std::mt19937_64 rng(seed);
+  const auto a1 = rows_of<int32_t, float>(kPlanDegrees1, kPlanCols, rng);
+  const auto a2 = rows_of<int32_t, float>(kPlanDegrees2, kPlanCols, rng);
+  sp::HostCsr<int32_t, float> mine = a1;  // the caller's arrays, rewritten in place below
+  const sp::CsrView av = mine.view();
+  spt::Stage st(ctx);
+  for (const int64_t f : {1, 33, 64}) {
+    const sp::HostDense<float> b = spt::random_dense<float>(a1.cols, f, f, rng);
+    const sp::DenseMutView c = st.dense_mut(spt::nan_dense<float>(a1.rows, f, f));
+    std::copy(a1.rowptr.begin(), a1.rowptr.end(), mine.rowptr.begin());
+    std::copy(a1.colind.begin(), a1.colind.end(), mine.colind.begin());
+    std::copy(a1.values.begin(), a1.values.end(), mine.values.begin());
+    for (const char* v : {"spmm.hub_split", "spmm.team_rows"}) {
+      sp::spmm(ctx, av, st.dense(b), c, {sp::Reduce::sum, 1.0, 0.0, v});
+      expect_sum_matches(ctx, st, c, a1, b, std::string(v) + ", F " + std::to_string(f) + ", a1");
+    }
+    std::copy(a2.rowptr.begin(), a2.rowptr.end(), mine.rowptr.begin());
+    std::copy(a2.colind.begin(), a2.colind.end(), mine.colind.begin());
+    std::copy(a2.values.begin(), a2.values.end(), mine.values.begin());
+    const sparseport_kokkos_diagnostics d0 = plan_counts();
+    for (const char* v : {"spmm.hub_split", "spmm.team_rows"}) {
+      sp::spmm(ctx, av, st.dense(b), c, {sp::Reduce::sum, 1.0, 0.0, v});
+      expect_sum_matches(ctx, st, c, a2, b, std::string(v) + ", F " + std::to_string(f) + ", a2 under a1's plan");
+    }
+    const sparseport_kokkos_diagnostics d1 = plan_counts();
+    EXPECT_EQ(d1.plan_misses - d0.plan_misses, 0u) << "the stale plans were not used: nothing was tested";
   }
 }
 
