@@ -10,9 +10,10 @@
 // were read 8 times (benchmarks/results/2026-11-25-h200-kokkos-cuda.md).
 // On a host space (one vector lane) that order would read the row's indices and values once per
 // column of C and stride through B by ldb: on Kokkos-OpenMP it ran at 0.06-0.35x the openmp
-// plugin. There the row's entries are the outer loop and a block of up to kHostCols columns the
-// inner, vectorisable one: each entry is read once per block and B along its rows. The order of
-// the additions within a row (entry by entry) is the same in both, so are the results.
+// plugin. There the row's entries are the outer loop and a block of columns the inner, vectorisable
+// one: each entry is read once per block and B along its rows. team_rows holds a block of 32, 16 or
+// 8 columns in vector registers (host_tile); the other host loops use blocks of up to kHostCols. The
+// order of the additions within a row (entry by entry) is the same in all, so are the results.
 //
 // spmm.team_rows with arg (max/min with args.arg, ABI 1.5): kernels of their own, so the paths
 // above are untouched when no arg is asked for. Each row keeps, per column, the fold and the
@@ -55,8 +56,8 @@
 namespace sparseport::kokkos {
 namespace {
 
-// Columns of C per block on a host space: 64 accumulators (256 or 512 bytes) stay in registers or
-// L1 while the row's entries stream by.
+// Columns of C per block in the host loops with a run-time width (hub_split's chunks, the arg
+// kernels): 64 accumulators (256 or 512 bytes) in L1 while the row's entries stream by.
 constexpr int64_t kHostCols = 64;
 // Columns of C per vector lane per walk of a row on a device space, at most: 8 register
 // accumulators (16 registers in double), so F <= 8 * VL = 256 is one walk with VL = 32 lanes,
@@ -244,6 +245,59 @@ void team_rows_device(const Spmm<I, V>& p, int64_t vl) {
       });
 }
 
+// Host spaces: 8 NV columns of row i from j0, in NV 8-wide vectors of GCC's vector extension held in
+// registers (an array of accumulators with a run-time width stays in memory: one load and one store
+// per 8 values per entry, and a compare per vector). Each column is folded in entry order, products
+// as a * b and folds as fold<op>: the bits of the scalar loop.
+template <int NV, Op op, class I, class V>
+inline void host_tile(const Spmm<I, V>& p, int64_t begin, int64_t end, int64_t i, int64_t j0) {
+  typedef V Vec __attribute__((vector_size(8 * sizeof(V))));
+  V* crow = p.c + i * p.ldc + j0;
+  Vec acc[NV] = {};
+  const auto load = [](const V* q) {
+    Vec v;
+    __builtin_memcpy(&v, q, sizeof v);
+    return v;
+  };
+  if (end > begin) {
+    const V a0 = p.av != nullptr ? p.av[begin] : V(1);
+    const V* b0 = p.b + static_cast<int64_t>(p.ci[begin]) * p.ldb + j0;
+    for (int k = 0; k < NV; ++k) acc[k] = a0 * load(b0 + 8 * k);
+    for (int64_t e = begin + 1; e < end; ++e) {
+      const V a = p.av != nullptr ? p.av[e] : V(1);
+      const V* brow = p.b + static_cast<int64_t>(p.ci[e]) * p.ldb + j0;
+      for (int k = 0; k < NV; ++k) {
+        const Vec x = a * load(brow + 8 * k);
+        if constexpr (op == Op::sum)
+          acc[k] = acc[k] + x;
+        else
+          for (int l = 0; l < 8; ++l) acc[k][l] = fold<op>(acc[k][l], x[l]);
+      }
+    }
+  }
+  for (int k = 0; k < NV; ++k)
+    for (int l = 0; l < 8; ++l) {
+      V r = acc[k][l];
+      if (p.mean && end > begin) r = r / static_cast<V>(end - begin);
+      V* q = crow + 8 * k + l;
+      *q = p.read_c ? p.alpha * r + p.beta * *q : p.alpha * r;
+    }
+}
+
+// One column of row i (the last F % 8).
+template <Op op, class I, class V>
+inline void host_col(const Spmm<I, V>& p, int64_t begin, int64_t end, int64_t i, int64_t j) {
+  V r = V(0);
+  for (int64_t e = begin; e < end; ++e) {
+    const V a = p.av != nullptr ? p.av[e] : V(1);
+    const V x = a * p.b[static_cast<int64_t>(p.ci[e]) * p.ldb + j];
+    r = e == begin ? x : fold<op>(r, x);
+  }
+  if (p.mean && end > begin) r = r / static_cast<V>(end - begin);
+  V* q = p.c + i * p.ldc + j;
+  *q = p.read_c ? p.alpha * r + p.beta * *q : p.alpha * r;
+}
+
 template <Op op, class I, class V>
 void team_rows_op(const sparseport_spmm_args& args) {
   const I* rp = detail::as<I>(args.a.rowptr);
@@ -272,25 +326,11 @@ void team_rows_op(const sparseport_spmm_args& args) {
         "sparseport::kokkos::spmm.team_rows", policy, KOKKOS_LAMBDA(const int64_t blk) {
           for (int64_t i = bounds[blk]; i < bounds[blk + 1]; ++i) {
             const int64_t begin = static_cast<int64_t>(rp[i]), end = static_cast<int64_t>(rp[i + 1]);
-            V* crow = c + i * ldc;
-            for (int64_t j0 = 0; j0 < f; j0 += kHostCols) {
-              const int64_t w = f - j0 < kHostCols ? f - j0 : kHostCols;
-              V acc[kHostCols];
-              for (int64_t jj = 0; jj < w; ++jj) acc[jj] = V(0);
-              for (int64_t e = begin; e < end; ++e) {
-                const V a = av != nullptr ? av[e] : V(1);
-                const V* brow = b + static_cast<int64_t>(ci[e]) * ldb + j0;
-                if (e == begin) {
-                  for (int64_t jj = 0; jj < w; ++jj) acc[jj] = a * brow[jj];
-                } else {
-                  for (int64_t jj = 0; jj < w; ++jj) acc[jj] = fold<op>(acc[jj], a * brow[jj]);
-                }
-              }
-              if (mean && end > begin)
-                for (int64_t jj = 0; jj < w; ++jj) acc[jj] = acc[jj] / static_cast<V>(end - begin);
-              for (int64_t jj = 0; jj < w; ++jj)
-                crow[j0 + jj] = read_c ? alpha * acc[jj] + beta * crow[j0 + jj] : alpha * acc[jj];
-            }
+            int64_t j0 = 0;
+            for (; j0 + 32 <= f; j0 += 32) host_tile<4, op>(p, begin, end, i, j0);
+            if (j0 + 16 <= f) host_tile<2, op>(p, begin, end, i, j0), j0 += 16;
+            if (j0 + 8 <= f) host_tile<1, op>(p, begin, end, i, j0), j0 += 8;
+            for (; j0 < f; ++j0) host_col<op>(p, begin, end, i, j0);
           }
         });
     Kokkos::fence();  // before the plan may go
