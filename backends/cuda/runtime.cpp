@@ -119,64 +119,6 @@ std::string signature(int device) {
   return buf;
 }
 
-// ---- plan cache --------------------------------------------------------------------------------
-
-std::shared_ptr<Plan> PlanCache::find(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = lru_.begin(); it != lru_.end(); ++it) {
-    if (it->first != key) continue;
-    lru_.splice(lru_.begin(), lru_, it);
-    ++stats_.hits;
-    return lru_.front().second;
-  }
-  ++stats_.misses;
-  return nullptr;
-}
-
-void PlanCache::insert(const std::string& key, std::shared_ptr<Plan> plan) {
-  std::shared_ptr<Plan> dropped;  // destroyed outside the lock: its destructor frees device memory
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = lru_.begin(); it != lru_.end(); ++it)
-    if (it->first == key) {
-      lru_.erase(it);
-      break;
-    }
-  lru_.emplace_front(key, std::move(plan));
-  if (lru_.size() > capacity_) {
-    dropped = std::move(lru_.back().second);
-    lru_.pop_back();
-    ++stats_.evicted;
-  }
-}
-
-void PlanCache::invalidate(const void* p, size_t bytes) {
-  if (p == nullptr || bytes == 0) return;
-  const uintptr_t b = reinterpret_cast<uintptr_t>(p), e = b + bytes;
-  std::vector<std::shared_ptr<Plan>> dropped;
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto it = lru_.begin(); it != lru_.end();) {
-    if (it->second->overlaps(b, e)) {
-      dropped.push_back(std::move(it->second));
-      it = lru_.erase(it);
-      ++stats_.invalidated;
-    } else {
-      ++it;
-    }
-  }
-}
-
-void PlanCache::clear() {
-  std::list<std::pair<std::string, std::shared_ptr<Plan>>> dropped;
-  std::lock_guard<std::mutex> lock(mu_);
-  dropped.swap(lru_);
-}
-
-PlanStats PlanCache::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  PlanStats s = stats_;
-  s.entries = lru_.size();
-  return s;
-}
 
 // ---- state -------------------------------------------------------------------------------------
 

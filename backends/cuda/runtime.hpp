@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backends/cuda/errors.hpp"
+#include "core/plan_cache.hpp"
 #include "sparseport/plugin_abi.h"
 
 namespace sparseport::cuda {
@@ -43,49 +44,10 @@ std::string describe_devices();
 // compute capability, SMs, L2, memory, peak bandwidth, then driver/runtime/cuSPARSE versions.
 std::string signature(int device);
 
-// State kept across calls for one input (vendor descriptors and buffers, hub partitions). A plan
-// lists the device byte ranges its key depends on; writing or freeing any of them through this
-// backend drops the plan, so a matrix rebuilt at the same address is never served a stale plan.
-class Plan {
- public:
-  struct Range {
-    uintptr_t begin = 0, end = 0;
-  };
-  virtual ~Plan() = default;
-  void watch(const void* p, size_t bytes) {
-    if (p != nullptr && bytes > 0)
-      watched_.push_back({reinterpret_cast<uintptr_t>(p), reinterpret_cast<uintptr_t>(p) + bytes});
-  }
-  bool overlaps(uintptr_t begin, uintptr_t end) const {
-    for (const Range& r : watched_)
-      if (r.begin < end && begin < r.end) return true;
-    return false;
-  }
-
- private:
-  std::vector<Range> watched_;
-};
-
-struct PlanStats {
-  size_t entries = 0;
-  uint64_t hits = 0, misses = 0, invalidated = 0, evicted = 0;
-};
-
-class PlanCache {
- public:
-  explicit PlanCache(size_t capacity) : capacity_(capacity) {}
-  std::shared_ptr<Plan> find(const std::string& key);  // counts a hit or a miss
-  void insert(const std::string& key, std::shared_ptr<Plan> plan);
-  void invalidate(const void* p, size_t bytes);
-  void clear();
-  PlanStats stats() const;
-
- private:
-  mutable std::mutex mu_;
-  size_t capacity_;
-  std::list<std::pair<std::string, std::shared_ptr<Plan>>> lru_;  // most recent first
-  PlanStats stats_;
-};
+// Plans (vendor descriptors and buffers, hub partitions, formats) and their cache: core/plan_cache.hpp.
+using detail::Plan;
+using detail::PlanCache;
+using detail::PlanStats;
 
 class State {
  public:

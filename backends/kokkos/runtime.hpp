@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/plan_cache.hpp"
 #include "sparseport/plugin_abi.h"
 
 namespace sparseport::kokkos {
@@ -34,54 +35,16 @@ int synchronize(void* state, sparseport_status* st);
 
 // State kept across calls for one matrix (hub lists, row partitions): what depends only on A's
 // structure is computed once, not per call, so a call pays no scans and no host synchronisation
-// for it. A plan lists the byte ranges its key depends on; writing them through copy() or freeing
-// them through release() drops the plan, so a matrix rebuilt at the same address is not served it.
-// Host memory can also be written behind the backend's back (a std::vector the caller refills):
-// the kernels that use plans stay correct with a stale one and only lose balance (kernels/kokkos/
-// spmm.cpp), as the keys hold the shape but not the contents.
-class Plan {
- public:
-  virtual ~Plan() = default;
-  void watch(const void* p, size_t bytes) {
-    if (p != nullptr && bytes > 0)
-      watched_.push_back({reinterpret_cast<uintptr_t>(p), reinterpret_cast<uintptr_t>(p) + bytes});
-  }
-  bool overlaps(uintptr_t begin, uintptr_t end) const {
-    for (const auto& [b, e] : watched_)
-      if (b < end && begin < e) return true;
-    return false;
-  }
+// for it (core/plan_cache.hpp). Host memory can also be written behind the backend's back (a
+// std::vector the caller refills): the kernels that use plans stay correct with a stale one and
+// only lose balance (kernels/kokkos/spmm.cpp), as the keys hold the shape but not the contents.
+using detail::Plan;
+using detail::PlanCache;
+using detail::PlanStats;
 
- private:
-  std::vector<std::pair<uintptr_t, uintptr_t>> watched_;
-};
-
-struct PlanStats {
-  size_t entries = 0;
-  uint64_t hits = 0, misses = 0, invalidated = 0, evicted = 0;
-};
-
-// Least recently used first out. One cache for the process, not per context: every context runs
-// on Kokkos's one default instance, and a matrix may be used through several contexts. Plans hold
-// Kokkos Views, so the cache empties itself in a Kokkos finalize hook (a View must not outlive
-// Kokkos).
-class PlanCache {
- public:
-  explicit PlanCache(size_t capacity) : capacity_(capacity) {}
-  std::shared_ptr<Plan> find(const std::string& key);  // counts a hit or a miss
-  void insert(const std::string& key, std::shared_ptr<Plan> plan);
-  void invalidate(const void* p, size_t bytes);
-  void clear();
-  PlanStats stats() const;
-
- private:
-  mutable std::mutex mu_;
-  size_t capacity_;
-  bool hooked_ = false;
-  std::list<std::pair<std::string, std::shared_ptr<Plan>>> lru_;  // most recent first
-  PlanStats stats_;
-};
-
+// One cache for the process, not per context: every context runs on Kokkos's one default
+// instance, and a matrix may be used through several contexts. Plans hold Kokkos Views, so the
+// cache empties itself in a Kokkos finalize hook (a View must not outlive Kokkos).
 PlanCache& plans();
 
 // "Kokkos 3.4.1, execution space Serial (concurrency 1), memory space HostSpace (host memory), ...".
