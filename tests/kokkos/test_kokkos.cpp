@@ -452,13 +452,17 @@ TEST(KokkosPlans, BuiltOnceReusedAndRebuiltWhenTheMatrixChanges) {
   // team_rows keeps a plan on host spaces only (device spaces use a fixed TeamPolicy).
   const uint64_t planned = ctx.device_memory() ? 1 : 2;
 
+  // Every variant with B1 then B2 against A's contents `a` (named `tag`): a plan's build, then its use.
+  const auto run_variants = [&](const auto& a, const std::string& tag) {
+    for (const char* v : variants) {
+      sp::spmm(ctx, av, db1, c, {sp::Reduce::sum, 1.0, 0.0, v});
+      expect_sum_matches(ctx, st, c, a, b1, std::string(v) + ", " + tag + ", b1");
+      sp::spmm(ctx, av, db2, c, {sp::Reduce::sum, 1.0, 0.0, v});
+      expect_sum_matches(ctx, st, c, a, b2, std::string(v) + ", " + tag + ", b2");
+    }
+  };
   const sparseport_kokkos_diagnostics d0 = plan_counts();
-  for (const char* v : variants) {
-    sp::spmm(ctx, av, db1, c, {sp::Reduce::sum, 1.0, 0.0, v});
-    expect_sum_matches(ctx, st, c, a1, b1, std::string(v) + ", a1, b1");
-    sp::spmm(ctx, av, db2, c, {sp::Reduce::sum, 1.0, 0.0, v});
-    expect_sum_matches(ctx, st, c, a1, b2, std::string(v) + ", a1, b2");
-  }
+  run_variants(a1, "a1");
   const sparseport_kokkos_diagnostics d1 = plan_counts();
   EXPECT_EQ(d1.plan_misses - d0.plan_misses, planned);
   EXPECT_EQ(d1.plan_hits - d0.plan_hits, planned);
@@ -467,12 +471,7 @@ TEST(KokkosPlans, BuiltOnceReusedAndRebuiltWhenTheMatrixChanges) {
   load(a2);
   const sparseport_kokkos_diagnostics d2 = plan_counts();
   EXPECT_EQ(d2.plan_invalidated - d1.plan_invalidated, planned);
-  for (const char* v : variants) {
-    sp::spmm(ctx, av, db1, c, {sp::Reduce::sum, 1.0, 0.0, v});
-    expect_sum_matches(ctx, st, c, a2, b1, std::string(v) + ", a2, b1");
-    sp::spmm(ctx, av, db2, c, {sp::Reduce::sum, 1.0, 0.0, v});
-    expect_sum_matches(ctx, st, c, a2, b2, std::string(v) + ", a2, b2");
-  }
+  run_variants(a2, "a2");
   const sparseport_kokkos_diagnostics d3 = plan_counts();
   EXPECT_EQ(d3.plan_misses - d2.plan_misses, planned);
   EXPECT_EQ(d3.plan_hits - d2.plan_hits, planned);
