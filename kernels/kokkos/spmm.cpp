@@ -253,21 +253,24 @@ template <int NV, Op op, class I, class V>
 inline void host_tile(const Spmm<I, V>& p, int64_t begin, int64_t end, int64_t i, int64_t j0) {
   typedef V Vec __attribute__((vector_size(8 * sizeof(V))));
   V* crow = p.c + i * p.ldc + j0;
+  // No helper returns or takes a Vec by value: without -mavx that is an ABI GCC warns about
+  // (-Wpsabi, an error under -Werror), and Debian's Kokkos build targets the baseline ISA.
   Vec acc[NV] = {};
-  const auto load = [](const V* q) {
-    Vec v;
-    __builtin_memcpy(&v, q, sizeof v);
-    return v;
-  };
   if (end > begin) {
     const V a0 = p.av != nullptr ? p.av[begin] : V(1);
     const V* b0 = p.b + static_cast<int64_t>(p.ci[begin]) * p.ldb + j0;
-    for (int k = 0; k < NV; ++k) acc[k] = a0 * load(b0 + 8 * k);
+    for (int k = 0; k < NV; ++k) {
+      Vec x;
+      __builtin_memcpy(&x, b0 + 8 * k, sizeof x);
+      acc[k] = a0 * x;
+    }
     for (int64_t e = begin + 1; e < end; ++e) {
       const V a = p.av != nullptr ? p.av[e] : V(1);
       const V* brow = p.b + static_cast<int64_t>(p.ci[e]) * p.ldb + j0;
       for (int k = 0; k < NV; ++k) {
-        const Vec x = a * load(brow + 8 * k);
+        Vec x;
+        __builtin_memcpy(&x, brow + 8 * k, sizeof x);
+        x = a * x;
         if constexpr (op == Op::sum)
           acc[k] = acc[k] + x;
         else
