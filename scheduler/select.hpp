@@ -51,6 +51,7 @@ struct PlanState {
   // For the full-size check and the transfer correction, until the decision is checked.
   std::string runner_up;                        // the probe's second-best native
   std::map<std::string, double> raw_prediction;  // the model's log2(t / floor) before correction
+  std::map<std::string, double> full_size_s;     // every full-size time measured for this plan (measured())
   double floor_s = 0;
   std::string device_hash;
   bool transfer = false;  // the model is another device class's: record full-size residuals

@@ -13,12 +13,16 @@
 //     latter being the op's own), so each of these members is guarded as a probe decision is; a
 //     check that keeps the variant counts one more, one that reverts it starts the class afresh
 //     from the variant that won;
+//   - a check in which the vendor took at least kWideMargin (2) times the variant makes the class
+//     ready at once: its members lie within a factor 2 of each other in rows, entries, mean and
+//     maximum degree (the log2 buckets of shape_class()), and a lead that wide does not turn into a
+//     loss within them; narrower leads need SPARSEPORT_CLASS_CHECKS checks in a row;
 //   - from then on members replay the variant unchecked (features, two lookups: no timing), except
-//     the members whose graph signature hashes to 0 modulo kRecheckEvery, which are checked again,
-//     so that a class that stops holding (another device state, a drifting sampler) is caught and
-//     relearned.
+//     the members whose graph signature hashes to 0 modulo class_recheck_every(margin), which are checked
+//     again, so that a class that stops holding (another device state, a drifting sampler) is
+//     caught and relearned.
 // So a native variant runs unchecked only after it beat the vendor at full size on
-// SPARSEPORT_CLASS_CHECKS members in a row. A wrong class costs speed, never a result: the class's
+// SPARSEPORT_CLASS_CHECKS members in a row, or once by 2x. A wrong class costs speed, never a result: the class's
 // variant must apply to the call (else the vendor runs), and it computes what any variant does.
 // Not in deterministic mode (a class could give an input another variant, so other bits, than its
 // exact decision), nor under replay, probe or model modes, nor for the index ops (no summary).
@@ -44,18 +48,52 @@ using detail::PlanState;
 
 namespace {
 
+// A full-size lead over the vendor (t_vendor / t_variant) wide enough to make a class ready after
+// one check (see the top of this file).
+constexpr double kWideMargin = 2.0;
+
+}  // namespace
+
 // One member in this many (by its graph signature's hash) of a ready class is checked at full size
-// again. A check adds the vendor's call, which on the workload (openmp, 2-core CPU, sampled
-// subgraphs of 50k entries, F = 64) took 4-5 times the class's variant (spmm.graphblas 55 ms,
-// spmm.merge_path 12 ms): 1 in 256 costs about 2 % of op time, within the 5 % budget for all
-// decision overhead; 1 in 64 cost 8 %. Not tuned on any matrix.
-constexpr uint64_t kRecheckEvery = 256;
+// again. A recheck adds the vendor's call, margin times the variant's: 1 in N costs margin / N of
+// the members' op time. N keeps that at 1 % (a fifth of the 5 % budget for all decision
+// overhead), as a power of two from 256 (a class whose margin is unknown, as before) to 4096 (drift
+// is still caught within a few thousand members). On the workload (openmp, 2-core CPU,
+// sampled subgraphs of 50k entries, F = 64: spmm.graphblas 55 ms against spmm.merge_path 12 ms,
+// margin 4.6) that is 1 in 512; 1 in 64 had cost 8 %. Not tuned on any matrix.
+uint64_t class_recheck_every(double margin) {
+  uint64_t n = 256;
+  while (n < 4096 && static_cast<double>(n) < 100 * margin) n *= 2;
+  return n;
+}
+
+namespace {
 
 int log2_floor(double x) { return x > 0 ? static_cast<int>(std::floor(std::log2(x))) : -1; }
 
 int checks_of(const Record& r) {
   const auto it = r.find("checks");
   return it == r.end() ? 0 : std::atoi(it->second.c_str());
+}
+
+// The class record's last full-size margin (0: none recorded).
+double margin_of(const Record& r) {
+  const auto it = r.find("margin");
+  return it == r.end() ? 0 : std::atof(it->second.c_str());
+}
+
+// This plan's full-size lead of its final variant over the vendor, t_vendor / t_variant (0 where
+// the two were not both timed at full size).
+double full_size_margin(const PlanState& p) {
+  const auto v = p.full_size_s.find(p.decision.vendor), c = p.full_size_s.find(p.decision.variant);
+  if (p.decision.variant == p.decision.vendor || v == p.full_size_s.end() || c == p.full_size_s.end() ||
+      c->second <= 0)
+    return 0;
+  return v->second / c->second;
+}
+
+bool ready(int checks, double margin, int class_checks) {
+  return checks >= class_checks || (checks >= 1 && margin >= kWideMargin);
 }
 
 // The SIGNATURE numbers' shape and the degree histogram of a CSR in host memory; no locality.
@@ -113,17 +151,18 @@ bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_
   const std::optional<Record> r = CacheFile(p.opt.cache_dir).lookup(p.class_key, p.versions, &stale);
   if (!r || r->count("vendor") == 0 || !offers(*p.plugin, p.op, r->at("variant"))) return false;
   const int checks = checks_of(*r);
-  const bool ready = checks >= p.opt.class_checks;
+  const double margin = margin_of(*r);
+  const bool is_ready = ready(checks, margin, p.opt.class_checks);
   const std::string& g = p.graph;
-  const bool recheck = ready && hash_bytes(g.data(), g.size()) % kRecheckEvery == 0;
+  const bool recheck = is_ready && hash_bytes(g.data(), g.size()) % class_recheck_every(margin) == 0;
   p.decided = true;
   p.decision.variant = r->at("variant");
   p.decision.vendor = r->at("vendor");
   p.decision.source = "class";
   p.decision.reason = "shape class " + p.class_text + ": " + r->at("variant") + " kept in " + std::to_string(checks) +
                       " full-size check(s) against the vendor on other matrices of this shape" +
-                      (ready ? (recheck ? "; this member is checked again" : "") : "; this member is checked too");
-  p.verify_pending = !ready || recheck;
+                      (is_ready ? (recheck ? "; this member is checked again" : "") : "; this member is checked too");
+  p.verify_pending = !is_ready || recheck;
   return true;
 }
 
@@ -137,12 +176,19 @@ void class_learn(PlanState& p) {
   const int before = same ? checks_of(*cur) : 0;
   const int checks = before + (p.decision.verified ? 1 : 0);
   if (same && checks == before) return;  // an unchecked member teaches nothing
+  // The latest check's margin (an unchecked first member has none: the class needs its checks).
+  const double margin = full_size_margin(p);
   Record r = base_record(p);
   r.erase("class");
   r["key"] = p.class_key;
   r["graph"] = "class:" + p.class_text;
   r["source"] = "class";
   r["checks"] = std::to_string(checks);
+  if (margin > 0) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", margin);
+    r["margin"] = buf;
+  }
   r["member"] = p.graph;
   r["verified"] = checks > 0 ? "true" : "false";
   r["reason"] = same ? "kept at full size on " + std::to_string(checks) + " member(s) in a row"
@@ -150,8 +196,11 @@ void class_learn(PlanState& p) {
                                   cur->at("variant") + ")"
                             : "started by the member " + p.graph + " (" + p.decision.source + ")");
   store(p, r);
+  char lead[48] = "";
+  if (margin > 0) std::snprintf(lead, sizeof lead, ", the vendor %.3gx its time", margin);
   log(p.opt, label(p) + ": shape class " + p.class_text + " -> " + p.decision.variant + ", " + std::to_string(checks) +
-                 " check(s)" + (checks >= p.opt.class_checks ? " (ready: members replay it unchecked)" : ""));
+                 " check(s)" + lead +
+                 (ready(checks, margin, p.opt.class_checks) ? " (ready: members replay it unchecked)" : ""));
 }
 
 }  // namespace sparseport::scheduler

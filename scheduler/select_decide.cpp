@@ -104,6 +104,7 @@ void store(const PlanState& p, Record r) {
 // recorded for the transfer correction (model.hpp).
 void measured(PlanState& p, const std::string& v, double seconds) {
   if (seconds < 0) return;
+  p.full_size_s[v] = seconds;
   if (Decision::Candidate* c = candidate(p, v)) c->measured_ms = seconds * 1e3;
   if (p.transfer && !deterministic(p.exec)) {
     auto it = p.raw_prediction.find(v);

@@ -6,6 +6,7 @@
 // has never seen at the cost of its features, no timing.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "scheduler/features.hpp"
@@ -19,5 +20,9 @@ namespace sparseport::scheduler {
 // pass over every entry cost 15 % of a sampled subgraph's spmm). Only [a-z0-9.-]: a cache key needs
 // no escape.
 std::string shape_class(const Features& f);
+
+// One member in how many of a ready class is checked against the vendor again, for a class whose
+// last check measured the vendor at `margin` times its variant (0: unknown); select_class.cpp says why.
+uint64_t class_recheck_every(double margin);
 
 }  // namespace sparseport::scheduler

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -390,6 +391,20 @@ TEST(SchedulerEstimate, RowMappedVariantsPayForAMegaRowBalancedOnesDoNot) {
 // probe's runner-up and the fastest at full size.
 
 std::atomic<int> g_calls{0};
+// The full-size spins of spmm.vendor and spmm.second: by default the vendor takes 10x or more
+// (a wide margin); NarrowMargin makes it 1.5x with the same 50 ms gap (a preemption of 50 ms more
+// would still be needed to reach 2x on a loaded machine).
+std::atomic<double> g_vendor_full_s{0.050};
+std::atomic<double> g_second_full_s{0.001};
+std::atomic<double> g_trap_full_s{0.200};  // always 150 ms or more above the vendor
+struct WideMargin {  // 2x even when the reference's computation behind each variant takes 100 ms
+  WideMargin() { g_vendor_full_s = 0.250, g_trap_full_s = 0.400; }
+  ~WideMargin() { g_vendor_full_s = 0.050, g_trap_full_s = 0.200; }
+};
+struct NarrowMargin {
+  NarrowMargin() { g_vendor_full_s = 0.150, g_second_full_s = 0.100; }
+  ~NarrowMargin() { g_vendor_full_s = 0.050, g_second_full_s = 0.001; }
+};
 
 void spin(double seconds) {
   const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
@@ -405,10 +420,10 @@ int fake_spmm(const sparseport_exec* x, const char* variant, const sparseport_sp
   // below takes a few milliseconds at full size, and a loaded machine (ctest -j8 beside other GPU
   // work, a 2-core VM at load 6) stretches it and preempts the spins by tens of milliseconds;
   // neither may reorder the variants (19 ms was seen to be too little).
-  if (v == "spmm.trap") spin(big ? 0.200 : 0.0001);
-  if (v == "spmm.vendor") spin(big ? 0.050 : 0.003);
+  if (v == "spmm.trap") spin(big ? g_trap_full_s.load() : 0.0001);
+  if (v == "spmm.vendor") spin(big ? g_vendor_full_s.load() : 0.003);
   if (v == "spmm.slow") spin(0.005);
-  if (v == "spmm.second") spin(0.001);
+  if (v == "spmm.second") spin(big ? g_second_full_s.load() : 0.001);
   return plugin("reference").table->spmm(x, "spmm.serial", a, st);
 }
 
@@ -763,9 +778,12 @@ TEST(SchedulerPipeline, ACachedDecisionForARetiredVariantIsNotReplayed) {
 
 // ---- shape classes (issue 35): a matrix the cache never saw, decided by others of its shape -------
 
+// Members: 20000 rows (the fake's full-size spins), mean degree 6 (120k entries, so that the
+// reference's computation behind every fake variant stays small beside the spins on a loaded
+// machine; 6 lies mid-way in its half-octave, 2 log2(6) = 5.2, so every seed has one shape).
 Problem make_member(uint64_t seed) {
   Problem p;
-  p.a = generate<int32_t, float>("er:20000:0.002@" + std::to_string(seed));
+  p.a = generate<int32_t, float>("er:20000:0.0003@" + std::to_string(seed));
   p.b = HostDense<float>(p.a.cols, 8);
   for (size_t i = 0; i < p.b.data.size(); ++i) p.b.data[i] = static_cast<float>(i % 7) - 3.0f;
   p.c = HostDense<float>(p.a.rows, 8);
@@ -795,9 +813,11 @@ std::optional<Record> class_line(const TempDir& dir) {
   return last;
 }
 
-// Members 1-3 teach the class (the first decided cold, the next two take its variant and are checked
-// at full size against the vendor); from the fourth on a member replays it: one call, no timing.
+// With a narrow margin (the vendor under 2x the variant at full size), members 1-3 teach the class
+// (the first decided cold, the next two take its variant and are checked at full size against the
+// vendor); from the fourth on a member replays it: one call, no timing.
 std::shared_ptr<detail::PlanState> teach_class(const TempDir& dir, const PluginInfo& fake) {
+  const NarrowMargin narrow;
   std::shared_ptr<detail::PlanState> last;
   for (uint64_t m = 1; m <= 3; ++m) {
     Problem pb = make_member(m);
@@ -823,6 +843,11 @@ std::shared_ptr<detail::PlanState> teach_class(const TempDir& dir, const PluginI
     if (cls) {
       EXPECT_EQ(cls->at("variant"), "spmm.second");
       EXPECT_EQ(cls->at("checks"), std::to_string(m));
+      EXPECT_EQ(cls->count("margin"), 1u);
+      if (cls->count("margin") == 1) {
+        EXPECT_GT(std::stod(cls->at("margin")), 0.0);
+        EXPECT_LT(std::stod(cls->at("margin")), 2.0) << "the narrow margin this test needs";
+      }
       EXPECT_EQ(cls->at("source"), "class");
       EXPECT_EQ(cls->at("key"), plan->class_key);
     }
@@ -871,6 +896,53 @@ TEST(SchedulerShapeClass, AMatrixOfAKnownShapeReplaysItsClassAfterThreeCheckedMe
   auto no_class = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args7, off);
   EXPECT_FALSE(no_class->decided);
   EXPECT_TRUE(no_class->class_key.empty());
+}
+
+// A vendor that took 2x the class's variant or more at full size: the first member's check makes
+// the class ready, and the next member replays it unchecked.
+TEST(SchedulerShapeClass, AWideMarginAtFullSizeMakesTheClassReadyAfterOneCheck) {
+  const WideMargin wide;
+  TempDir dir;
+  const PluginInfo fake = fake_plugin();
+  Problem first = make_member(1);
+  sparseport_spmm_args args1 = first.args();
+  auto cold = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args1, class_options(dir));
+  EXPECT_FALSE(cold->decided);
+  execute(cold, &args1, "test");
+  EXPECT_EQ(cold->decision.variant, "spmm.second") << cold->decision.reason;
+  EXPECT_TRUE(cold->decision.verified);
+  const std::optional<Record> cls = class_line(dir);
+  ASSERT_TRUE(cls.has_value());
+  EXPECT_EQ(cls->at("checks"), "1");
+  ASSERT_EQ(cls->count("margin"), 1u);
+  EXPECT_GE(std::stod(cls->at("margin")), 2.0) << "vendor 250 ms, spmm.second 1 ms, each plus the reference's computation";
+  for (uint64_t m = 2; m <= 3; ++m) {
+    Problem pb = make_member(m);
+    sparseport_spmm_args args = pb.args();
+    auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, class_options(dir));
+    EXPECT_EQ(plan->decision.source, "class");
+    EXPECT_EQ(plan->decision.variant, "spmm.second");
+    g_calls = 0;
+    execute(plan, &args, "test");
+    if (!plan->decision.verified) {  // not a re-checked member
+      EXPECT_EQ(g_calls.load(), 1) << "a ready class's member runs the op once";
+    }
+    EXPECT_EQ(pb.c.data, reference_result(pb));
+  }
+}
+
+TEST(SchedulerShapeClass, RechecksGetRarerAsTheVendorsFullSizeCostGrows) {
+  // A recheck costs the vendor's call, margin times the variant's; 1 in N keeps that at 1 % of the
+  // members' op time (margin / N <= 0.01) within [256, 4096], powers of two.
+  EXPECT_EQ(class_recheck_every(0), 256u) << "margin unknown";
+  EXPECT_EQ(class_recheck_every(1.2), 256u);
+  EXPECT_EQ(class_recheck_every(2.56), 256u);
+  EXPECT_EQ(class_recheck_every(2.57), 512u);
+  EXPECT_EQ(class_recheck_every(4.6), 512u);
+  EXPECT_EQ(class_recheck_every(10), 1024u);
+  EXPECT_EQ(class_recheck_every(1e6), 4096u);
+  for (double m : {0.5, 1.0, 3.0, 7.0, 20.0, 40.0})
+    EXPECT_LE(m / static_cast<double>(class_recheck_every(m)), std::max(0.01, m / 4096)) << m;
 }
 
 TEST(SchedulerShapeClass, TheShapeIsCoarseForOneSamplerAndSeparatesOtherShapes) {
