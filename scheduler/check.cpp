@@ -11,7 +11,7 @@ namespace sparseport::scheduler {
 
 CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
                             const std::string& chosen, const std::string& vendor, const std::string& runner_up,
-                            const std::string& where) {
+                            const std::string& where, const ProbeEvidence& probe) {
   CheckResult r;
   r.variant = chosen;
   const OutputGuard guard(plugin, exec, op, args, where);
@@ -27,16 +27,45 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
     r.measured.emplace_back(chosen, r.op_seconds);
     return r;
   }
+  char buf[320];
+  double t_chosen = -1;
+  if (probe.usable() && probe.vendor_s >= kSkipMargin * probe.chosen_s) {
+    // The vendor lost by kSkipMargin on the probe (check.hpp): the chosen variant first.
+    t_chosen = timed(chosen);
+    r.measured = {{chosen, t_chosen}};
+    r.op_seconds = t_chosen;
+    const double expected = probe.chosen_s / probe.work_fraction;
+    if (t_chosen <= kScaleSlack * expected) {
+      std::snprintf(buf, sizeof buf,
+                    "; the vendor not timed at full size: %.3gx %s's time on the probe, and %s took %.4g ms at full "
+                    "size against %.4g ms extrapolated from the probe",
+                    probe.vendor_s / probe.chosen_s, chosen.c_str(), chosen.c_str(), t_chosen * 1e3, expected * 1e3);
+      r.note = buf;
+      r.vendor_skipped = true;
+      return r;
+    }
+    std::snprintf(buf, sizeof buf, "; the vendor timed after all: %s took %.4g ms at full size, over %.3gx the %.4g ms "
+                  "extrapolated from the probe", chosen.c_str(), t_chosen * 1e3, kScaleSlack, expected * 1e3);
+    r.note = buf;
+  }
   // A device backend builds per-matrix state on a first call (cuSPARSE descriptors and buffers,
   // hub partitions): the vendor is warmed up there (the chosen variant's state is built by the
   // call that times it; if that makes it lose, the runner-up rule below still picks a measured
   // winner). Host variants keep no such state.
   if (plugin.table->memory_space == SPARSEPORT_MEMORY_DEVICE) timed(vendor);
   const double t_vendor = timed(vendor);
-  const double t_chosen = timed(chosen);
-  r.measured = {{vendor, t_vendor}, {chosen, t_chosen}};
+  if (t_chosen < 0) {
+    t_chosen = timed(chosen);
+    r.measured = {{vendor, t_vendor}, {chosen, t_chosen}};
+  } else {
+    r.measured.emplace_back(vendor, t_vendor);
+  }
   r.op_seconds = t_chosen;
-  if (t_chosen <= t_vendor) return r;
+  if (t_chosen <= t_vendor) {
+    // Kept: the final variant's call must be the last one, so the output is its result.
+    if (r.measured.back().first != chosen) r.op_seconds = timed(chosen);
+    return r;
+  }
 
   // Lost at full size: the fastest variant measured at full size wins, the runner-up of the probe
   // measured too when there is one (it may beat the vendor where the probe's pick did not).
@@ -47,7 +76,6 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
     r.measured.emplace_back(runner_up, t);
     if (t < t_best) best = runner_up, t_best = t;
   }
-  char buf[256];
   std::snprintf(buf, sizeof buf, "; reverted: at full size %s took %.4g ms, %s %.4g ms%s", chosen.c_str(),
                 t_chosen * 1e3, vendor.c_str(), t_vendor * 1e3, best == vendor ? "" : ", and the runner-up was faster");
   r.reason = buf;

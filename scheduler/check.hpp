@@ -4,6 +4,19 @@
 // the fastest variant measured at full size (the vendor, or the probe's runner-up when it is
 // faster still), not always to the vendor. The last call that runs is the final variant's, so the
 // caller's output is the op's result whichever way the check goes.
+//
+// The vendor's full-size call is the check's whole overhead (the chosen variant's call is the op's
+// own), and where the vendor is the slow one (GraphBLAS on the CPU: 2-5x our kernels) it alone cost
+// 2-4 full-size calls of the op (issue 35). It is skipped where the probe already measured it at
+// least kSkipMargin (3) times the chosen variant and the chosen variant's full-size call, timed
+// first, came within kScaleSlack (2) of the probe's linear extrapolation (probe time / work
+// fraction). Why these two suffice: write the vendor's probe time V = c + v, c its fixed per-call
+// cost (descriptors, a library's matrix wrap), v its part proportional to the work, and the chosen
+// variant's probe time C, scaling linearly (which the second condition checks: the failure the
+// check exists for, a variant falling off a cliff at full size, is 10x or more). At full size the
+// vendor takes c + v / f against C / f, a ratio of at least v / C; with V >= 3 C and c <= V / 2 that
+// is at least 1.5. So the skip keeps a variant the vendor would have beaten only where the vendor's
+// fixed cost exceeds half its probe time. Neither constant is tuned on any matrix.
 #pragma once
 
 #include <string>
@@ -14,16 +27,27 @@
 
 namespace sparseport::scheduler {
 
+struct ProbeEvidence {
+  double chosen_s = -1;      // the chosen variant's time on the probe sample
+  double vendor_s = -1;      // the vendor's
+  double work_fraction = 0;  // the sample's share of the work
+  bool usable() const { return chosen_s > 0 && vendor_s > 0 && work_fraction > 0 && work_fraction < 1; }
+};
+constexpr double kSkipMargin = 3.0;
+constexpr double kScaleSlack = 2.0;
+
 struct CheckResult {
   std::string variant;  // what runs from now on
   bool reverted = false;
   std::vector<std::pair<std::string, double>> measured;  // full-size seconds, in the order timed
   double op_seconds = 0;  // the time of the final variant's last call (the op's own, not overhead)
   std::string reason;     // "; reverted: ..." or empty
+  bool vendor_skipped = false;
+  std::string note;  // why the vendor was (or was not after all) left out, for the log and the reason
 };
 
 CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
                             const std::string& chosen, const std::string& vendor, const std::string& runner_up,
-                            const std::string& where);
+                            const std::string& where, const ProbeEvidence& probe = {});
 
 }  // namespace sparseport::scheduler

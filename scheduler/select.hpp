@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "scheduler/check.hpp"
 #include "scheduler/features.hpp"
 #include "scheduler/guardrail.hpp"
 #include "scheduler/values16.hpp"
@@ -50,6 +51,7 @@ struct PlanState {
   Decision decision;
   // For the full-size check and the transfer correction, until the decision is checked.
   std::string runner_up;                        // the probe's second-best native
+  scheduler::ProbeEvidence probe;               // the choice's and the vendor's probe times (check.hpp)
   std::map<std::string, double> raw_prediction;  // the model's log2(t / floor) before correction
   std::map<std::string, double> full_size_s;     // every full-size time measured for this plan (measured())
   double floor_s = 0;

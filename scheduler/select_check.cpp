@@ -19,8 +19,10 @@ void check(PlanState& p, const void* args, const std::string& where) {
   p.verify_pending = false;
   p.decision.verified = true;
   const std::string chosen = p.decision.variant;
-  const CheckResult r = full_size_check(*p.plugin, p.exec, p.op, args, chosen, p.decision.vendor, p.runner_up, where);
+  const CheckResult r =
+      full_size_check(*p.plugin, p.exec, p.op, args, chosen, p.decision.vendor, p.runner_up, where, p.probe);
   for (const auto& [v, t] : r.measured) measured(p, v, t);
+  p.decision.reason += r.note;
   if (r.reverted) {
     p.decision.reverted = true;
     p.decision.variant = r.variant;
@@ -31,7 +33,8 @@ void check(PlanState& p, const void* args, const std::string& where) {
   p.decision.decide_seconds += since(t0) - r.op_seconds;
   std::string text;
   for (const auto& [v, t] : r.measured) text += (text.empty() ? "" : ", ") + v + " " + ms(t);
-  log(p.opt, label(p) + ": checked at full size: " + text + (r.reverted ? " -> reverted to " + r.variant : " -> kept"));
+  log(p.opt, label(p) + ": checked at full size: " + text + (r.reverted ? " -> reverted to " + r.variant : " -> kept") +
+                 r.note);
   Record rec = base_record(p);
   rec["full_size"] = text;
   rec["probe_choice"] = chosen;

@@ -264,11 +264,14 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
     candidate(p, v)->probe_ms = t * 1e3;
   }
   const Verdict v = guardrail(times, d.vendor, t_vendor, p.opt.alpha, "on the probe (" + sample.description() + ")");
-  // The check's runner-up: the fastest other native on the probe.
+  // The check's runner-up: the fastest other native on the probe; and the probe's evidence, with
+  // which the check may leave the vendor out (check.hpp).
   p.runner_up.clear();
   double t_runner = 1e300;
-  for (const auto& [name, t] : times)
+  for (const auto& [name, t] : times) {
     if (t >= 0 && name != v.variant && t < t_runner) p.runner_up = name, t_runner = t;
+    if (name == v.variant) p.probe = {t, t_vendor, sample.work_fraction()};
+  }
   finish(v.variant, "probe", v.reason);
 }
 

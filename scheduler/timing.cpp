@@ -417,6 +417,7 @@ ProbeSample::ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, 
       p.out = {n, p.out.cols, p.out.cols, alloc(n * p.out.cols * vsz), p.out.value_type};
       args_ = pack(p);
     }
+    work_fraction_ = s.nnz > 0 ? static_cast<double>(nnz) / static_cast<double>(s.nnz) : 1;
     description_ = "rows " + std::to_string(n) + "/" + std::to_string(s.rows) + " (nnz " + std::to_string(nnz) + "/" +
                    std::to_string(s.nnz) + "), stratified by degree" +
                    (pick.cut.empty() ? "" : ", " + std::to_string(pick.cut.size()) + " hub rows cut to their share");
@@ -502,6 +503,7 @@ ProbeSample::ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, 
     p.out = {out_rows, p.out.cols, p.out.cols, alloc(out_rows * p.out.cols * vsz), p.out.value_type};
     args_ = pack(p);
   }
+  work_fraction_ = E > 0 ? static_cast<double>(m) / static_cast<double>(E) : 1;
   description_ = std::to_string(windows) + " windows of " + std::to_string(len) + " messages (" + std::to_string(m) +
                  "/" + std::to_string(E) + "), " + std::to_string(out_rows) + " output rows";
 }

@@ -74,6 +74,8 @@ class ProbeSample {
 
   const void* args() const { return args_.data(); }
   const std::string& description() const { return description_; }  // "rows 3000/100000 (nnz 48k), 9 strata"
+  // The sample's share of the op's work: its entries over the operand's (messages for index ops).
+  double work_fraction() const { return work_fraction_; }
 
   // Which rows of a CSR the sample holds (stratified by degree): `rows` whole, ascending, and `cut`,
   // rows of the sparse top strata kept in part, as (row, entries kept: the row's first ones).
@@ -95,6 +97,7 @@ class ProbeSample {
   std::vector<void*> owned_;
   std::vector<char> args_;
   std::string description_;
+  double work_fraction_ = 1;
 };
 
 }  // namespace sparseport::scheduler

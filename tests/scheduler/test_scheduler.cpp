@@ -562,6 +562,9 @@ TEST(SchedulerPipeline, ProbeChoiceThatLosesAtFullSizeIsRevertedAndRecorded) {
   EXPECT_EQ(plan->decision.variant, "spmm.second") << plan->decision.reason;
   EXPECT_NE(plan->decision.reason.find("reverted"), std::string::npos);
   EXPECT_NE(plan->decision.reason.find("runner-up"), std::string::npos) << plan->decision.reason;
+  // The vendor was 30x the trap on the probe, but the trap took far more than its extrapolation at
+  // full size: the vendor is timed after all (check.hpp).
+  EXPECT_NE(plan->decision.reason.find("the vendor timed after all"), std::string::npos) << plan->decision.reason;
   for (const char* v : {"spmm.trap", "spmm.vendor", "spmm.second"}) {
     bool seen = false;
     for (const Decision::Candidate& c : plan->decision.candidates)
@@ -586,13 +589,47 @@ TEST(SchedulerPipeline, ProbeChoiceThatLosesAtFullSizeIsRevertedAndRecorded) {
   EXPECT_EQ(g_calls.load(), 1) << "a cache hit runs the op once, no probe";
 }
 
+std::vector<float> reference_result(Problem& pb);  // the reference plugin's result (below)
+
+// The vendor 3x or more behind on the probe, and the choice as fast at full size as the probe
+// extrapolates: the check times the choice only (its call is the op's own), not the vendor.
+TEST(SchedulerPipeline, AVendorFarBehindOnTheProbeIsNotTimedAtFullSize) {
+  TempDir dir;
+  const PluginInfo fake = fake_plugin();
+  Problem pb = make_problem(2000);  // small: the trap takes 0.1 ms and the vendor 3 ms at any size
+  sparseport_spmm_args args = pb.args();
+  auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::automatic));
+  execute(plan, &args, "test");
+  EXPECT_EQ(plan->decision.source, "probe");
+  EXPECT_EQ(plan->decision.variant, "spmm.trap") << plan->decision.reason;
+  EXPECT_TRUE(plan->decision.verified);
+  EXPECT_FALSE(plan->decision.reverted);
+  EXPECT_NE(plan->decision.reason.find("the vendor not timed at full size"), std::string::npos)
+      << plan->decision.reason;
+  for (const Decision::Candidate& c : plan->decision.candidates) {
+    if (c.variant == "spmm.vendor") {
+      EXPECT_LT(c.measured_ms, 0) << "the vendor ran on the probe only";
+    }
+    if (c.variant == "spmm.trap") {
+      EXPECT_GT(c.measured_ms, 0) << "the choice is timed at full size";
+    }
+  }
+  EXPECT_EQ(pb.c.data, reference_result(pb));
+  std::string full_size = "(no record)";
+  for (const Record& r : CacheFile(dir.path).read())
+    if (r.count("full_size") != 0) full_size = r.at("full_size");
+  EXPECT_NE(full_size.find("spmm.trap"), std::string::npos) << full_size;
+  EXPECT_EQ(full_size.find("spmm.vendor"), std::string::npos) << full_size;
+}
+
 TEST(SchedulerPipeline, GuardrailKeepsTheVendorWhenNoNativeIsFastEnough) {
   TempDir dir;
   const PluginInfo fake = fake_plugin();
   Problem pb = make_problem(2000);  // small: trap is 30x faster than the vendor here
   sparseport_spmm_args args = pb.args();
-  // alpha 0.01: trap (0.1 ms) would need to beat 0.01 x vendor (3 ms).
-  auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe, 0.01));
+  // alpha 0.001: trap (0.1 ms) would need to beat 0.001 x vendor (3 ms; at load 8 on 2 cores a
+  // busy-spinning vendor was preempted to 14-21 ms, which beat 0.01).
+  auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe, 0.001));
   execute(plan, &args, "test");
   EXPECT_EQ(plan->decision.variant, "spmm.vendor");
   EXPECT_NE(plan->decision.reason.find("guardrail"), std::string::npos) << plan->decision.reason;
