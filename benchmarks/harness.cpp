@@ -147,6 +147,7 @@ OpModel op_model(sparseport_op op, const Graph& g, int64_t features) {
       o.operand_bytes = (m * F + k * F + 2 * nnz) * V;
       break;
     case SPARSEPORT_OP_SEGMENT_REDUCE:
+    case SPARSEPORT_OP_SCATTER_REDUCE:
       o.compulsory_bytes = nnz * I + nnz * F * V + m * F * V;
       o.flops = nnz * F;
       o.gathered_bytes = V * F * nnz;
@@ -163,6 +164,11 @@ OpModel op_model(sparseport_op op, const Graph& g, int64_t features) {
       o.flops = 4 * nnz * F;
       o.gathered_bytes = 2 * V * F * nnz;
       o.operand_bytes = (m * F + 2 * k * F + 2 * m * F) * V;
+      break;
+    case SPARSEPORT_OP_CSR_TRANSPOSE:
+      o.compulsory_bytes = csr_bytes + (k + 1) * I + nnz * (I + V);
+      o.gathered_bytes = nnz * (I + V);
+      o.operand_bytes = 2 * ((k + 1) * I + nnz * (I + V));  // the result, and the baseline's
       break;
     default:
       throw InvalidArgument(std::string("sparseport_bench: no traffic model for op '") + op_name(op) + "'.");
@@ -186,9 +192,16 @@ OpModel op_model(sparseport_op op, const Graph& g, const RowSelection& sel) {
       o.compulsory_bytes = read + s * k * V;
       o.operand_bytes = s * I + s * k * V;
       break;
+    case SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH: {
+      const double kept = static_cast<double>(sel.kept);
+      o.compulsory_bytes = read + (s + 1) * I + kept * (I + V);
+      o.operand_bytes = s * I + (s + 1) * I + kept * (I + V);
+      break;
+    }
     default:
       throw InvalidArgument(std::string("sparseport_bench: op '") + op_name(op) +
-                            "' takes no row selection (the slice model is for csr_slice_rows and csr_slice_rows_dense).");
+                            "' takes no row selection (the selection model is for csr_slice_rows, "
+                            "csr_slice_rows_dense and csr_induced_subgraph).");
   }
   return o;
 }
@@ -208,12 +221,14 @@ const std::vector<std::string>& named_baselines(sparseport_op op) {
   static const std::vector<std::string> kSpmm = {"spmm.rows"};
   static const std::vector<std::string> kSegment = {"segment_reduce.scatter_atomic", "segment_reduce.atomic"};
   static const std::vector<std::string> kGather = {"gather_scatter.scatter_atomic", "gather_scatter.atomic"};
+  static const std::vector<std::string> kScatter = {"scatter_reduce.atomic"};
   static const std::vector<std::string> kAttention = {"csr_attention.unfused"};
   static const std::vector<std::string> kNone;
   switch (op) {
     case SPARSEPORT_OP_SPMM: return kSpmm;
     case SPARSEPORT_OP_SEGMENT_REDUCE: return kSegment;
     case SPARSEPORT_OP_GATHER_SCATTER: return kGather;
+    case SPARSEPORT_OP_SCATTER_REDUCE: return kScatter;
     case SPARSEPORT_OP_CSR_ATTENTION: return kAttention;
     default: return kNone;
   }

@@ -53,9 +53,11 @@ std::vector<int64_t> parse_features(const std::string& what, const std::string& 
 //   gather_scatter  dst, src: 2*E*I;  w: E*V;  x: c*F*V;  out: m*F*V written                 2*E*F        V*F*E (rows of x)
 //   csr_attention   A: (m+1)I + nnz*I (values ignored);  Q: r*F*V;  K, V: 2*c*F*V;           4*nnz*F      2*V*F*nnz (K and V rows)
 //                   out: m*F*V written
+//   scatter_reduce  as segment_reduce (the same index, in another order)                      E*F          V*F*E
+//   csr_transpose   A: (m+1)I + nnz(I+V);  out: (k+1)I + nnz(I+V) written  (F not used)       0            nnz*(I+V) (entries moved)
 //
-// spmm's mean and max (the "spmm_mean" and "spmm_max" rows) read and write what the sum does; their
-// model is spmm's.
+// spmm's mean, max and min (the "spmm_mean", "spmm_max", "spmm_min" rows) read and write what the
+// sum does; their model is spmm's.
 //
 // The row slices (a selection of s rows of A, in the given order, holding e entries together):
 //
@@ -64,6 +66,8 @@ std::vector<int64_t> parse_features(const std::string& what, const std::string& 
 //                         A's selected entries: e*(I+V);  out: (s+1)*I + e*(I+V) written
 //   csr_slice_rows_dense  rows: s*I;  A.rowptr: 2*s*I;  A's selected entries: e*(I+V);        0      e*(I+V)
 //                         out: s*k*V written (the whole dense s x k output, zeros included)
+//   csr_induced_subgraph  vertices: s*I;  A.rowptr: 2*s*I;  their rows' entries: e*(I+V);     0      e*(I+V)
+//                         out: (s+1)*I + kept*(I+V) written (kept: entries whose column is a vertex too)
 //
 // The flop and gathered-byte conventions are those of `sparseport run` (src/cli/workloads.hpp);
 // the softmax's exp is not counted. Write-allocate traffic is not counted (the floor is a floor).
@@ -79,8 +83,10 @@ OpModel op_model(sparseport_op op, const Graph& g, int64_t features);
 struct RowSelection {
   int64_t rows = 0;
   int64_t entries = 0;
+  int64_t kept = 0;  // csr_induced_subgraph: the selected rows' entries whose column is selected too
 };
-// The model of csr_slice_rows and csr_slice_rows_dense (table above); InvalidArgument for other ops.
+// The model of csr_slice_rows, csr_slice_rows_dense and csr_induced_subgraph (table above);
+// InvalidArgument for other ops.
 OpModel op_model(sparseport_op op, const Graph& g, const RowSelection& sel);
 
 // The op field of a row's name: the op's name, with the reduce appended for spmm other than sum

@@ -724,6 +724,172 @@ def figures_markdown(figures, base_dir):
     return out
 
 
+# ---- portability: a portable plugin against the native plugin of the same hardware (issue 36) ----
+#
+# One run that times both plugins (sparseport_bench_cpu --sp_ops=all: kokkos on Kokkos-OpenMP next
+# to openmp) gives, per op, graph and F, the fastest variant of each plugin of its own (vendor
+# libraries' variants left out: spmm.kokkoskernels, spmm.graphblas), their ratio, and the portable
+# plugin's vendor row (Kokkos Kernels) against the portable plugin's best.
+
+PORTABLE_BACKEND = "kokkos"
+# The native plugin of the portable plugin's hardware, the first present in the run: the cuda plugin
+# beside Kokkos-CUDA, the openmp plugin beside Kokkos-OpenMP.
+NATIVE_BACKENDS = ("cuda", "openmp")
+# Issue 36's targets: the portable plugin's best at least 0.9x the native plugin's best (geomean at
+# F = 32 and at F = 128), and at least 1.5x its vendor library (Kokkos Kernels) on every input.
+PORTABILITY_TARGET_NATIVE = 0.9
+PORTABILITY_TARGET_F = (32, 128)
+PORTABILITY_TARGET_VENDOR = 1.5
+PORTABILITY_OP_ORDER = ("spmm", "spmm_mean", "spmm_max", "spmm_min", "spmv", "sddmm", "segment_reduce",
+                        "scatter_reduce", "gather_scatter", "csr_attention", "csr_slice_rows",
+                        "csr_slice_rows_dense", "csr_induced_subgraph", "csr_transpose")
+
+
+def portability_op_key(op):
+    known = op in PORTABILITY_OP_ORDER
+    return (not known, PORTABILITY_OP_ORDER.index(op) if known else 0, op)
+
+
+def pick_native(rows, portable, native=None):
+    """The native backend to compare with: `native` when given, else the first of NATIVE_BACKENDS
+    with rows in the run (None when there is none)."""
+    if native:
+        return native
+    present = {r["backend"] for r in rows}
+    return next((b for b in NATIVE_BACKENDS if b in present and b != portable), None)
+
+
+def portability_data(rows, portable, native):
+    """[{op, graph, F, portable, native, vendor, why}] sorted by op, graph, F: per input (op, graph, F)
+    that either backend timed, the fastest row of each backend's own variants (None when it has none
+    that ran), and the fastest of the portable backend's vendor variants (None when none ran). `why`
+    gives the errors of the rows that did not run, for inputs missing a side."""
+    rows = [r for r in rows if not is_target_input(r) and r["op"] != "determinism"
+            and r["backend"] in (portable, native)]
+    vendors = vendor_variants([r for r in rows if not r["error"]])
+    inputs = OrderedDict()
+    for r in sorted(rows, key=lambda r: (portability_op_key(r["op"]), r["graph"], r["F"], r["backend"], r["variant"])):
+        inputs.setdefault((r["op"], r["graph"], r["F"]), []).append(r)
+    out = []
+    for (op, graph, features), rs in inputs.items():
+        def fastest(backend, vendor):
+            cand = [r for r in rs if r["backend"] == backend and not r["error"]
+                    and ((backend, r["variant"]) in vendors) == vendor]
+            return min(cand, key=lambda r: r["seconds"]) if cand else None
+        item = {"op": op, "graph": graph, "F": features, "portable": fastest(portable, False),
+                "native": fastest(native, False), "vendor": fastest(portable, True)}
+        errors = sorted({f"{r['backend']}/{r['variant']}: {' '.join(str(r['error']).split())}" for r in rs
+                         if r["error"] and (r["backend"], r["variant"]) not in vendors})
+        item["why"] = "; ".join(errors)
+        out.append(item)
+    return out
+
+
+def portability_ratios(items):
+    """Adds to each item 'vs_native' (native best time / portable best time: 1 = as fast, above 1 =
+    the portable plugin is faster) and 'vs_vendor' (vendor time / portable best time); None where a
+    side is missing."""
+    for i in items:
+        p, n, v = i["portable"], i["native"], i["vendor"]
+        i["vs_native"] = n["seconds"] / p["seconds"] if p and n else None
+        i["vs_vendor"] = v["seconds"] / p["seconds"] if p and v else None
+    return items
+
+
+def portability_markdown(rows, contexts, portable=PORTABLE_BACKEND, native=None, title=None, commands=None):
+    """The portability report as Markdown lines; (lines, status) where status is 0, or 1 when the run
+    holds no input timed on both backends."""
+    native = pick_native(rows, portable, native)
+    out = ["# " + (title or f"{portable} plugin vs the {native or 'native'} plugin"), ""]
+    if commands:
+        out += ["Commands:", ""] + [f"    {c}" for c in commands] + [""]
+    for path, ctx in contexts:
+        keys = ["date", "host_name", "num_cpus", "sparseport_version", "sparseport_threads",
+                f"sparseport_threads_{portable}", f"sparseport_threads_{native}", "sparseport_suite_size",
+                "sparseport_ops", "report_note"]
+        out.append(f"Source: `{path}`" + "".join(f"; {k}: {ctx[k]}" for k in keys if k in ctx))
+        out.append("")
+    if native is None:
+        out += [f"No native backend in the run (looked for {', '.join(NATIVE_BACKENDS)}); nothing to compare.", ""]
+        return out, 1
+    items = portability_ratios(portability_data(rows, portable, native))
+    both = [i for i in items if i["vs_native"] is not None]
+    if not both:
+        out += [f"No input (op, graph, F) has a timed row of both {portable} and {native}; nothing to compare.", ""]
+        return out, 1
+    pn, nn = portable, native
+    out += [f"Per input (op, graph, F): the fastest of each plugin's own variants (vendor libraries' variants left "
+            f"out) in this one run, and the {pn} plugin's vendor variant (Kokkos Kernels). "
+            f"*{pn}/{nn}*: {nn} best time / {pn} best time (1 = as fast; above 1: {pn} faster). "
+            f"*{pn}/vendor*: vendor time / {pn} best time. Times are medians per call (the `_median` aggregate "
+            "with repetitions). Ratios from one run only; on a shared machine they move from run to run.", ""]
+
+    # Targets.
+    out += ["## Targets (issue 36)", "",
+            "| target | scope | inputs | value | met |", "|---|---|---:|---:|---|"]
+    for f in PORTABILITY_TARGET_F:
+        for scope, sel in (("spmm (sum)", lambda i: i["op"] == "spmm"), ("every op", lambda i: True)):
+            rs = [i["vs_native"] for i in both if i["F"] == f and sel(i)]
+            g = geomean(rs)
+            out.append(f"| geomean {pn}/{nn} >= {PORTABILITY_TARGET_NATIVE:g} at F = {f} | {scope} | {len(rs)} | "
+                       f"{fmt(g)} | {'' if g is None else ('yes' if g >= PORTABILITY_TARGET_NATIVE else 'no')} |")
+    vv = [i for i in items if i["vs_vendor"] is not None]
+    if vv:
+        worst = min(vv, key=lambda i: i["vs_vendor"])
+        under = sum(i["vs_vendor"] < PORTABILITY_TARGET_VENDOR for i in vv)
+        out.append(f"| {pn}/vendor >= {PORTABILITY_TARGET_VENDOR:g} on every input | "
+                   f"{', '.join(sorted({i['op'] for i in vv}, key=portability_op_key))} | {len(vv)} | "
+                   f"min {fmt(worst['vs_vendor'])} ({worst['graph']}, F = {worst['F']}); {under} under | "
+                   f"{'yes' if under == 0 else 'no'} |")
+    else:
+        out.append(f"| {pn}/vendor >= {PORTABILITY_TARGET_VENDOR:g} on every input | (no vendor rows) | 0 | | |")
+    out.append("")
+
+    # Geomeans per op and F.
+    out += ["## Geomeans per op and F", "",
+            f"| op | F | inputs | geomean {pn}/{nn} | min | max | inputs with vendor | geomean {pn}/vendor | "
+            f"min {pn}/vendor |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    groups = OrderedDict()
+    for i in items:
+        groups.setdefault((i["op"], i["F"]), []).append(i)
+    per_f = OrderedDict()
+    for (op, f), its in groups.items():
+        rn = [i["vs_native"] for i in its if i["vs_native"] is not None]
+        rv = [i["vs_vendor"] for i in its if i["vs_vendor"] is not None]
+        per_f.setdefault(f, []).extend(rn)
+        out.append(f"| {op} | {f or '-'} | {len(rn)} | {fmt(geomean(rn))} | {fmt(min(rn)) if rn else ''} | "
+                   f"{fmt(max(rn)) if rn else ''} | {len(rv)} | {fmt(geomean(rv))} | {fmt(min(rv)) if rv else ''} |")
+    for f in sorted(per_f):
+        rn = per_f[f]
+        out.append(f"| **every op** | {f or '-'} | {len(rn)} | **{fmt(geomean(rn))}** | {fmt(min(rn)) if rn else ''} | "
+                   f"{fmt(max(rn)) if rn else ''} | | | |")
+    rn = [i["vs_native"] for i in both]
+    out.append(f"| **every op** | all | {len(rn)} | **{fmt(geomean(rn))}** | {fmt(min(rn))} | {fmt(max(rn))} | | | |")
+    out.append("")
+
+    # Per input.
+    out += ["## Per input", "",
+            f"| op | graph | F | best {pn} | time | best {nn} | time | {pn}/{nn} | vendor | time | {pn}/vendor |",
+            "|---|---|---:|---|---:|---|---:|---:|---|---:|---:|"]
+    missing = []
+    for i in items:
+        p, n, v = i["portable"], i["native"], i["vendor"]
+        if p is None or n is None:
+            missing.append(i)
+        out.append(f"| {i['op']} | {i['graph']} | {i['F'] or '-'} | {p['variant'] if p else '(none ran)'} | "
+                   f"{fmt_time(p['seconds']) if p else ''} | {n['variant'] if n else '(none ran)'} | "
+                   f"{fmt_time(n['seconds']) if n else ''} | {fmt(i['vs_native'])} | {v['variant'] if v else ''} | "
+                   f"{fmt_time(v['seconds']) if v else ''} | {fmt(i['vs_vendor'])} |")
+    out.append("")
+    if missing:
+        out += ["Inputs without a timed row on one side (left out of the geomeans):", ""]
+        for i in missing:
+            why = i["why"].replace("|", "\\|") or "no row of that backend in the run"
+            out.append(f"- {i['op']} {i['graph']} F = {i['F']}: {why}")
+        out.append("")
+    return out, 0
+
+
 def render(rows, contexts, title, keep_order, commands=None, summary_only=False, figures_md=None):
     out = [f"# {title}", ""]
     if commands:
@@ -872,6 +1038,15 @@ def main(argv=None):
     p.add_argument("--summary", action="store_true", help="only the summaries (no context, rows or skipped rows)")
     p.add_argument("--command", action="append", default=[],
                    help="the exact command that produced the JSON, shown at the top (repeatable)")
+    q = p.add_argument_group("portability (issue 36)")
+    q.add_argument("--portability", action="store_true",
+                   help=f"instead of the report: per op, graph and F the best {PORTABLE_BACKEND} variant against "
+                        "the best variant of the native plugin of the same hardware, and against Kokkos Kernels, "
+                        "with geomeans and the issue's targets")
+    q.add_argument("--portable", default=PORTABLE_BACKEND, metavar="BACKEND",
+                   help=f"the portable backend (default {PORTABLE_BACKEND})")
+    q.add_argument("--native", metavar="BACKEND",
+                   help=f"the native backend (default: the first of {', '.join(NATIVE_BACKENDS)} in the run)")
     g = p.add_argument_group("figures (need matplotlib)")
     g.add_argument("--figures", metavar="DIR",
                    help="also draw PNG figures into DIR (created if missing) and embed them in the Markdown, "
@@ -898,6 +1073,19 @@ def main(argv=None):
     if not rows:
         print("report.py: no rows named op/backend/variant/graph/F in " + ", ".join(args.json), file=sys.stderr)
         return 1
+    if args.portability:
+        title = args.title if args.title != p.get_default("title") else None
+        lines, status = portability_markdown(rows, contexts, args.portable, args.native, title, args.command)
+        text = "\n".join(lines)
+        if args.output:
+            with open(args.output, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+        else:
+            print(text)
+        if status:
+            print(f"report.py: no input was timed on both {args.portable} and "
+                  f"{pick_native(rows, args.portable, args.native) or 'a native backend'}", file=sys.stderr)
+        return status
     figures_md = []
     if args.figures:
         try:

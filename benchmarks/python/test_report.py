@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Tests of benchmarks/report.py on a small synthetic Google Benchmark JSON (two backends,
 repetitions with aggregate rows, a vendor and a non-vendor baseline, an spmv group whose baseline is
-spmm.cusparse_spmv while spmm.cusparse is timed too, a skipped row).
+spmm.cusparse_spmv while spmm.cusparse is timed too, a skipped row), and of its --portability mode
+on a synthetic kokkos + openmp run.
 
     python3 -m unittest discover -s benchmarks/python -p 'test_report*.py' -v
     python3 -m pytest -rs benchmarks/python/test_report.py
@@ -243,6 +244,107 @@ class ReportTest(unittest.TestCase):
         with open(os.path.join(figs, "speedup-vs-vendor-spmm-cuda.png"), "rb") as a, \
                 open(os.path.join(figs2, "speedup-vs-vendor-spmm-cuda.png"), "rb") as b:
             self.assertEqual(a.read(), b.read())
+
+
+def portability_run():
+    """One CPU-suite run with the kokkos and openmp plugins side by side (sparseport_bench_cpu
+    --sp_ops=all): spmm sum with both vendors (Kokkos Kernels, GraphBLAS), spmm_max without them, a
+    per-graph op (F = 0), an op whose kokkos rows were all skipped, and reference rows to ignore."""
+    benches = []
+    # (op, backend, variant, graph, F) -> seconds; "-" marks a skipped row.
+    times = {}
+    for gi, graph in enumerate(GRAPHS):
+        k = 1 + gi
+        for f in (32, 128):
+            w = f / 32
+            times.update({
+                ("spmm", "kokkos", "spmm.team_rows", graph, f): 100e-6 * k * w,
+                ("spmm", "kokkos", "spmm.hub_split", graph, f): 120e-6 * k * w,
+                ("spmm", "kokkos", "spmm.kokkoskernels", graph, f): 200e-6 * k * w,   # 2x team_rows
+                ("spmm", "openmp", "spmm.rows", graph, f): 90e-6 * k * w,             # 0.9x: kokkos/openmp
+                ("spmm", "openmp", "spmm.merge_path", graph, f): 95e-6 * k * w,
+                ("spmm", "openmp", "spmm.graphblas", graph, f): 50e-6 * k * w,       # vendor: left out
+                ("spmm", "reference", "spmm.serial", graph, f): 1e-3,
+                ("spmm_max", "kokkos", "spmm.team_rows", graph, f): 200e-6 * k,
+                ("spmm_max", "openmp", "spmm.rows", graph, f): 100e-6 * k,          # kokkos at 0.5x
+                ("sddmm", "kokkos", "sddmm.team_rows", graph, f): "-",
+                ("sddmm", "openmp", "sddmm.rows", graph, f): 10e-6,
+            })
+        times[("csr_transpose", "kokkos", "csr_transpose.count_sort", graph, 0)] = 40e-6
+        times[("csr_transpose", "openmp", "csr_transpose.parallel", graph, 0)] = 80e-6   # kokkos at 2x
+    for (op, backend, variant, graph, f), t in times.items():
+        name = f"{op}/{backend}/{variant}/{graph}/{f}/manual_time"
+        if t == "-":
+            benches.append({"name": name, "run_name": name, "run_type": "iteration", "error_occurred": True,
+                            "error_message": "error: not today", "iterations": 0, "real_time": 0, "cpu_time": 0,
+                            "time_unit": "ns"})
+            continue
+        vendor = {"kokkos": "spmm.kokkoskernels", "openmp": "spmm.graphblas"}.get(backend)
+        label = f"baseline={vendor} (vendor)" if op == "spmm" and vendor else f"baseline={variant}"
+        benches += repeated(name, t, t, label)
+    context = {"date": "2026-12-03T10:00:00+00:00", "host_name": "testhost", "num_cpus": 2,
+               "sparseport_threads_kokkos": "Kokkos::OpenMP, 2 threads", "sparseport_ops": "all"}
+    return {"context": context, "benchmarks": benches}
+
+
+class PortabilityTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="sparseport-portability-test-")
+        self.json = os.path.join(self.tmp.name, "run.json")
+        with open(self.json, "w", encoding="utf-8") as f:
+            json.dump(portability_run(), f, indent=2)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_data(self):
+        rows, _ = report.collect([self.json])
+        self.assertEqual(report.pick_native(rows, "kokkos"), "openmp")
+        items = report.portability_ratios(report.portability_data(rows, "kokkos", "openmp"))
+        self.assertEqual([i["op"] for i in items][:1], ["spmm"])
+        self.assertEqual([i["op"] for i in items][-1], "csr_transpose")
+        by = {(i["op"], i["graph"], i["F"]): i for i in items}
+        spmm = by[("spmm", GRAPHS[1], 128)]
+        # Vendor variants are neither side's best: team_rows against rows, not against GraphBLAS.
+        self.assertEqual(spmm["portable"]["variant"], "spmm.team_rows")
+        self.assertEqual(spmm["native"]["variant"], "spmm.rows")
+        self.assertEqual(spmm["vendor"]["variant"], "spmm.kokkoskernels")
+        self.assertAlmostEqual(spmm["vs_native"], 0.9)
+        self.assertAlmostEqual(spmm["vs_vendor"], 2.0)
+        self.assertAlmostEqual(by[("spmm_max", GRAPHS[0], 32)]["vs_native"], 0.5)
+        self.assertIsNone(by[("spmm_max", GRAPHS[0], 32)]["vendor"])
+        self.assertAlmostEqual(by[("csr_transpose", GRAPHS[0], 0)]["vs_native"], 2.0)
+        sd = by[("sddmm", GRAPHS[0], 32)]
+        self.assertIsNone(sd["portable"])
+        self.assertIsNone(sd["vs_native"])
+        self.assertIn("not today", sd["why"])
+        self.assertFalse(any(i["native"] and i["native"]["backend"] == "reference" for i in items))
+
+    def test_markdown(self):
+        rc, out, err = run_report([self.json, "--portability"])
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(out.startswith("# kokkos plugin vs the openmp plugin"))
+        # spmm alone at F = 32: 0.9 on both graphs (the target is met, just); every op at F = 32:
+        # spmm 0.9, 0.9 and spmm_max 0.5, 0.5 (sddmm has no kokkos row) -> sqrt(0.45).
+        self.assertIn("| geomean kokkos/openmp >= 0.9 at F = 32 | spmm (sum) | 2 | 0.9 | yes |", out)
+        self.assertIn("| geomean kokkos/openmp >= 0.9 at F = 32 | every op | 4 | 0.671 | no |", out)
+        self.assertIn("| kokkos/vendor >= 1.5 on every input | spmm | 4 | min 2 (", out)
+        self.assertIn(f"| spmm | {GRAPHS[0]} | 32 | spmm.team_rows | 100 us | spmm.rows | 90 us | 0.9 | "
+                      "spmm.kokkoskernels | 200 us | 2 |", out)
+        self.assertIn(f"| csr_transpose | {GRAPHS[0]} | - | csr_transpose.count_sort | 40 us |", out)
+        self.assertIn("| **every op** | all | 10 |", out)
+        self.assertIn(f"- sddmm {GRAPHS[0]} F = 32: kokkos/sddmm.team_rows: error: not today", out)
+
+    def test_no_native_backend(self):
+        data = portability_run()
+        data["benchmarks"] = [b for b in data["benchmarks"] if "/openmp/" not in b["name"]]
+        only = os.path.join(self.tmp.name, "kokkos-only.json")
+        with open(only, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        rc, out, err = run_report([only, "--portability", "--native", "openmp"])
+        self.assertEqual(rc, 1)
+        self.assertIn("nothing to compare", out)
+        self.assertIn("no input was timed on both", err)
 
 
 if __name__ == "__main__":
