@@ -29,6 +29,10 @@
 // Ops: spmm and gather_scatter (the halo, then the two blocks combined per row), sddmm (the same
 // halo for Y, the two blocks' per-entry results put back in the rows' original entry order), and
 // segment_reduce (per-edge messages that live with their destination rows: no halo).
+// Training: spmm_transpose (A^T x: each rank's rows give partial sums for other ranks' rows, which
+// go back to their owners along the halo plan reversed and are added there in a fixed order),
+// spmm_backward and sddmm_backward (the gradients of backward.hpp, made of the forward ops and
+// spmm_transpose).
 //
 // Memory: the matrix is built on the host (as above); the ops run on any context. Operands (B, C,
 // X, Y, messages) live in the context's memory: host arrays for reference, openmp and host Kokkos,
@@ -63,6 +67,7 @@
 #include <utility>
 #include <vector>
 
+#include "sparseport/backward.hpp"
 #include "sparseport/context.hpp"
 #include "sparseport/ops.hpp"
 #include "sparseport/plan.hpp"
@@ -334,6 +339,78 @@ void sddmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local,
 template <class I, class V>
 void segment_reduce(const Context& ctx, const DistCsr<I, V>& segments, const DenseView& src_local,
                     const DenseMutView& out_local, const ReduceOptions& opt = {}, CallStats* stats = nullptr);
+
+// ---- Training: A^T and the gradients -------------------------------------------------------------
+// The gradients of backward.hpp over the row partition. Where a single process multiplies by A^T
+// (dB of spmm, dY of sddmm), a rank holds only rows of A: through its local block it makes its own
+// rows of A^T x, through its remote block partial sums for the rows of A^T x that other ranks own
+// (its ghost columns). Those go back to the owners along the halo plan reversed (the rows a rank
+// received in the forward exchange are the rows it sends back, in the same order; the same
+// transport choice, see CallStats::transport, on a transport of its own), and each owner adds
+// them into its rows: its own part first, then the partial sums one at a time in sender-rank
+// order, each add a separate exact-up-to-one-rounding step. So the result is bitwise the same on
+// every transport (shm in place or copied, mpi) and at every call, given the same variants for the
+// block products (with SPARSEPORT_SCHEDULER=auto a cold decision may differ between runs, as for
+// the forward ops). It matches the single-process backward to rounding: the sums are associated
+// differently (own rows and each rank's partial sum apart).
+//
+// Arguments are checked on every rank and agreed (one MPI_Allreduce): a bad argument on any rank
+// throws on every rank, the same kind (DimensionMismatch for shapes, InvalidArgument, Unsupported)
+// with the lowest failing rank's message (the others add "(reported by rank N)"); F must be the
+// same on every rank (checked the same way). A gradient is computed when some rank asks for it
+// (its data not null); a rank whose part of it is empty may pass null data.
+//
+// Memory: host contexts, and device contexts through the forward's transports (the partial sums
+// are computed into a device buffer and moved as the forward's halo is: nccl, mpi-cuda-aware or
+// host-staged); see src/dist/README.md for what was run on a GPU. The first call of any of these
+// on a matrix makes, on the host and kept with it, the blocks' transposes L^T and R^T with the
+// entries' original positions, mean's weights and the reverse plan: O(local_nnz) indices and
+// values per rank.
+
+// out = alpha * A^T x + beta * out on this rank's rows of out (A's columns, B's rows): x_local is
+// this rank's rows of x (local_rows x F, as C's rows in spmm), out_local its rows of A^T x
+// (local_cols x F). opt.reduce must be sum (InvalidArgument otherwise); opt.variant runs the two
+// block products (the adds of the received partial sums let the scheduler choose). Collective.
+// Cost: per rank one spmm with R^T (ghosts x F, straight into the send buffer), one with L^T, and
+// per layer (a row receiving k partial sums is in k layers; at most ranks - 1 layers) one spmm
+// with one entry per receiving row; ghosts x F values sent by each rank, the forward's halo_bytes
+// received. CallStats: remote_ms the partial sums (made before the sends, not hidden), local_ms
+// this rank's own rows (while they fly), combine_ms the adds; interior/boundary rows are this
+// rank's rows of out that receive no / some partial sum. Throws (on every rank) DimensionMismatch
+// naming x_local or out_local with their shapes, InvalidArgument for a value type, ld, null data
+// or reduce; BackendError for an MPI failure.
+template <class I, class V>
+void spmm_transpose(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local, const DenseMutView& out_local,
+                    const SpmmOptions& opt = {}, CallStats* stats = nullptr);
+
+// Gradients of c_local = spmm(a, b_local) (alpha 1, beta 0) given dc_local (local_rows x F), as
+// sparseport::spmm_backward (backward.hpp) on the whole matrix:
+//   sum:  dB = A^T dC,            dA[e] = dC[i,:] . B[j,:]
+//   mean: dB = (D^-1 A)^T dC,     dA[e] = dC[i,:] . B[j,:] / deg(i)      (deg: row i's full degree)
+// grads.db: this rank's rows of dB (local_cols x F); grads.dvalues: dL/dA.values for this rank's
+// entries (local_nnz x 1, in the rows' original order, as dist::sddmm's out_local). b_local (this
+// rank's rows of B) is read for dvalues only. dB is spmm_transpose on A's values (mean: A's values
+// / deg(i)); dvalues is dist::sddmm(dC, B) on A's pattern (mean: 1 / deg(i) as the values), with
+// its own exchange of B's rows. opt.variant runs the products with A^T; opt.transpose must be null
+// (the DistCsr keeps its transposes: InvalidArgument), opt.arg is not read. Reduce max and min
+// throw Unsupported (their backward needs the forward's winners, which dist::spmm does not
+// record). Collective. stats: the steps' times, bytes and messages added up.
+template <class I, class V>
+void spmm_backward(const Context& ctx, const DistCsr<I, V>& a, const DenseView& b_local, const DenseView& dc_local,
+                   const SpmmGrads& grads, const SpmmBackwardOptions& opt = {}, CallStats* stats = nullptr);
+
+// Gradients of out_local = sddmm(a, x_local, y_local) given dout_local (local_nnz x 1, in the rows'
+// original order as sddmm's out_local), as sparseport::sddmm_backward on the whole matrix:
+//   dX = (A o dout) Y      (grads.dx, local_rows x F: dist::spmm with A.val o dout as the values)
+//   dY = (A o dout)^T X    (grads.dy, local_cols x F: spmm_transpose with the same values)
+//   dA[e] = dout[e] * X[i,:] . Y[j,:]   (grads.dvalues, local_nnz x 1: dist::sddmm with dout as the values)
+// Each asked-for gradient is one distributed step: dX and dA each exchange Y's rows, dY the partial
+// sums. The per-entry values are gathered into each block's order per call (one gather_scatter per
+// block, in a workspace of 3 local_nnz values kept with the matrix). Collective; throws as
+// spmm_backward does. stats: the steps' times, bytes and messages added up.
+template <class I, class V>
+void sddmm_backward(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local, const DenseView& y_local,
+                    const DenseView& dout_local, const SddmmGrads& grads, CallStats* stats = nullptr);
 
 // Dense rows between root and the ranks: rank r gets (gives) global rows [starts[r], starts[r+1]).
 // scatter_rows: root passes the global matrix (others an empty view), every rank gets its rows in
