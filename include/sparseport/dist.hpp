@@ -24,7 +24,7 @@
 //
 // Partitions: contiguous row ranges (partition_rows_by_entries), or a METIS graph partition made
 // contiguous by relabelling the vertices (partition_metis, with permute_symmetric; built only where
-// METIS is found, see has_metis()).
+// METIS is found, see has_metis()); choose_partition picks one of the two by the predicted halo.
 //
 // Ops: spmm and gather_scatter (the halo, then the two blocks combined per row), sddmm (the same
 // halo for Y, the two blocks' per-entry results put back in the rows' original entry order), and
@@ -64,6 +64,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -165,6 +166,69 @@ template <class V>
 HostDense<V> permute_rows(const HostDense<V>& d, const std::vector<int64_t>& perm);
 template <class V>
 HostDense<V> unpermute_rows(const HostDense<V>& d, const std::vector<int64_t>& perm);
+
+// ---- Choosing the partition ----------------------------------------------------------------------
+// Which partition a driver (sparseport run --dist) scatters A with: the entry-balanced contiguous
+// rows, or METIS's relabelling when that moves less halo. METIS costs a serial pass over the whole
+// graph and a permutation of the operands, and on most graphs it is not worth it: a graph whose
+// ids already carry its locality (meshes, bands, road networks in their natural order) is cut
+// about as well by contiguous ranges, and on power-law graphs in general the hubs touch every part.
+// Where it pays is a skewed graph with communities whose ids are scattered (a social or web graph
+// crawled in no particular order): the contiguous ranges then cut nearly every edge.
+enum class PartitionPolicy {
+  automatic,  // METIS when built, A is square, more than one rank, A's degrees are skewed, and its
+              // predicted halo is lower than the entry-balanced one's by the margin below
+  rows,       // partition_rows_by_entries
+  metis,      // partition_metis (Unsupported when not built, InvalidArgument for a non-square A)
+};
+std::string_view name(PartitionPolicy p);  // "auto", "rows", "metis"
+// "auto", "rows" or "metis"; InvalidArgument naming `what` (e.g. "--partition") otherwise.
+PartitionPolicy partition_policy_from_name(std::string_view text, const std::string& what);
+// SPARSEPORT_DIST_PARTITION (auto, rows or metis); unset or empty: automatic.
+PartitionPolicy partition_policy_from_env();
+
+// The rule of PartitionPolicy::automatic. Skew: max(largest row degree, largest column degree) /
+// mean degree (entries / rows), O(nnz) to measure. Measured with this library's generators:
+// power-law graphs are far above 8 (rmat:10:8 36, rmat:14:16 181, chunglu:20000:8:2.1 621,
+// hubs:20000:8:20:2000 200), graphs without hubs at most 3 (er:20000:4e-4 3.0, sbm:4096:8:16:1
+// 2.0, road:100:100:0.8 1.6, band:20000:9 and mesh2d:100:100 1.0). An Erdos-Renyi graph's Poisson
+// tail grows as the mean degree falls: 6.5 at mean degree 2 on a million vertices
+// (er:1000000:2e-6), 4.0 at 4, 2.4 at 16; so 8 stays above graphs without hubs and far below
+// power-law ones. A flat-degree graph is not tried even where its ids hide its locality
+// (mesh2d:100:100:1, the mesh renumbered: METIS's halo 420 rows against 20338 on 4 ranks): force
+// metis for such a graph.
+inline constexpr double kMetisMinSkew = 8.0;
+// METIS is kept only when its predicted halo (B rows moved per call, summed over the ranks) is at
+// most (1 - kMetisMargin) of the entry-balanced partition's. A smaller gain does not pay for what
+// METIS costs besides its run: its parts are balanced only within METIS's 3% load imbalance (the
+// entry-balanced rows are within one row's weight of even), the operands are permuted in and out,
+// and the ids' locality inside a part is partly lost; while a halo 10% smaller saves at most 10% of
+// the exchange, whose wait the shm transport hid entirely behind the interior rows in the 2-core
+// VM's runs (benchmarks/results/2026-12-02-cpu-dist-shm.md, in place: wait 0.0 ms). The 10% is a
+// judgement, not a measured break-even (no run here weighed METIS's costs against its gain). On 4
+// ranks: rmat:10:8 (20% lower), rmat:14:16 (16%) and chunglu:20000:8:2.1 (25%) take METIS;
+// hubs:20000:8:20:2000 (7%) keeps the rows.
+inline constexpr double kMetisMargin = 0.10;
+
+struct PartitionChoice {
+  PartitionPolicy used = PartitionPolicy::rows;  // rows or metis
+  std::string reason;                            // one sentence: why this one
+  // The partition to scatter with: of A (rows), or of permute_symmetric(A, perm) (metis).
+  Partition partition;
+  std::vector<int64_t> perm;  // metis: perm[new] = old (see Relabelled); rows: empty
+  double degree_skew = 0;     // as for kMetisMinSkew (0 for A without entries)
+  HaloVolume rows_halo;       // predict_halo for partition_rows_by_entries(A, ranks)
+  bool metis_ran = false;     // METIS was run: the two below are set
+  HaloVolume metis_halo;      // predicted for METIS's partition of the relabelled A
+  double metis_ms = 0;        // partition_metis's wall time (the symmetric graph and METIS)
+};
+
+// The partition for A over `ranks` under `policy` (host CSR, no MPI; meant for the rank that holds
+// A). Always predicts the entry-balanced partition's halo; runs METIS when the policy forces it or
+// when automatic reaches the halo comparison (see PartitionPolicy). Throws as
+// partition_rows_by_entries, and for policy metis as partition_metis. Cost: O(nnz) for the skew and
+// each prediction, plus METIS when it runs.
+PartitionChoice choose_partition(const CsrView& a, int ranks, PartitionPolicy policy = PartitionPolicy::automatic);
 
 // One rank's halo plan, built once with the DistCsr. Peers are listed in ascending rank order.
 struct HaloPlan {

@@ -2,7 +2,7 @@
 // sparseport::dist's training ops (spmm_transpose, spmm_backward, sddmm_backward) against the
 // single-process backward (sparseport::spmm_backward / sddmm_backward on the whole matrix, reference
 // backend in double), under mpiexec with 1 to 4 ranks (CTest runs this program once per rank
-// count). Every rank builds the same seeded
+// count), and choose_partition on generated graphs (host only). Every rank builds the same seeded
 // inputs and checks its own rows. Inputs are small, so the program runs in seconds: a random
 // matrix with empty rows and repeated columns, a power-law one (RMAT: hub rows and columns), one
 // whose partition gives ranks no rows (an explicit split, and 3 rows on 4 ranks), rectangular ones
@@ -639,6 +639,107 @@ TEST(DistBackward, BadArgumentsThrowOnEveryRank) {
   sp::HostDense<V> got(k, f);
   dist::spmm_transpose(ctx, d, rows_of(xg, d.first_row(), d.first_row() + m).view(), got.mut());
   EXPECT_EQ(compare_rows(got, d.first_col(), want, "spmm_transpose after refusals"), 0);
+}
+
+// ---- choosing the partition (host only) ------------------------------------------------------
+
+// A clustered power-law graph: `clusters` RMAT graphs (hubs in each) as diagonal blocks, a few
+// edges between them, and the vertex ids randomly permuted, so that contiguous ranges of ids cut
+// nearly every edge while a graph partitioner finds the clusters.
+sp::HostCsr<int32_t, float> clustered_power_law(int clusters, int scale, uint64_t seed) {
+  const int64_t per = int64_t{1} << scale, n = per * clusters;
+  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(n));
+  std::mt19937_64 rng(seed);
+  for (int c = 0; c < clusters; ++c) {
+    const auto g = sp::generate<int32_t, float>("rmat:" + std::to_string(scale) + ":8",
+                                                sp::GenOptions{seed + static_cast<uint64_t>(c), true});
+    for (int64_t i = 0; i < g.rows; ++i)
+      for (int32_t e = g.rowptr[static_cast<size_t>(i)]; e < g.rowptr[static_cast<size_t>(i) + 1]; ++e)
+        rows[static_cast<size_t>(c * per + i)].push_back(c * per + g.colind[static_cast<size_t>(e)]);
+  }
+  std::uniform_int_distribution<int64_t> any(0, n - 1);
+  for (int64_t k = 0; k < n / 16; ++k) rows[static_cast<size_t>(any(rng))].push_back(any(rng));
+  std::vector<int64_t> perm(static_cast<size_t>(n));
+  std::iota(perm.begin(), perm.end(), int64_t{0});
+  std::shuffle(perm.begin(), perm.end(), rng);  // new id perm[old]
+  std::vector<std::vector<int64_t>> relabelled(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    for (const int64_t j : rows[static_cast<size_t>(i)])
+      relabelled[static_cast<size_t>(perm[static_cast<size_t>(i)])].push_back(perm[static_cast<size_t>(j)]);
+  for (auto& r : relabelled) {
+    std::sort(r.begin(), r.end());
+    r.erase(std::unique(r.begin(), r.end()), r.end());
+  }
+  return from_rows<int32_t, float>(n, n, relabelled, false, rng);
+}
+
+TEST(DistPartitionChoice, BandKeepsRowsAndClusteredPowerLawTakesMetis) {
+  const auto band = sp::generate<int32_t, float>("band:4000:9");
+  const auto clustered = clustered_power_law(4, 8, g_seed % 1000 + 11);
+  const int ranks = 4;
+  using P = dist::PartitionPolicy;
+  EXPECT_EQ(dist::partition_policy_from_name("metis", "--partition"), P::metis);
+  expect_refusal<sp::InvalidArgument>([] { (void)dist::partition_policy_from_name("spectral", "--partition"); }, "",
+                                      "--partition", {"spectral", "auto, rows or metis"});
+  {
+    const sparseport_test::ScopedEnv env("SPARSEPORT_DIST_PARTITION", "rows");
+    EXPECT_EQ(dist::partition_policy_from_env(), P::rows);
+  }
+
+  // The band: contiguous rows are already optimal (each boundary cuts the band once) and the
+  // degrees are flat, so auto does not even run METIS.
+  const dist::PartitionChoice band_auto = dist::choose_partition(band.view(), ranks);
+  EXPECT_EQ(band_auto.used, P::rows) << band_auto.reason;
+  EXPECT_FALSE(band_auto.metis_ran) << band_auto.reason;
+  EXPECT_LT(band_auto.degree_skew, dist::kMetisMinSkew);
+  EXPECT_NE(band_auto.reason.find("skew"), std::string::npos) << band_auto.reason;
+  EXPECT_EQ(band_auto.rows_halo.total_rows(),
+            dist::predict_halo(band.view(), dist::partition_rows_by_entries(band.view(), ranks)).total_rows());
+  EXPECT_EQ(band_auto.partition.row_starts, dist::partition_rows_by_entries(band.view(), ranks).row_starts);
+  EXPECT_TRUE(band_auto.perm.empty());
+
+  // The clustered power-law graph: skewed, and METIS finds the clusters that the scattered ids hide.
+  const dist::PartitionChoice rows_forced = dist::choose_partition(clustered.view(), ranks, P::rows);
+  EXPECT_EQ(rows_forced.used, P::rows);
+  EXPECT_FALSE(rows_forced.metis_ran);
+  EXPECT_GE(rows_forced.degree_skew, dist::kMetisMinSkew);
+  if (!dist::has_metis()) {
+    const dist::PartitionChoice c = dist::choose_partition(clustered.view(), ranks);
+    EXPECT_EQ(c.used, P::rows);
+    EXPECT_NE(c.reason.find("without METIS"), std::string::npos) << c.reason;
+    EXPECT_THROW(dist::choose_partition(clustered.view(), ranks, P::metis), sp::Unsupported);
+    GTEST_SKIP() << "sparseport::dist was built without METIS: the METIS half is skipped";
+  }
+  const dist::PartitionChoice c = dist::choose_partition(clustered.view(), ranks);
+  EXPECT_EQ(c.used, P::metis) << c.reason;
+  EXPECT_TRUE(c.metis_ran);
+  EXPECT_GE(c.metis_ms, 0.0);
+  EXPECT_LE(static_cast<double>(c.metis_halo.total_rows()),
+            (1.0 - dist::kMetisMargin) * static_cast<double>(c.rows_halo.total_rows()))
+      << c.reason;
+  // What is reported is what the relabelled matrix then moves.
+  const auto permuted = dist::permute_symmetric(clustered, c.perm);
+  const dist::HaloVolume moved = dist::predict_halo(permuted.view(), c.partition);
+  EXPECT_EQ(moved.rows, c.metis_halo.rows);
+  EXPECT_EQ(c.rows_halo.rows, rows_forced.rows_halo.rows);
+  if (g_rank == 0)
+    std::printf("[          ] clustered power-law, %d ranks: %s; METIS %.1f ms\n", ranks, c.reason.c_str(), c.metis_ms);
+
+  // Forced METIS on the band: it runs, but cannot beat the contiguous rows by the margin, which is
+  // why auto would keep them even if the band were skewed.
+  const dist::PartitionChoice band_metis = dist::choose_partition(band.view(), ranks, P::metis);
+  EXPECT_EQ(band_metis.used, P::metis);
+  EXPECT_TRUE(band_metis.metis_ran);
+  EXPECT_GT(static_cast<double>(band_metis.metis_halo.total_rows()),
+            (1.0 - dist::kMetisMargin) * static_cast<double>(band_metis.rows_halo.total_rows()));
+
+  // One rank, or a rectangular A: rows, without METIS.
+  EXPECT_EQ(dist::choose_partition(clustered.view(), 1).used, P::rows);
+  std::mt19937_64 rng(4);
+  const auto rect = random_csr<int32_t, float>(30, 40, 4, 0.0, false, false, rng);
+  const dist::PartitionChoice r = dist::choose_partition(rect.view(), ranks);
+  EXPECT_EQ(r.used, P::rows);
+  EXPECT_FALSE(r.metis_ran);
 }
 
 // Prints only failures, with the rank: ranks other than 0 use it instead of the default printer.
