@@ -424,10 +424,11 @@ void segment_reduce(const Context& ctx, const DistCsr<I, V>& segments, const Den
 // same on every rank (checked the same way). A gradient is computed when some rank asks for it
 // (its data not null); a rank whose part of it is empty may pass null data.
 //
-// Memory: host contexts, and device contexts through the forward's transports (the partial sums
-// are computed into a device buffer and moved as the forward's halo is: nccl, mpi-cuda-aware or
-// host-staged); see src/dist/README.md for what was run on a GPU. The first call of any of these
-// on a matrix makes, on the host and kept with it, the blocks' transposes L^T and R^T with the
+// Memory: host contexts only. A device context (cuda) throws Unsupported naming the op, on every
+// rank: every step is written as the forward's are (public ops on the context, the state's arrays
+// copied to its memory, the forward's device transports), but the path has not been run on a GPU
+// yet, so it is not offered (see src/dist/README.md). The first call of any of these on a matrix
+// makes, on the host and kept with it, the blocks' transposes L^T and R^T with the
 // entries' original positions, mean's weights and the reverse plan: O(local_nnz) indices and
 // values per rank.
 

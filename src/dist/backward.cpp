@@ -46,6 +46,7 @@ void spmm_backward(const Context& ctx, const DistCsr<I, V>& a, const DenseView& 
   const bool want_db = agreed[2] != 0, want_dv = agreed[3] != 0;
   const ValueType vt = value_type_of<V>();
   detail::agree_on_checks(s.comm, [&] {
+    detail::refuse_device_context(ctx, w);
     if (agreed[0] != -agreed[1])
       throw InvalidArgument(w + ": dc_local has " + std::to_string(-agreed[1]) + " to " + std::to_string(agreed[0]) +
                             " columns across the ranks; F must be the same on every rank");
@@ -109,6 +110,7 @@ void sddmm_backward(const Context& ctx, const DistCsr<I, V>& a, const DenseView&
   const bool want_dx = agreed[2] != 0, want_dy = agreed[3] != 0, want_dv = agreed[4] != 0;
   const ValueType vt = value_type_of<V>();
   detail::agree_on_checks(s.comm, [&] {
+    detail::refuse_device_context(ctx, w);
     if (agreed[0] != -agreed[1])
       throw InvalidArgument(w + ": x_local has " + std::to_string(-agreed[1]) + " to " + std::to_string(agreed[0]) +
                             " columns across the ranks; F must be the same on every rank");

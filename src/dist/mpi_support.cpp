@@ -130,6 +130,13 @@ void agree(MPI_Comm comm, const std::string& error) {
   throw InvalidArgument(text + " (reported by rank " + std::to_string(first) + ")");
 }
 
+void refuse_device_context(const Context& ctx, const std::string& w) {
+  if (!ctx.device_memory()) return;
+  throw Unsupported(w + ": the context (" + ctx.backend() +
+                    ") works in device memory, which the distributed backward does not take yet (its path is "
+                    "the forward's, but it was not run on a GPU); use a host context (reference, openmp)");
+}
+
 std::vector<int64_t> max_over_ranks(MPI_Comm comm, std::vector<int64_t> v, const std::string& w) {
   std::vector<int64_t> out(v.size());
   check_mpi(MPI_Allreduce(v.data(), out.data(), static_cast<int>(v.size()), MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce",

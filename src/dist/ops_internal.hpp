@@ -50,6 +50,11 @@ void transpose_blocks(const Context& ctx, const DistCsr<I, V>& a, const DenseVie
 template <class I, class V>
 typename DistCsr<I, V>::State::Reverse& reverse_of(typename DistCsr<I, V>::State& s);
 
+// The training ops (spmm_transpose, spmm_backward, sddmm_backward) on a device context: Unsupported
+// naming the op. Their path is the forward's (public ops on the context, the state's arrays placed
+// in its memory, the device transports), but it has not been run on a GPU, so it is not offered.
+void refuse_device_context(const Context& ctx, const std::string& w);
+
 // Element-wise maximum over the ranks of a few numbers (one MPI_Allreduce): what the checks of a
 // collective call agree on first, e.g. F (as F and -F) and which outputs some rank asks for.
 std::vector<int64_t> max_over_ranks(MPI_Comm comm, std::vector<int64_t> v, const std::string& w);

@@ -277,6 +277,7 @@ void spmm_transpose(const Context& ctx, const DistCsr<I, V>& a, const DenseView&
   const int64_t f = x_local.cols;
   const std::vector<int64_t> agreed = detail::max_over_ranks(s.comm, {f, -f}, w);
   detail::agree_on_checks(s.comm, [&] {
+    detail::refuse_device_context(ctx, w);
     if (agreed[0] != -agreed[1])
       throw InvalidArgument(w + ": x_local has " + std::to_string(-agreed[1]) + " to " + std::to_string(agreed[0]) +
                             " columns across the ranks; F must be the same on every rank");

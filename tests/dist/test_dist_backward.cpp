@@ -9,7 +9,7 @@
 // (wide and tall), a pattern; int32/float and int64/double; F = 1 and 9; both ways in (scattered,
 // each rank's own rows). Results must also be bitwise equal across repeated calls and between the
 // shm and mpi transports. Bad arguments, some on one rank only, must throw on every rank, naming
-// the op, the argument and the numbers.
+// the op, the argument and the numbers; device contexts (where built and present) are refused.
 //
 // Every rank runs every test in the same order (the collectives must match): no ASSERT_ that
 // returns before a collective. Rank 0 prints GoogleTest's output, the others only their failures.
@@ -329,8 +329,9 @@ TYPED_TEST_SUITE(DistBackward, Types, TypeNames);
 template <class V>
 using Results = std::vector<std::vector<V>>;
 
-// One pass: every gradient checked against the single-process backward; returns what it computed.
-// repeat: each call made twice on the same matrix, the two bitwise equal.
+// One pass over the host backends (device contexts are refused: DeviceContextsAreRefused): every
+// gradient checked against the single-process backward, each call made twice on the same matrix
+// and the two bitwise equal; returns what it computed.
 template <class I, class V>
 Results<V> check_every_gradient(const std::string& transport, int64_t& calls) {
   Results<V> results;
@@ -352,6 +353,7 @@ Results<V> check_every_gradient(const std::string& transport, int64_t& calls) {
       const dist::HaloVolume pred = dist::predict_halo(cs.a.view(), d.partition());
       for (const std::string& backend : test_backends()) {
         const sp::Context ctx = make_context(backend);
+        if (ctx.device_memory()) continue;
         for (const int64_t f : {int64_t{1}, int64_t{9}}) {
           const uint64_t seed = g_seed + 100 * static_cast<uint64_t>(f);
           const sp::HostDense<V> b = make_dense<V>(cs.a.cols, f, seed + 1);   // B, Y
@@ -639,6 +641,35 @@ TEST(DistBackward, BadArgumentsThrowOnEveryRank) {
   sp::HostDense<V> got(k, f);
   dist::spmm_transpose(ctx, d, rows_of(xg, d.first_row(), d.first_row() + m).view(), got.mut());
   EXPECT_EQ(compare_rows(got, d.first_col(), want, "spmm_transpose after refusals"), 0);
+}
+
+// Device contexts are refused on every rank, naming the op, until the path has run on a GPU.
+TEST(DistBackward, DeviceContextsAreRefused) {
+  using I = int32_t;
+  using V = float;
+  std::mt19937_64 rng(5);
+  const auto a = random_csr<I, V>(16, 16, 3, 0.0, false, false, rng);
+  const auto d = dist::DistCsr<I, V>::scatter(MPI_COMM_WORLD, g_rank == 0 ? &a : nullptr);
+  const int64_t f = 2, m = d.local_rows(), k = d.local_cols(), n = d.local_nnz();
+  bool any = false;
+  for (const std::string& backend : test_backends()) {  // the same list on every rank
+    const sp::Context ctx = make_context(backend);
+    if (!ctx.device_memory()) continue;
+    any = true;
+    sp::HostDense<V> x(m, f), y(k, f), dout(n, 1), dx(m, f), dy(k, f), dv(n, 1);
+    InContext on(ctx);
+    expect_refusal<sp::Unsupported>([&] { dist::spmm_transpose(ctx, d, on.in(x), on.out(dy)); }, "spmm_transpose",
+                                    "device memory");
+    expect_refusal<sp::Unsupported>(
+        [&] { dist::spmm_backward(ctx, d, on.in(y), on.in(x), sp::SpmmGrads{on.out(dy), on.out(dv)}); },
+        "spmm_backward", "device memory");
+    expect_refusal<sp::Unsupported>(
+        [&] {
+          dist::sddmm_backward(ctx, d, on.in(x), on.in(y), on.in(dout), sp::SddmmGrads{on.out(dx), on.out(dy), {}});
+        },
+        "sddmm_backward", "device memory");
+  }
+  if (!any) GTEST_SKIP() << "no device backend usable here (built without CUDA, or no GPU): nothing to refuse";
 }
 
 // ---- choosing the partition (host only) ------------------------------------------------------
