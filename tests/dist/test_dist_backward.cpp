@@ -98,8 +98,9 @@ std::vector<Case<I, V>> make_cases() {
   // RMAT with Graph500's skew: low ids are hub rows and hub columns (every rank's ghost).
   cs.push_back({"power-law rmat:8:6", sp::generate<I, V>("rmat:8:6", sp::GenOptions{g_seed % 1000 + 1, false}), {}});
   {
-    // Rank 0 and (from 3 ranks on) the middle ranks own no rows; the last rank owns most.
-    const auto a = random_csr<I, V>(41, 41, 6, 0.1, false, false, rng);
+    // Rank 0 and (from 3 ranks on) the middle ranks own no rows; the last rank owns most. 41 x 50:
+    // B's rows are split evenly, so a rank without rows of A still owns rows of A^T x.
+    const auto a = random_csr<I, V>(41, 50, 6, 0.1, false, false, rng);
     std::vector<int64_t> starts(static_cast<size_t>(g_ranks) + 1, 0);
     for (int r = 1; r < g_ranks; ++r) starts[static_cast<size_t>(r)] = r < g_ranks - 1 ? 10 : 20;
     if (g_ranks > 1) starts[1] = 0;
