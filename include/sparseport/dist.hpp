@@ -24,11 +24,15 @@
 //
 // Partitions: contiguous row ranges (partition_rows_by_entries), or a METIS graph partition made
 // contiguous by relabelling the vertices (partition_metis, with permute_symmetric; built only where
-// METIS is found, see has_metis()).
+// METIS is found, see has_metis()); choose_partition picks one of the two by the predicted halo.
 //
 // Ops: spmm and gather_scatter (the halo, then the two blocks combined per row), sddmm (the same
 // halo for Y, the two blocks' per-entry results put back in the rows' original entry order), and
 // segment_reduce (per-edge messages that live with their destination rows: no halo).
+// Training: spmm_transpose (A^T x: each rank's rows give partial sums for other ranks' rows, which
+// go back to their owners along the halo plan reversed and are added there in a fixed order),
+// spmm_backward and sddmm_backward (the gradients of backward.hpp, made of the forward ops and
+// spmm_transpose).
 //
 // Memory: the matrix is built on the host (as above); the ops run on any context. Operands (B, C,
 // X, Y, messages) live in the context's memory: host arrays for reference, openmp and host Kokkos,
@@ -60,9 +64,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "sparseport/backward.hpp"
 #include "sparseport/context.hpp"
 #include "sparseport/ops.hpp"
 #include "sparseport/plan.hpp"
@@ -160,6 +166,69 @@ template <class V>
 HostDense<V> permute_rows(const HostDense<V>& d, const std::vector<int64_t>& perm);
 template <class V>
 HostDense<V> unpermute_rows(const HostDense<V>& d, const std::vector<int64_t>& perm);
+
+// ---- Choosing the partition ----------------------------------------------------------------------
+// Which partition a driver (sparseport run --dist) scatters A with: the entry-balanced contiguous
+// rows, or METIS's relabelling when that moves less halo. METIS costs a serial pass over the whole
+// graph and a permutation of the operands, and on most graphs it is not worth it: a graph whose
+// ids already carry its locality (meshes, bands, road networks in their natural order) is cut
+// about as well by contiguous ranges, and on power-law graphs in general the hubs touch every part.
+// Where it pays is a skewed graph with communities whose ids are scattered (a social or web graph
+// crawled in no particular order): the contiguous ranges then cut nearly every edge.
+enum class PartitionPolicy {
+  automatic,  // METIS when built, A is square, more than one rank, A's degrees are skewed, and its
+              // predicted halo is lower than the entry-balanced one's by the margin below
+  rows,       // partition_rows_by_entries
+  metis,      // partition_metis (Unsupported when not built, InvalidArgument for a non-square A)
+};
+std::string_view name(PartitionPolicy p);  // "auto", "rows", "metis"
+// "auto", "rows" or "metis"; InvalidArgument naming `what` (e.g. "--partition") otherwise.
+PartitionPolicy partition_policy_from_name(std::string_view text, const std::string& what);
+// SPARSEPORT_DIST_PARTITION (auto, rows or metis); unset or empty: automatic.
+PartitionPolicy partition_policy_from_env();
+
+// The rule of PartitionPolicy::automatic. Skew: max(largest row degree, largest column degree) /
+// mean degree (entries / rows), O(nnz) to measure. Measured with this library's generators:
+// power-law graphs are far above 8 (rmat:10:8 36, rmat:14:16 181, chunglu:20000:8:2.1 621,
+// hubs:20000:8:20:2000 200), graphs without hubs at most 3 (er:20000:4e-4 3.0, sbm:4096:8:16:1
+// 2.0, road:100:100:0.8 1.6, band:20000:9 and mesh2d:100:100 1.0). An Erdos-Renyi graph's Poisson
+// tail grows as the mean degree falls: 6.5 at mean degree 2 on a million vertices
+// (er:1000000:2e-6), 4.0 at 4, 2.4 at 16; so 8 stays above graphs without hubs and far below
+// power-law ones. A flat-degree graph is not tried even where its ids hide its locality
+// (mesh2d:100:100:1, the mesh renumbered: METIS's halo 420 rows against 20338 on 4 ranks): force
+// metis for such a graph.
+inline constexpr double kMetisMinSkew = 8.0;
+// METIS is kept only when its predicted halo (B rows moved per call, summed over the ranks) is at
+// most (1 - kMetisMargin) of the entry-balanced partition's. A smaller gain does not pay for what
+// METIS costs besides its run: its parts are balanced only within METIS's 3% load imbalance (the
+// entry-balanced rows are within one row's weight of even), the operands are permuted in and out,
+// and the ids' locality inside a part is partly lost; while a halo 10% smaller saves at most 10% of
+// the exchange, whose wait the shm transport hid entirely behind the interior rows in the 2-core
+// VM's runs (benchmarks/results/2026-12-02-cpu-dist-shm.md, in place: wait 0.0 ms). The 10% is a
+// judgement, not a measured break-even (no run here weighed METIS's costs against its gain). On 4
+// ranks: rmat:10:8 (20% lower), rmat:14:16 (16%) and chunglu:20000:8:2.1 (25%) take METIS;
+// hubs:20000:8:20:2000 (7%) keeps the rows.
+inline constexpr double kMetisMargin = 0.10;
+
+struct PartitionChoice {
+  PartitionPolicy used = PartitionPolicy::rows;  // rows or metis
+  std::string reason;                            // one sentence: why this one
+  // The partition to scatter with: of A (rows), or of permute_symmetric(A, perm) (metis).
+  Partition partition;
+  std::vector<int64_t> perm;  // metis: perm[new] = old (see Relabelled); rows: empty
+  double degree_skew = 0;     // as for kMetisMinSkew (0 for A without entries)
+  HaloVolume rows_halo;       // predict_halo for partition_rows_by_entries(A, ranks)
+  bool metis_ran = false;     // METIS was run: the two below are set
+  HaloVolume metis_halo;      // predicted for METIS's partition of the relabelled A
+  double metis_ms = 0;        // partition_metis's wall time (the symmetric graph and METIS)
+};
+
+// The partition for A over `ranks` under `policy` (host CSR, no MPI; meant for the rank that holds
+// A). Always predicts the entry-balanced partition's halo; runs METIS when the policy forces it or
+// when automatic reaches the halo comparison (see PartitionPolicy). Throws as
+// partition_rows_by_entries, and for policy metis as partition_metis. Cost: O(nnz) for the skew and
+// each prediction, plus METIS when it runs.
+PartitionChoice choose_partition(const CsrView& a, int ranks, PartitionPolicy policy = PartitionPolicy::automatic);
 
 // One rank's halo plan, built once with the DistCsr. Peers are listed in ascending rank order.
 struct HaloPlan {
@@ -334,6 +403,79 @@ void sddmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local,
 template <class I, class V>
 void segment_reduce(const Context& ctx, const DistCsr<I, V>& segments, const DenseView& src_local,
                     const DenseMutView& out_local, const ReduceOptions& opt = {}, CallStats* stats = nullptr);
+
+// ---- Training: A^T and the gradients -------------------------------------------------------------
+// The gradients of backward.hpp over the row partition. Where a single process multiplies by A^T
+// (dB of spmm, dY of sddmm), a rank holds only rows of A: through its local block it makes its own
+// rows of A^T x, through its remote block partial sums for the rows of A^T x that other ranks own
+// (its ghost columns). Those go back to the owners along the halo plan reversed (the rows a rank
+// received in the forward exchange are the rows it sends back, in the same order; the same
+// transport choice, see CallStats::transport, on a transport of its own), and each owner adds
+// them into its rows: its own part first, then the partial sums one at a time in sender-rank
+// order, each add a separate exact-up-to-one-rounding step. So the result is bitwise the same on
+// every transport (shm in place or copied, mpi) and at every call, given the same variants for the
+// block products (with SPARSEPORT_SCHEDULER=auto a cold decision may differ between runs, as for
+// the forward ops). It matches the single-process backward to rounding: the sums are associated
+// differently (own rows and each rank's partial sum apart).
+//
+// Arguments are checked on every rank and agreed (one MPI_Allreduce): a bad argument on any rank
+// throws on every rank, the same kind (DimensionMismatch for shapes, InvalidArgument, Unsupported)
+// with the lowest failing rank's message (the others add "(reported by rank N)"); F must be the
+// same on every rank (checked the same way). A gradient is computed when some rank asks for it
+// (its data not null); a rank whose part of it is empty may pass null data.
+//
+// Memory: host contexts only. A device context (cuda) throws Unsupported naming the op, on every
+// rank: every step is written as the forward's are (public ops on the context, the state's arrays
+// copied to its memory, the forward's device transports), but the path has not been run on a GPU
+// yet, so it is not offered (see src/dist/README.md). The first call of any of these on a matrix
+// makes, on the host and kept with it, the blocks' transposes L^T and R^T with the
+// entries' original positions, mean's weights and the reverse plan: O(local_nnz) indices and
+// values per rank.
+
+// out = alpha * A^T x + beta * out on this rank's rows of out (A's columns, B's rows): x_local is
+// this rank's rows of x (local_rows x F, as C's rows in spmm), out_local its rows of A^T x
+// (local_cols x F). opt.reduce must be sum (InvalidArgument otherwise); opt.variant runs the two
+// block products (the adds of the received partial sums let the scheduler choose). Collective.
+// Cost: per rank one spmm with R^T (ghosts x F, straight into the send buffer), one with L^T, and
+// per layer (a row receiving k partial sums is in k layers; at most ranks - 1 layers) one spmm
+// with one entry per receiving row; ghosts x F values sent by each rank, the forward's halo_bytes
+// received. CallStats: remote_ms the partial sums (made before the sends, not hidden), local_ms
+// this rank's own rows (while they fly), combine_ms the adds; interior/boundary rows are this
+// rank's rows of out that receive no / some partial sum. Throws (on every rank) DimensionMismatch
+// naming x_local or out_local with their shapes, InvalidArgument for a value type, ld, null data
+// or reduce; BackendError for an MPI failure.
+template <class I, class V>
+void spmm_transpose(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local, const DenseMutView& out_local,
+                    const SpmmOptions& opt = {}, CallStats* stats = nullptr);
+
+// Gradients of c_local = spmm(a, b_local) (alpha 1, beta 0) given dc_local (local_rows x F), as
+// sparseport::spmm_backward (backward.hpp) on the whole matrix:
+//   sum:  dB = A^T dC,            dA[e] = dC[i,:] . B[j,:]
+//   mean: dB = (D^-1 A)^T dC,     dA[e] = dC[i,:] . B[j,:] / deg(i)      (deg: row i's full degree)
+// grads.db: this rank's rows of dB (local_cols x F); grads.dvalues: dL/dA.values for this rank's
+// entries (local_nnz x 1, in the rows' original order, as dist::sddmm's out_local). b_local (this
+// rank's rows of B) is read for dvalues only. dB is spmm_transpose on A's values (mean: A's values
+// / deg(i)); dvalues is dist::sddmm(dC, B) on A's pattern (mean: 1 / deg(i) as the values), with
+// its own exchange of B's rows. opt.variant runs the products with A^T; opt.transpose must be null
+// (the DistCsr keeps its transposes: InvalidArgument), opt.arg is not read. Reduce max and min
+// throw Unsupported (their backward needs the forward's winners, which dist::spmm does not
+// record). Collective. stats: the steps' times, bytes and messages added up.
+template <class I, class V>
+void spmm_backward(const Context& ctx, const DistCsr<I, V>& a, const DenseView& b_local, const DenseView& dc_local,
+                   const SpmmGrads& grads, const SpmmBackwardOptions& opt = {}, CallStats* stats = nullptr);
+
+// Gradients of out_local = sddmm(a, x_local, y_local) given dout_local (local_nnz x 1, in the rows'
+// original order as sddmm's out_local), as sparseport::sddmm_backward on the whole matrix:
+//   dX = (A o dout) Y      (grads.dx, local_rows x F: dist::spmm with A.val o dout as the values)
+//   dY = (A o dout)^T X    (grads.dy, local_cols x F: spmm_transpose with the same values)
+//   dA[e] = dout[e] * X[i,:] . Y[j,:]   (grads.dvalues, local_nnz x 1: dist::sddmm with dout as the values)
+// Each asked-for gradient is one distributed step: dX and dA each exchange Y's rows, dY the partial
+// sums. The per-entry values are gathered into each block's order per call (one gather_scatter per
+// block, in a workspace of 3 local_nnz values kept with the matrix). Collective; throws as
+// spmm_backward does. stats: the steps' times, bytes and messages added up.
+template <class I, class V>
+void sddmm_backward(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local, const DenseView& y_local,
+                    const DenseView& dout_local, const SddmmGrads& grads, CallStats* stats = nullptr);
 
 // Dense rows between root and the ranks: rank r gets (gives) global rows [starts[r], starts[r+1]).
 // scatter_rows: root passes the global matrix (others an empty view), every rank gets its rows in

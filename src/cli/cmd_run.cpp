@@ -38,6 +38,7 @@ struct RunOptions {
   IndexType itype = IndexType::i32;
   bool json = false, quiet = false;
   bool dist = false;  // --dist: over the MPI ranks (dist_run.hpp)
+  DistOptions dist_options;
 };
 
 struct Timing {
@@ -252,7 +253,8 @@ int run_typed(const RunOptions& opt, const Args& args, DistSession* dist) {
     if constexpr (std::is_same_v<V, half> || std::is_same_v<V, bfloat16>)
       work = make_workload<I, V>(ctx, graph, spec);  // --dist with 16 bits is refused before this
     else
-      work = dist != nullptr ? make_dist_workload<I, V>(*dist, ctx, graph, spec) : make_workload<I, V>(ctx, graph, spec);
+      work = dist != nullptr ? make_dist_workload<I, V>(*dist, ctx, graph, spec, opt.dist_options)
+                             : make_workload<I, V>(ctx, graph, spec);
   }
 
   Report report{opt, ctx.backend(), graph_label(opt.graph), graph.rows, graph.cols, graph.nnz(), ctx.threads(),
@@ -335,8 +337,14 @@ int cmd_run(const std::vector<std::string>& argv) {
       .flag("--json", "one JSON object per result on stdout (progress and notes go to stderr)")
       .flag("--dist",
             "run over the MPI ranks (mpirun -np P sparseport run --dist ...): rank 0 loads the\n"
-            "                        graph and scatters it, rows balanced by entries; spmm, sddmm,\n"
+            "                        graph and scatters it (see --partition); spmm, sddmm,\n"
             "                        gather_scatter and segment_reduce; needs a build with MPI")
+      .option("--partition", "P",
+              "with --dist: auto, rows or metis (default: SPARSEPORT_DIST_PARTITION, else auto).\n"
+              "                        rows: contiguous rows balanced by entries; metis: METIS's parts,\n"
+              "                        the vertices relabelled (needs a build with METIS); auto: METIS\n"
+              "                        when the graph is square with skewed degrees (max/mean >= 8)\n"
+              "                        and METIS's predicted halo is at least 10% lower, else rows")
       .flag("--quiet", "no progress on stderr", "-q")
       .positional("GRAPH", "a Matrix Market file or a generator spec (default: powerlaw)", false)
       .epilog(
@@ -349,9 +357,10 @@ int cmd_run(const std::vector<std::string>& argv) {
           "\n"
           "JSON fields: op backend variant graph n cols nnz F dtype index reduce selected reps threads seed\n"
           "ms ms_min gflops gbps_gathered verified err_over_tol max_abs_err reference vendor_variant\n"
-          "vendor_ms speedup_vs_vendor (null where not applicable); with --dist also ranks halo_bytes\n"
-          "halo_bytes_predicted comm_ms compute_ms transport interior_ms exchange_ms wait_ms boundary_ms\n"
-          "timeline. 'variant' is \"auto\" when the\n"
+          "vendor_ms speedup_vs_vendor (null where not applicable); with --dist also ranks partition\n"
+          "partition_reason degree_skew halo_bytes_predicted_rows halo_bytes_predicted_metis metis_ms\n"
+          "halo_bytes halo_bytes_predicted comm_ms compute_ms transport interior_ms exchange_ms wait_ms\n"
+          "boundary_ms timeline. 'variant' is \"auto\" when the\n"
           "scheduler chose. ms is the median over the reps; err_over_tol is the worst element's error over\n"
           "its tolerance (verified means <= 1; structural results must match exactly).\n"
           "With --dist: ms is the time until the slowest rank is done; the result is gathered on rank 0 and\n"
@@ -361,6 +370,9 @@ int cmd_run(const std::vector<std::string>& argv) {
           "are interior_ms (compute while the halo moves), exchange_ms (posting to the end of the wait),\n"
           "wait_ms (the exchange not hidden) and boundary_ms (compute after the wait); timeline has them\n"
           "per rank, with its interior and boundary rows and whether it read its halo in place (shm).\n"
+          "partition is the one used (rows or metis) and partition_reason why; halo_bytes_predicted_rows\n"
+          "and _metis are one call's halo predicted for the entry-balanced rows and for METIS's parts\n"
+          "(null where METIS did not run), metis_ms METIS's wall time (null where it did not run).\n"
           "SPARSEPORT_DIST_TRANSPORT=shm|mpi picks the\n"
           "halo's transport for host backends (default shm: a shared-memory window between the ranks\n"
           "of a node).\n"
@@ -424,6 +436,11 @@ int cmd_run(const std::vector<std::string>& argv) {
   if (opt.dist && !dist_supports(opt.op))
     args.fail(std::string("--dist runs ") + kDistOps + ", not " + op_name(opt.op));
   opt.graph = args.positional_value("GRAPH");
+  if (args.has("--partition")) {
+    const std::string& p = opt.dist_options.partition = args.get("--partition");
+    if (p != "auto" && p != "rows" && p != "metis") args.fail("--partition is '" + p + "' but must be auto, rows or metis");
+    if (!opt.dist) note("--partition applies with --dist only; ignored");
+  }
 
   // Flags that do not apply to the op are accepted (scripts loop over ops with one flag set) but
   // said so, on stderr, so nobody reads a result as "max" that was not.

@@ -165,7 +165,8 @@ enum class Split { rows, cols, entries };
 template <class I, class V>
 class DistWork final : public Workload {
  public:
-  DistWork(MpiSession& session, const Context& ctx, const HostCsr<I, V>& graph, const WorkloadSpec& spec)
+  DistWork(MpiSession& session, const Context& ctx, const HostCsr<I, V>& graph, const WorkloadSpec& spec,
+           const DistOptions& dopt)
       : session_(session), ctx_(ctx), spec_(spec) {
     if (!dist_supports(spec.op))
       throw InvalidArgument(std::string("sparseport run --dist: runs ") + kDistOps + ", not " + op_name(spec.op));
@@ -176,9 +177,30 @@ class DistWork final : public Workload {
     session.collective([&] {
       if (root) inner_ = make_workload<I, V>(Context::create("reference"), graph, spec);
     });
+    // The partition, on rank 0 (which alone holds the graph); the policy is read on every rank (the
+    // same arguments and environment everywhere), so that a bad one fails on each.
+    session.collective([&] {
+      dist::PartitionPolicy policy = dopt.partition.empty()
+                                         ? dist::partition_policy_from_env()
+                                         : dist::partition_policy_from_name(dopt.partition, "--partition");
+      if (!root) return;
+      // segment_reduce moves no halo, so there is nothing for METIS to lower.
+      const bool no_halo = segment && policy == dist::PartitionPolicy::automatic;
+      if (no_halo) policy = dist::PartitionPolicy::rows;
+      choice_ = dist::choose_partition(graph.view(), session.ranks(), policy);
+      if (no_halo) choice_.reason = "segment_reduce moves no halo";
+      if (choice_.used == dist::PartitionPolicy::metis) {
+        permuted_ = dist::permute_symmetric(graph, choice_.perm);
+        if (sddmm || segment) entry_order_ = entries_in_new_order(graph, choice_.perm);
+      }
+    });
+    const bool renumbered = root && choice_.used == dist::PartitionPolicy::metis;
     // Each of these fails on every rank together (sparseport::dist agrees on bad arguments);
     // collective() tells the session so.
-    session.collective([&] { a_ = dist::DistCsr<I, V>::scatter(MPI_COMM_WORLD, root ? &graph : nullptr); });
+    session.collective([&] {
+      a_ = dist::DistCsr<I, V>::scatter(MPI_COMM_WORLD, root ? (renumbered ? &permuted_ : &graph) : nullptr, 0,
+                                        root ? &choice_.partition : nullptr);
+    });
     // Rank r's entries are the global entries [entry_starts[r], entry_starts[r+1]).
     const int64_t mine = a_.local_nnz();
     std::vector<int64_t> counts(static_cast<size_t>(session.ranks()));
@@ -186,13 +208,21 @@ class DistWork final : public Workload {
     entry_starts_.assign(1, 0);
     for (const int64_t c : counts) entry_starts_.push_back(entry_starts_.back() + c);
     const DenseView none{0, 0, 0, nullptr, value_type_of<V>()};
+    // With METIS the operands go out in the new order: vertices (B's and X's rows) by perm, entries
+    // (segment_reduce's messages) by entry_order_.
     session.collective([&] {
-      x_ = dist::scatter_rows<V>(MPI_COMM_WORLD, root ? *inner_->host_input() : none,
-                                 starts(segment ? Split::entries : Split::cols));
+      const Split split = segment ? Split::entries : Split::cols;
+      HostDense<V> in;
+      if (renumbered) in = in_new_order(*inner_->host_input(), order_of(split));
+      x_ = dist::scatter_rows<V>(MPI_COMM_WORLD, root ? (renumbered ? in.view() : *inner_->host_input()) : none,
+                                 starts(split));
     });
     if (sddmm)
       session.collective([&] {
-        x_rows_ = dist::scatter_rows<V>(MPI_COMM_WORLD, root ? *inner_->host_row_input() : none, starts(Split::rows));
+        HostDense<V> in;
+        if (renumbered) in = in_new_order(*inner_->host_row_input(), order_of(Split::rows));
+        x_rows_ = dist::scatter_rows<V>(
+            MPI_COMM_WORLD, root ? (renumbered ? in.view() : *inner_->host_row_input()) : none, starts(Split::rows));
       });
     out_split_ = sddmm ? Split::entries : Split::rows;
     out_ = sddmm ? HostDense<V>(a_.local_nnz(), 1) : HostDense<V>(a_.local_rows(), spec.features);
@@ -203,7 +233,8 @@ class DistWork final : public Workload {
     });
     session.collective([&] {
       if (root && !segment)
-        predicted_ = dist::predict_halo(graph.view(), a_.partition()).bytes(spec.features, sizeof(V));
+        predicted_ = dist::predict_halo((renumbered ? permuted_ : graph).view(), a_.partition())
+                         .bytes(spec.features, sizeof(V));
     });
   }
 
@@ -244,7 +275,18 @@ class DistWork final : public Workload {
         ctx_.copy_to_host(out_.data.data(), dev_out_.data(), out_.data.size() * sizeof(V));
     });
     session_.collective([&] {
-      dist::gather_rows<V>(MPI_COMM_WORLD, out_.view(), root ? *inner_->host_output() : none, starts(out_split_));
+      if (!relabelled()) {
+        dist::gather_rows<V>(MPI_COMM_WORLD, out_.view(), root ? *inner_->host_output() : none, starts(out_split_));
+        return;
+      }
+      // Gathered in the new order, then each row put back where the original order has it.
+      const DenseMutView host = *inner_->host_output();
+      HostDense<V> got(host.rows, host.cols);
+      dist::gather_rows<V>(MPI_COMM_WORLD, out_.view(), got.mut(), starts(out_split_));
+      const std::vector<int64_t>& order = order_of(out_split_);
+      for (int64_t i = 0; i < got.rows; ++i)
+        for (int64_t j = 0; j < got.cols; ++j)
+          static_cast<V*>(host.data)[order[static_cast<size_t>(i)] * host.ld + j] = got(i, j);
     });
     Verdict v;
     session_.collective([&] {
@@ -265,7 +307,19 @@ class DistWork final : public Workload {
   }
 
   void report(JsonObject& o) const override {
+    // The partition chosen (rank 0's choice), both predictions for this op's F and value type, and
+    // what METIS cost where it ran.
+    const auto bytes = [&](const dist::HaloVolume& h) {
+      return spec_.op == SPARSEPORT_OP_SEGMENT_REDUCE ? int64_t{0} : h.bytes(spec_.features, sizeof(V));
+    };
     o.add("ranks", session_.ranks())
+        .add("partition", std::string(dist::name(choice_.used)))
+        .add("partition_reason", choice_.reason)
+        .add("degree_skew", choice_.degree_skew)
+        .add("halo_bytes_predicted_rows", bytes(choice_.rows_halo))
+        .add("halo_bytes_predicted_metis",
+             choice_.metis_ran ? std::optional<int64_t>(bytes(choice_.metis_halo)) : std::nullopt)
+        .add("metis_ms", choice_.metis_ran ? std::optional<double>(choice_.metis_ms) : std::nullopt)
         .add("halo_bytes", halo_bytes_)
         .add("halo_bytes_predicted", predicted_)
         .add("comm_ms", ms_[0])
@@ -294,12 +348,14 @@ class DistWork final : public Workload {
     o.raw("timeline", json_array(ranks));
   }
   std::string report_line() const override {
-    char buf[512];
+    char buf[1024];
     std::snprintf(buf, sizeof buf,
-                  "  distributed over %d ranks (%s): halo %s per call (predicted %s); comm %.4f ms (waiting %.4f), "
+                  "  distributed over %d ranks (%s), partition %s (%s): halo %s per call (predicted %s); comm "
+                  "%.4f ms (waiting %.4f), "
                   "compute %.4f ms (local %.4f, remote %.4f, combine %.4f); timeline: interior %.4f, exchange "
                   "%.4f, wait %.4f, boundary %.4f ms; medians per call, slowest rank",
-                  session_.ranks(), transport(), megabytes(halo_bytes_).c_str(),
+                  session_.ranks(), transport(), std::string(dist::name(choice_.used)).c_str(), choice_.reason.c_str(),
+                  megabytes(halo_bytes_).c_str(),
                   megabytes(predicted_).c_str(), ms_[0], ms_[2], ms_[1], ms_[3], ms_[4], ms_[5], ms_[6], ms_[7],
                   ms_[2], ms_[8]);
     return buf;
@@ -353,6 +409,40 @@ class DistWork final : public Workload {
     MPI_Reduce(&sent, &halo_bytes_, 1, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
   }
 
+  bool relabelled() const { return session_.rank() == 0 && choice_.used == dist::PartitionPolicy::metis; }
+
+  // Rank 0 with METIS: where each row of an operand split by s comes from in the original order.
+  const std::vector<int64_t>& order_of(Split s) const { return s == Split::entries ? entry_order_ : choice_.perm; }
+
+  // d's rows in the new order: row i of the result is row order[i] of d.
+  static HostDense<V> in_new_order(const DenseView& d, const std::vector<int64_t>& order) {
+    HostDense<V> out(d.rows, d.cols);
+    const V* src = static_cast<const V*>(d.data);
+    for (int64_t i = 0; i < d.rows; ++i)
+      for (int64_t j = 0; j < d.cols; ++j) out(i, j) = src[order[static_cast<size_t>(i)] * d.ld + j];
+    return out;
+  }
+
+  // For each entry of permute_symmetric(graph, perm), in its order, the entry of graph it is: new
+  // row i is old row perm[i], its entries stably sorted by their new column (as permute_symmetric
+  // sorts them).
+  static std::vector<int64_t> entries_in_new_order(const HostCsr<I, V>& graph, const std::vector<int64_t>& perm) {
+    std::vector<int64_t> inv(perm.size());
+    for (size_t i = 0; i < perm.size(); ++i) inv[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+    std::vector<int64_t> order;
+    order.reserve(static_cast<size_t>(graph.nnz()));
+    for (const int64_t o : perm) {
+      const size_t first = order.size();
+      for (I e = graph.rowptr[static_cast<size_t>(o)]; e < graph.rowptr[static_cast<size_t>(o) + 1]; ++e)
+        order.push_back(e);
+      std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(first), order.end(), [&](int64_t x, int64_t y) {
+        return inv[static_cast<size_t>(graph.colind[static_cast<size_t>(x)])] <
+               inv[static_cast<size_t>(graph.colind[static_cast<size_t>(y)])];
+      });
+    }
+    return order;
+  }
+
   const std::vector<int64_t>& starts(Split s) const {
     return s == Split::rows ? a_.partition().row_starts : s == Split::cols ? a_.partition().col_starts : entry_starts_;
   }
@@ -361,6 +451,11 @@ class DistWork final : public Workload {
   Context ctx_;
   WorkloadSpec spec_;
   std::unique_ptr<Workload> inner_;  // rank 0 only
+  // Rank 0: the partition chosen; with METIS the relabelled graph and, for the ops split by
+  // entries, where each of its entries comes from.
+  dist::PartitionChoice choice_;
+  HostCsr<I, V> permuted_;
+  std::vector<int64_t> entry_order_;
   dist::DistCsr<I, V> a_;
   std::vector<int64_t> entry_starts_;
   // x_: the operand read through the pattern (B, x, Y; segment_reduce's messages, split by
@@ -383,17 +478,17 @@ std::unique_ptr<DistSession> start_dist_session() { return std::make_unique<MpiS
 
 template <class I, class V>
 std::unique_ptr<Workload> make_dist_workload(DistSession& session, const Context& ctx, const HostCsr<I, V>& graph,
-                                             const WorkloadSpec& spec) {
-  return std::make_unique<DistWork<I, V>>(static_cast<MpiSession&>(session), ctx, graph, spec);
+                                             const WorkloadSpec& spec, const DistOptions& dist) {
+  return std::make_unique<DistWork<I, V>>(static_cast<MpiSession&>(session), ctx, graph, spec, dist);
 }
 
 template std::unique_ptr<Workload> make_dist_workload(DistSession&, const Context&, const HostCsr<int32_t, float>&,
-                                                      const WorkloadSpec&);
+                                                      const WorkloadSpec&, const DistOptions&);
 template std::unique_ptr<Workload> make_dist_workload(DistSession&, const Context&, const HostCsr<int32_t, double>&,
-                                                      const WorkloadSpec&);
+                                                      const WorkloadSpec&, const DistOptions&);
 template std::unique_ptr<Workload> make_dist_workload(DistSession&, const Context&, const HostCsr<int64_t, float>&,
-                                                      const WorkloadSpec&);
+                                                      const WorkloadSpec&, const DistOptions&);
 template std::unique_ptr<Workload> make_dist_workload(DistSession&, const Context&, const HostCsr<int64_t, double>&,
-                                                      const WorkloadSpec&);
+                                                      const WorkloadSpec&, const DistOptions&);
 
 }  // namespace sparseport::cli

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "sparseport/sparseport.hpp"
 #include "workloads.hpp"
@@ -40,14 +41,23 @@ class DistSession {
 // program was built without MPI.
 std::unique_ptr<DistSession> start_dist_session();
 
-// The distributed workload: rank 0 passes the graph (the others an empty one), which it scatters
-// over the ranks, balanced by entries; every rank then runs its part of the op. verify() gathers
-// the result on rank 0 and checks it as make_workload's workload does (reference backend, double).
+// What --dist adds to a run.
+struct DistOptions {
+  // --partition: "auto", "rows" or "metis" (dist::PartitionPolicy); empty: SPARSEPORT_DIST_PARTITION,
+  // else auto.
+  std::string partition;
+};
+
+// The distributed workload: rank 0 passes the graph (the others an empty one), chooses the
+// partition (dist::choose_partition: the entry-balanced rows, or METIS's relabelling, with the
+// operands permuted on rank 0 before they are scattered and the result un-permuted after it is
+// gathered) and scatters the graph; every rank then runs its part of the op. verify() gathers the
+// result on rank 0 and checks it as make_workload's workload does (reference backend, double).
 // Ops: those of dist_supports (InvalidArgument for others); sddmm's out and segment_reduce's
 // messages are split by the entries of each rank's rows. Collective.
 template <class I, class V>
 std::unique_ptr<Workload> make_dist_workload(DistSession& session, const Context& ctx, const HostCsr<I, V>& graph,
-                                             const WorkloadSpec& spec);
+                                             const WorkloadSpec& spec, const DistOptions& dist);
 
 // The ops --dist runs.
 inline bool dist_supports(sparseport_op op) {

@@ -15,17 +15,18 @@ namespace {
 std::unique_ptr<DistSession> start_dist_session() { refuse(); }
 
 template <class I, class V>
-std::unique_ptr<Workload> make_dist_workload(DistSession&, const Context&, const HostCsr<I, V>&, const WorkloadSpec&) {
+std::unique_ptr<Workload> make_dist_workload(DistSession&, const Context&, const HostCsr<I, V>&, const WorkloadSpec&,
+                                             const DistOptions&) {
   refuse();
 }
 
 template std::unique_ptr<Workload> make_dist_workload(DistSession&, const Context&, const HostCsr<int32_t, float>&,
-                                                      const WorkloadSpec&);
+                                                      const WorkloadSpec&, const DistOptions&);
 template std::unique_ptr<Workload> make_dist_workload(DistSession&, const Context&, const HostCsr<int32_t, double>&,
-                                                      const WorkloadSpec&);
+                                                      const WorkloadSpec&, const DistOptions&);
 template std::unique_ptr<Workload> make_dist_workload(DistSession&, const Context&, const HostCsr<int64_t, float>&,
-                                                      const WorkloadSpec&);
+                                                      const WorkloadSpec&, const DistOptions&);
 template std::unique_ptr<Workload> make_dist_workload(DistSession&, const Context&, const HostCsr<int64_t, double>&,
-                                                      const WorkloadSpec&);
+                                                      const WorkloadSpec&, const DistOptions&);
 
 }  // namespace sparseport::cli

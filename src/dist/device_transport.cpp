@@ -22,8 +22,8 @@ namespace {
 // the received rows into the device ghost buffer once MPI is done with them.
 class HostStagedTransport final : public Transport {
  public:
-  HostStagedTransport(MPI_Comm comm, const HaloPlan& plan, const Context& ctx)
-      : ctx_(ctx), mpi_(make_mpi_transport(comm, plan)), send_rows_(plan.send_total()),
+  HostStagedTransport(MPI_Comm comm, const HaloPlan& plan, const Context& ctx, int tag)
+      : ctx_(ctx), mpi_(make_mpi_transport(comm, plan, "mpi", tag)), send_rows_(plan.send_total()),
         recv_rows_(plan.recv_total()) {}
 
   const char* name() const override { return "host-staged"; }
@@ -88,7 +88,7 @@ Choice requested(const std::string& where) {
 }  // namespace
 
 std::unique_ptr<Transport> choose_transport(MPI_Comm comm, const HaloPlan& plan, const Context& ctx,
-                                                   const std::string& where) {
+                                            const std::string& where, int tag) {
   std::string error;
   Choice want = automatic;
   try {
@@ -142,19 +142,19 @@ std::unique_ptr<Transport> choose_transport(MPI_Comm comm, const HaloPlan& plan,
 
   if (!ctx.device_memory()) {
     // One rank moves nothing: no window for it.
-    if (!(want == shm || (want == automatic && ranks > 1))) return make_mpi_transport(comm, plan);
+    if (!(want == shm || (want == automatic && ranks > 1))) return make_mpi_transport(comm, plan, "mpi", tag);
     std::string why_not;
-    std::unique_ptr<Transport> t = make_shm_transport(comm, plan, why_not);
+    std::unique_ptr<Transport> t = make_shm_transport(comm, plan, why_not, tag);
     if (t) return t;
     if (want == shm) agree(comm, where + ": SPARSEPORT_DIST_TRANSPORT=shm, but " + why_not);
-    return make_mpi_transport(comm, plan);
+    return make_mpi_transport(comm, plan, "mpi", tag);
   }
 #ifdef SPARSEPORT_HAVE_NCCL
   if (why_not_nccl.empty() && (want == automatic || want == nccl))
     return make_nccl_transport(comm, plan, ctx.device(), where);
 #endif
-  if (want != host_staged && mpi_is_cuda_aware()) return make_mpi_transport(comm, plan, "mpi-cuda-aware");
-  return std::make_unique<HostStagedTransport>(comm, plan, ctx);
+  if (want != host_staged && mpi_is_cuda_aware()) return make_mpi_transport(comm, plan, "mpi-cuda-aware", tag);
+  return std::make_unique<HostStagedTransport>(comm, plan, ctx, tag);
 }
 
 }  // namespace sparseport::dist::detail

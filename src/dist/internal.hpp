@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,6 +41,11 @@ void recv_bytes(MPI_Comm comm, void* data, int64_t bytes, int source, int tag, c
 // call together instead of some waiting for messages that never come.
 void agree(MPI_Comm comm, const std::string& error);
 
+// Runs one rank's argument checks and agrees on them: when they throw DimensionMismatch,
+// InvalidArgument or Unsupported on any rank, every rank throws the same kind with the lowest such
+// rank's message (the others with "(reported by rank N)" added). One MPI_Allreduce when all pass.
+void agree_on_checks(MPI_Comm comm, const std::function<void()>& checks);
+
 // An int count for MPI, or Unsupported naming what did not fit.
 int to_int(int64_t n, const char* what, const std::string& where);
 
@@ -52,7 +58,10 @@ std::string where(const Context& ctx, const char* op);
 // it is made again when a call comes with a context of another backend or device than the last.
 class Space {
  public:
-  enum Slot { send = 0, ghost = 1, partials = 2, slots = 3 };
+  // send, ghost: the forward halo's buffers; partials: the combine and merge steps' per-row and
+  // per-entry partial results; values: per-call values of the blocks (the backward's weights);
+  // reverse_send, reverse_recv: the transpose path's partial products, sent and received.
+  enum Slot { send = 0, ghost = 1, partials = 2, values = 3, reverse_send = 4, reverse_recv = 5, slots = 6 };
 
   // Binds to ctx. A context of another backend or device than the bound one drops the copies, the
   // workspace and the transport first.
@@ -81,6 +90,9 @@ class Space {
   // The halo's transport for this context's buffers, agreed by every rank at the first exchange
   // after binding (choose_transport; null until then).
   std::unique_ptr<Transport> transport;
+  // The transpose path's (transpose.cpp): the same plan with sends and receives swapped, agreed at
+  // the first reverse exchange after binding.
+  std::unique_ptr<Transport> reverse_transport;
 
  private:
   std::optional<Context> ctx_;
@@ -147,11 +159,39 @@ struct DistCsr<I, V>::State {
   // The row of each entry in the original order, the segment index of segment_reduce. Made on first use.
   std::vector<I> entry_row;
 
+  // The transpose path (spmm_transpose, spmm_backward's dB, sddmm_backward's dY; transpose.cpp),
+  // made on first use. The products with A^T are split as the forward's: this rank's rows of A
+  // times its rows of x give, through L^T, its own rows of A^T x and, through R^T, partial sums for
+  // the ghost rows, which go back to their owners (the halo plan reversed) and are added there.
+  struct Reverse {
+    HostCsr<I, V> local_t;   // L^T: local_cols x local_rows, A's values (none for a pattern)
+    HostCsr<I, V> remote_t;  // R^T: ghosts x local_rows, ghost g's row = ghost g's partial sum
+    // Per entry of L, R, L^T, R^T: the entry's place in this rank's rows' original order (the
+    // order of sddmm's out_local), so that per-entry arrays of the caller's are gathered into them.
+    std::vector<I> local_orig, remote_orig, local_t_orig, remote_t_orig;
+    std::vector<I> iota;  // 0 .. max(local_nnz, 1): the rows of those gathers
+    // mean: A's value / deg(row) (1 / deg(row) for a pattern) per entry of L^T and R^T, and
+    // 1 / deg(row) per entry of L and R; deg is the row's full degree (both blocks).
+    std::vector<V> local_t_mean, remote_t_mean, local_inv_deg, remote_inv_deg;
+    HaloPlan plan;  // the halo plan with send and receive swapped
+    // The received partial sums are added in layers: layer t holds, for each of this rank's rows
+    // that receives at least t + 1 of them, the (t+1)-th in the order of the reverse plan (by
+    // sender rank), a 1 at its place in the receive buffer; rows [layer_lo[t], layer_lo[t] +
+    // layers[t].rows) of the result. One entry per row makes every layer's add exact whatever the
+    // spmm variant, so the sum's order, and its bits, are the same on every transport.
+    std::vector<HostCsr<I, V>> layers;
+    std::vector<int64_t> layer_lo;
+    std::vector<std::optional<HostCsr<I, V>>> layers_in_place;  // columns as rows of the node's window
+    int64_t boundary_rows = 0;  // rows of this rank's A^T x that receive partial sums
+  };
+  std::optional<Reverse> reverse;
+
   State() = default;
   State(const State&) = delete;
   State& operator=(const State&) = delete;
   ~State() {
     space.transport.reset();  // MPI requests and datatype, or NCCL's communicator, before the communicator
+    space.reverse_transport.reset();
     detail::free_comm(comm);
   }
 };

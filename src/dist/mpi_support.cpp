@@ -2,8 +2,9 @@
 #include <algorithm>
 #include <climits>
 #include <string>
+#include <vector>
 
-#include "src/dist/internal.hpp"
+#include "src/dist/ops_internal.hpp"
 
 namespace sparseport::dist::detail {
 namespace {
@@ -127,6 +128,51 @@ void agree(MPI_Comm comm, const std::string& error) {
   check_mpi(MPI_Bcast(text.data(), len, MPI_CHAR, first, comm), "MPI_Bcast", "sparseport::dist");
   if (rank_of(comm) == first) throw InvalidArgument(text);
   throw InvalidArgument(text + " (reported by rank " + std::to_string(first) + ")");
+}
+
+void refuse_device_context(const Context& ctx, const std::string& w) {
+  if (!ctx.device_memory()) return;
+  throw Unsupported(w + ": the context (" + ctx.backend() +
+                    ") works in device memory, which the distributed backward does not take yet (its path is "
+                    "the forward's, but it was not run on a GPU); use a host context (reference, openmp)");
+}
+
+std::vector<int64_t> max_over_ranks(MPI_Comm comm, std::vector<int64_t> v, const std::string& w) {
+  std::vector<int64_t> out(v.size());
+  check_mpi(MPI_Allreduce(v.data(), out.data(), static_cast<int>(v.size()), MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce",
+            w);
+  return out;
+}
+
+void agree_on_checks(MPI_Comm comm, const std::function<void()>& checks) {
+  // kind: 0 none, 1 InvalidArgument, 2 DimensionMismatch, 3 Unsupported.
+  int kind = 0;
+  std::string error;
+  try {
+    checks();
+  } catch (const DimensionMismatch& e) {
+    kind = 2;
+    error = e.what();
+  } catch (const InvalidArgument& e) {
+    kind = 1;
+    error = e.what();
+  } catch (const Unsupported& e) {
+    kind = 3;
+    error = e.what();
+  }
+  const int size = size_of(comm), me = rank_of(comm);
+  const int mine = kind == 0 ? size : me;
+  int first = size;
+  check_mpi(MPI_Allreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce", "sparseport::dist");
+  if (first == size) return;
+  int head[2] = {kind, static_cast<int>(std::min<size_t>(error.size(), INT_MAX))};
+  check_mpi(MPI_Bcast(head, 2, MPI_INT, first, comm), "MPI_Bcast", "sparseport::dist");
+  error.resize(static_cast<size_t>(head[1]));
+  check_mpi(MPI_Bcast(error.data(), head[1], MPI_CHAR, first, comm), "MPI_Bcast", "sparseport::dist");
+  if (me != first) error += " (reported by rank " + std::to_string(first) + ")";
+  if (head[0] == 2) throw DimensionMismatch(error);
+  if (head[0] == 3) throw Unsupported(error);
+  throw InvalidArgument(error);
 }
 
 int to_int(int64_t n, const char* what, const std::string& where) {

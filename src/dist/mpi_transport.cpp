@@ -8,12 +8,11 @@
 namespace sparseport::dist::detail {
 namespace {
 
-constexpr int kHaloTag = 0x4841;  // "HA"; the communicator is a private duplicate
 constexpr const char* kWhere = "sparseport::dist (mpi transport)";
 
 class MpiTransport final : public Transport {
  public:
-  MpiTransport(MPI_Comm comm, const HaloPlan& plan, const char* name) : comm_(comm), name_(name) {
+  MpiTransport(MPI_Comm comm, const HaloPlan& plan, const char* name, int tag) : comm_(comm), name_(name), tag_(tag) {
     for (size_t p = 0; p < plan.send_peers.size(); ++p)
       sends_.push_back(
           {plan.send_peers[p], plan.send_displs[p], to_int(plan.send_counts[p], "a halo message (rows)", kWhere)});
@@ -43,7 +42,7 @@ class MpiTransport final : public Transport {
       char* base = static_cast<char*>(recv);
       for (size_t p = 0; p < recvs_.size(); ++p)
         check_mpi(MPI_Recv_init(base + recvs_[p].displ * row_bytes, recvs_[p].count, row_type_, recvs_[p].peer,
-                                kHaloTag, comm_, &recv_req_[p]),
+                                tag_, comm_, &recv_req_[p]),
                   "MPI_Recv_init", kWhere);
       recv_buf_ = recv;
     }
@@ -59,7 +58,7 @@ class MpiTransport final : public Transport {
       const char* base = static_cast<const char*>(send);
       for (size_t p = 0; p < sends_.size(); ++p)
         check_mpi(MPI_Send_init(base + sends_[p].displ * row_bytes, sends_[p].count, row_type_, sends_[p].peer,
-                                kHaloTag, comm_, &send_req_[p]),
+                                tag_, comm_, &send_req_[p]),
                   "MPI_Send_init", kWhere);
       send_buf_ = send;
     }
@@ -127,6 +126,7 @@ class MpiTransport final : public Transport {
 
   MPI_Comm comm_;
   const char* name_;
+  int tag_;
   std::vector<Peer> sends_, recvs_;
   std::vector<MPI_Request> send_req_, recv_req_;
   MPI_Datatype row_type_ = MPI_DATATYPE_NULL;
@@ -138,8 +138,8 @@ class MpiTransport final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_mpi_transport(MPI_Comm comm, const HaloPlan& plan, const char* name) {
-  return std::make_unique<MpiTransport>(comm, plan, name);
+std::unique_ptr<Transport> make_mpi_transport(MPI_Comm comm, const HaloPlan& plan, const char* name, int tag) {
+  return std::make_unique<MpiTransport>(comm, plan, name, tag);
 }
 
 }  // namespace sparseport::dist::detail

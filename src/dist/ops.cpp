@@ -11,11 +11,53 @@
 #include <utility>
 #include <vector>
 
-#include "src/dist/internal.hpp"
+#include "src/dist/ops_internal.hpp"
 
 namespace sparseport::dist {
+
+namespace detail {
+
+void check_dense_operand(const DenseView& d, ValueType want_type, int64_t rows, int64_t cols, const char* arg,
+                         const char* rule, const std::string& w) {
+  const auto shape = [](int64_t r, int64_t c) { return std::to_string(r) + "x" + std::to_string(c); };
+  if (d.value_type != want_type)
+    throw InvalidArgument(w + ": " + arg + " holds " + name(d.value_type) + " values but A holds " + name(want_type));
+  if (d.rows != rows || d.cols != cols)
+    throw DimensionMismatch(w + ": " + arg + " is " + shape(d.rows, d.cols) + " but must be " + shape(rows, cols) +
+                            " (" + rule + ")");
+  if (d.ld < d.cols || (d.rows > 1 && d.ld < 1))
+    throw InvalidArgument(w + ": " + arg + " has ld " + std::to_string(d.ld) + " for " + std::to_string(d.cols) +
+                          " columns (need ld >= cols, and ld >= 1 for more than one row)");
+  if (d.data == nullptr && d.rows > 0 && d.cols > 0) throw InvalidArgument(w + ": " + arg + ".data is null");
+}
+
+void add_step(CallStats& into, const CallStats& step, bool first) {
+  if (first) {
+    into = step;
+    return;
+  }
+  into.bytes_sent += step.bytes_sent;
+  into.bytes_received += step.bytes_received;
+  into.messages_sent += step.messages_sent;
+  into.messages_received += step.messages_received;
+  if (*step.transport != '\0') {
+    into.halo_in_place = *into.transport == '\0' ? step.halo_in_place : into.halo_in_place && step.halo_in_place;
+    into.transport = step.transport;
+  }
+  for (auto f : {&CallStats::pack_ms, &CallStats::post_ms, &CallStats::wait_ms, &CallStats::local_ms,
+                 &CallStats::remote_ms, &CallStats::combine_ms, &CallStats::total_ms, &CallStats::interior_ms,
+                 &CallStats::exchange_ms, &CallStats::boundary_ms})
+    into.*f += step.*f;
+  into.interior_rows = step.interior_rows;
+  into.boundary_rows = step.boundary_rows;
+  if (!step.local_decision.variant.empty()) into.local_decision = step.local_decision;
+}
+
+}  // namespace detail
+
 namespace {
 
+using detail::check_dense_operand;
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
@@ -40,21 +82,6 @@ void check_operands(const DistCsr<I, V>& a, const DenseView& x, const DenseMutVi
   if (out.rows != a.local_rows() || out.cols != x.cols)
     throw DimensionMismatch(w + ": " + out_name + " is " + shape(out.rows, out.cols) + " but must be " +
                             shape(a.local_rows(), x.cols) + " (this rank's rows x " + x_name + ".cols)");
-}
-
-// The checks of one dense operand, as sparseport's front end makes them, named for the distributed op.
-void check_dense_operand(const DenseView& d, ValueType want_type, int64_t rows, int64_t cols, const char* arg,
-                         const char* rule, const std::string& w) {
-  const auto shape = [](int64_t r, int64_t c) { return std::to_string(r) + "x" + std::to_string(c); };
-  if (d.value_type != want_type)
-    throw InvalidArgument(w + ": " + arg + " holds " + name(d.value_type) + " values but A holds " + name(want_type));
-  if (d.rows != rows || d.cols != cols)
-    throw DimensionMismatch(w + ": " + arg + " is " + shape(d.rows, d.cols) + " but must be " + shape(rows, cols) +
-                            " (" + rule + ")");
-  if (d.ld < d.cols || (d.rows > 1 && d.ld < 1))
-    throw InvalidArgument(w + ": " + arg + " has ld " + std::to_string(d.ld) + " for " + std::to_string(d.cols) +
-                          " columns (need ld >= cols, and ld >= 1 for more than one row)");
-  if (d.data == nullptr && d.rows > 0 && d.cols > 0) throw InvalidArgument(w + ": " + arg + ".data is null");
 }
 
 // The rows split by whether they have remote entries (State::RowSplit), made once per matrix.
@@ -328,21 +355,50 @@ void run_distributed(const Context& ctx, const DistCsr<I, V>& a, const DenseView
 
 }  // namespace
 
+namespace {
+
+// dist::spmm after its checks; values (reduce sum only) replace the blocks' own.
 template <class I, class V>
-void spmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& b_local, const DenseMutView& c_local,
-          const SpmmOptions& opt, CallStats* stats) {
-  const std::string w = detail::where(ctx, "spmm");
+void spmm_impl(const Context& ctx, const DistCsr<I, V>& a, const DenseView& b_local, const DenseMutView& c_local,
+               const SpmmOptions& opt, const detail::BlockValues* values, CallStats& st, const std::string& w) {
   typename DistCsr<I, V>::State& s = a.state();
-  check_operands(a, b_local, c_local, "b_local", "c_local", w);
   s.space.use(ctx);
   Decision local;
   const RunBlock<I, V> run = [&](const HostCsr<I, V>& blk, std::vector<I>&, const DenseView& x,
                                  const DenseMutView& out, Reduce r, double alpha, double beta) {
-    sparseport::spmm(ctx, s.space.place(blk), x, out, SpmmOptions{r, alpha, beta, opt.variant});
-    if (stats != nullptr && local.variant.empty() && blk.nnz() > 0) local = last_decision();
+    CsrView v = s.space.place(blk);
+    // With reduce sum the blocks run are the local one and the remote one (or its in-place copy,
+    // which has the same entries in the same order).
+    if (values != nullptr) v.values = &blk == &s.local ? values->local : values->remote;
+    sparseport::spmm(ctx, v, x, out, SpmmOptions{r, alpha, beta, opt.variant});
+    if (local.variant.empty() && blk.nnz() > 0) local = last_decision();
   };
-  run_distributed<I, V>(ctx, a, b_local, c_local, opt.reduce, opt.alpha, opt.beta, true, run, stats, w);
-  if (stats != nullptr) stats->local_decision = std::move(local);
+  run_distributed<I, V>(ctx, a, b_local, c_local, opt.reduce, opt.alpha, opt.beta, true, run, &st, w);
+  st.local_decision = std::move(local);
+}
+
+}  // namespace
+
+namespace detail {
+
+template <class I, class V>
+void spmm_sum_blocks(const Context& ctx, const DistCsr<I, V>& a, const DenseView& b_local, const DenseMutView& c_local,
+                     const SpmmOptions& opt, const BlockValues* values, CallStats& st, const std::string& w) {
+  if (opt.reduce != Reduce::sum)  // a broken invariant: the split blocks of the other reduces are not the blocks
+    throw Error(w + ": internal error: spmm_sum_blocks with reduce " + name(opt.reduce));
+  spmm_impl<I, V>(ctx, a, b_local, c_local, opt, values, st, w);
+}
+
+}  // namespace detail
+
+template <class I, class V>
+void spmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& b_local, const DenseMutView& c_local,
+          const SpmmOptions& opt, CallStats* stats) {
+  const std::string w = detail::where(ctx, "spmm");
+  check_operands(a, b_local, c_local, "b_local", "c_local", w);
+  CallStats st;
+  spmm_impl<I, V>(ctx, a, b_local, c_local, opt, nullptr, st, w);
+  if (stats != nullptr) *stats = std::move(st);
 }
 
 template <class I, class V>
@@ -371,27 +427,25 @@ void gather_scatter(const Context& ctx, const DistCsr<I, V>& edges, const DenseV
   if (stats != nullptr) stats->local_decision = std::move(local);
 }
 
-template <class I, class V>
-void sddmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local, const DenseView& y_local,
-           const DenseMutView& out_local, const OpOptions& opt, CallStats* stats) {
-  const std::string w = detail::where(ctx, "sddmm");
-  typename DistCsr<I, V>::State& s = a.state();
-  // y_local is read here (packing) before any op checks it; all three are checked before anything is posted.
-  const ValueType vt = value_type_of<V>();
-  check_dense_operand(y_local, vt, a.local_cols(), y_local.cols, "y_local", "this rank's rows of Y: local_cols x F", w);
-  check_dense_operand(x_local, vt, a.local_rows(), y_local.cols, "x_local",
-                      "this rank's rows of X: local_rows x F, F = y_local.cols", w);
-  check_dense_operand(out_local, vt, a.local_nnz(), 1, "out_local", "one value per entry of this rank's rows", w);
+namespace detail {
 
+template <class I, class V>
+void sddmm_blocks(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local, const DenseView& y_local,
+                  const DenseMutView& out_local, const OpOptions& opt, const BlockValues* values, CallStats& st,
+                  const std::string& w) {
+  typename DistCsr<I, V>::State& s = a.state();
   s.space.use(ctx);
   const auto started = Clock::now();
-  CallStats st;
+  st = CallStats();
   const int64_t f = y_local.cols;
   const bool exchange = f > 0;  // every rank has the same F; with none, nothing moves (the ops still write 0s)
   Decision local;
   const auto run = [&](const HostCsr<I, V>& blk, const DenseView& y, const DenseMutView& out) {
-    sparseport::sddmm(ctx, s.space.place(blk), x_local, y, out, opt);
-    if (stats != nullptr && (&blk == &s.local || local.variant.empty())) local = last_decision();
+    CsrView v = s.space.place(blk);
+    // The remote block or its in-place copy: the same entries in the same order.
+    if (values != nullptr) v.values = &blk == &s.local ? values->local : values->remote;
+    sparseport::sddmm(ctx, v, x_local, y, out, opt);
+    if (&blk == &s.local || local.variant.empty()) local = last_decision();
   };
   bool at_source = false;
   const DenseView ghosts = exchange ? post_halo<I, V>(s, ctx, y_local, st, w, at_source)
@@ -431,6 +485,22 @@ void sddmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local,
   // hide the halo, the remote ones follow it.
   finish_timeline<I, V>(s, st);
   st.local_decision = std::move(local);
+}
+
+}  // namespace detail
+
+template <class I, class V>
+void sddmm(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x_local, const DenseView& y_local,
+           const DenseMutView& out_local, const OpOptions& opt, CallStats* stats) {
+  const std::string w = detail::where(ctx, "sddmm");
+  // y_local is read here (packing) before any op checks it; all three are checked before anything is posted.
+  const ValueType vt = value_type_of<V>();
+  check_dense_operand(y_local, vt, a.local_cols(), y_local.cols, "y_local", "this rank's rows of Y: local_cols x F", w);
+  check_dense_operand(x_local, vt, a.local_rows(), y_local.cols, "x_local",
+                      "this rank's rows of X: local_rows x F, F = y_local.cols", w);
+  check_dense_operand(out_local, vt, a.local_nnz(), 1, "out_local", "one value per entry of this rank's rows", w);
+  CallStats st;
+  detail::sddmm_blocks<I, V>(ctx, a, x_local, y_local, out_local, opt, nullptr, st, w);
   if (stats != nullptr) *stats = std::move(st);
 }
 
@@ -489,7 +559,13 @@ bool has_nccl() {
   template void sddmm<I, V>(const Context&, const DistCsr<I, V>&, const DenseView&, const DenseView&,             \
                             const DenseMutView&, const OpOptions&, CallStats*);                                   \
   template void segment_reduce<I, V>(const Context&, const DistCsr<I, V>&, const DenseView&, const DenseMutView&, \
-                                     const ReduceOptions&, CallStats*);
+                                     const ReduceOptions&, CallStats*);                                           \
+  template void detail::spmm_sum_blocks<I, V>(const Context&, const DistCsr<I, V>&, const DenseView&,             \
+                                              const DenseMutView&, const SpmmOptions&, const detail::BlockValues*, \
+                                              CallStats&, const std::string&);                                    \
+  template void detail::sddmm_blocks<I, V>(const Context&, const DistCsr<I, V>&, const DenseView&, const DenseView&, \
+                                           const DenseMutView&, const OpOptions&, const detail::BlockValues*,      \
+                                           CallStats&, const std::string&);
 SPARSEPORT_DIST_OPS(int32_t, float)
 SPARSEPORT_DIST_OPS(int32_t, double)
 SPARSEPORT_DIST_OPS(int64_t, float)

@@ -44,7 +44,7 @@ constexpr size_t kHeader = 2 * kLine;  // posted, done
 
 class ShmTransport final : public Transport {
  public:
-  ShmTransport(MPI_Comm comm, MPI_Comm node, const HaloPlan& plan) : node_(node) {
+  ShmTransport(MPI_Comm comm, MPI_Comm node, const HaloPlan& plan, int tag) : node_(node) {
     const int ranks = size_of(comm);
     me_node_ = rank_of(node);
     node_ranks_ = size_of(node);
@@ -107,7 +107,7 @@ class ShmTransport final : public Transport {
       }
     }
     far.send_rows.assign(static_cast<size_t>(plan.send_total()), 0);  // only its size is read
-    if (!far.send_peers.empty() || !far.recv_peers.empty()) far_ = make_mpi_transport(comm, far);
+    if (!far.send_peers.empty() || !far.recv_peers.empty()) far_ = make_mpi_transport(comm, far, "mpi", tag);
 
     // The counters, for the transport's life; every rank can map its node peers' memory, or this throws.
     void* mine = nullptr;
@@ -311,7 +311,7 @@ class ShmTransport final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_shm_transport(MPI_Comm comm, const HaloPlan& plan, std::string& why_not) {
+std::unique_ptr<Transport> make_shm_transport(MPI_Comm comm, const HaloPlan& plan, std::string& why_not, int tag) {
   // Collective over comm; every rank learns whether every rank could set it up.
   MPI_Comm node = MPI_COMM_NULL;
   std::unique_ptr<Transport> t;
@@ -325,7 +325,7 @@ std::unique_ptr<Transport> make_shm_transport(MPI_Comm comm, const HaloPlan& pla
   int ok = 1;
   if (error.empty()) {
     try {
-      t = std::make_unique<ShmTransport>(comm, node, plan);
+      t = std::make_unique<ShmTransport>(comm, node, plan, tag);
     } catch (const std::exception& e) {
       error = e.what();
       ok = 0;

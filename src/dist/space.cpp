@@ -12,6 +12,7 @@ void Space::use(const Context& ctx) {
     return;
   }
   transport.reset();
+  reverse_transport.reset();
   copies_.clear();
   for (Buffer& b : work_) b = Buffer();
   ctx_ = ctx;

@@ -49,15 +49,23 @@ class Transport {
   virtual void drain() noexcept = 0;
 };
 
+// The tags of the halo's messages (the communicator is a private duplicate): the forward exchange's,
+// and the transpose path's, whose plan is the forward one reversed (transpose.cpp), so that a
+// message of one can never match a receive of the other.
+constexpr int kHaloTag = 0x4841;     // "HA"
+constexpr int kReverseTag = 0x4852;  // "HR"
+
 // Persistent point-to-point requests (MPI_Recv_init / MPI_Send_init), made once per buffer
 // address and row size and started each call. comm must outlive the transport. name: "mpi" for
 // host buffers, "mpi-cuda-aware" when the buffers are device memory handed to a CUDA-aware MPI.
-std::unique_ptr<Transport> make_mpi_transport(MPI_Comm comm, const HaloPlan& plan, const char* name = "mpi");
+std::unique_ptr<Transport> make_mpi_transport(MPI_Comm comm, const HaloPlan& plan, const char* name = "mpi",
+                                              int tag = kHaloTag);
 
 // Host buffers: node peers (MPI_COMM_TYPE_SHARED) read each other's packed rows from an MPI-3
 // shared-memory window; peers on other nodes go through make_mpi_transport. Collective over comm.
 // Null, with why_not set on every rank, when some rank cannot map a shared window.
-std::unique_ptr<Transport> make_shm_transport(MPI_Comm comm, const HaloPlan& plan, std::string& why_not);
+std::unique_ptr<Transport> make_shm_transport(MPI_Comm comm, const HaloPlan& plan, std::string& why_not,
+                                              int tag = kHaloTag);
 
 // The transport every rank agrees on, for buffers in ctx's memory. For a host context, from
 // SPARSEPORT_DIST_TRANSPORT: shm (the default: auto or unset) or mpi; where a shared window cannot
@@ -72,8 +80,9 @@ std::unique_ptr<Transport> make_shm_transport(MPI_Comm comm, const HaloPlan& pla
 //   host-staged     otherwise: device -> host copy of the send rows, MPI on host buffers, host ->
 //                   device copy of the ghost rows after the wait.
 // A forced choice that some rank cannot make throws InvalidArgument on every rank (detail::agree).
+// tag: the MPI messages' (kHaloTag, or kReverseTag for the transpose path's plan).
 std::unique_ptr<Transport> choose_transport(MPI_Comm comm, const HaloPlan& plan, const Context& ctx,
-                                                   const std::string& where);
+                                            const std::string& where, int tag = kHaloTag);
 
 #ifdef SPARSEPORT_HAVE_NCCL
 // NCCL on ctx's device: the communicator made from comm (ncclGetUniqueId on rank 0, broadcast,

@@ -2,9 +2,12 @@
 # `sparseport run --dist --json` on 2 ranks, for spmm (mean), sddmm and segment_reduce (max): exactly
 # one JSON object on stdout (rank 0's), with the usual fields of `run --json` plus the distributed
 # ones; the result verified against the single-process reference; the measured halo equal to the
-# one predicted from the partition (none for segment_reduce). Then `--dist` with an op it does not
-# run is a usage error (exit 2).
-# -DLAUNCHER=mpiexec|-n|2|flags... (| for ;)  -DCLI=path/to/sparseport
+# one predicted from the partition (none for segment_reduce). The partition: auto's choice on the
+# skewed graph (METIS only where its predicted halo is 10% lower), then --partition rows and
+# --partition metis forced (the operands permuted and the result put back: still verified, for
+# sddmm's per-entry out too). Then `--dist` with an op it does not run, or a --partition that does
+# not exist, is a usage error (exit 2).
+# -DLAUNCHER=mpiexec|-n|2|flags... (| for ;)  -DCLI=path/to/sparseport  -DHAVE_METIS=ON|OFF
 string(REPLACE "|" ";" launcher "${LAUNCHER}")
 
 function(run_cli out_var rc_var)
@@ -23,20 +26,27 @@ endmacro()
 # One `run --dist --json` on 2 ranks: exactly one JSON object on stdout, every field present, the
 # op and options echoed, the result verified, the halo as predicted (halo: "some" for more than 0
 # bytes, whole rows of F floats; "none" for exactly 0). reduce: "-" for an op without one.
-function(check_dist_run op reduce halo)
+# partition: "-" for the default (auto), else the --partition value.
+function(check_dist_run op reduce halo partition)
   set(reduce_args "")
   if(NOT reduce STREQUAL "-")
     set(reduce_args --reduce ${reduce})
   endif()
-  run_cli(out rc run --dist --op ${op} ${reduce_args} --F 16 --reps 3 --backend openmp --json --quiet rmat:10:8)
-  expect("rc EQUAL 0" "run --dist --op ${op} exited with ${rc}")
+  set(partition_args "")
+  if(NOT partition STREQUAL "-")
+    set(partition_args --partition ${partition})
+  endif()
+  run_cli(out rc run --dist --op ${op} ${reduce_args} ${partition_args} --F 16 --reps 3 --backend openmp --json
+          --quiet rmat:10:8)
+  expect("rc EQUAL 0" "run --dist --op ${op} ${partition_args} exited with ${rc}")
   string(STRIP "${out}" out)
   string(REGEX MATCHALL "\n" newlines "${out}")
   list(LENGTH newlines n)
   expect("n EQUAL 0" "expected exactly one line on stdout (rank 0's JSON object), got:\n${out}")
 
   foreach(key op backend variant graph n nnz F dtype index reduce reps threads ms ms_min gflops gbps_gathered verified
-              err_over_tol reference ranks halo_bytes halo_bytes_predicted comm_ms compute_ms transport
+              err_over_tol reference ranks partition partition_reason degree_skew halo_bytes_predicted_rows
+              halo_bytes_predicted_metis metis_ms halo_bytes halo_bytes_predicted comm_ms compute_ms transport
               interior_ms exchange_ms wait_ms boundary_ms timeline)
     string(JSON value ERROR_VARIABLE e GET "${out}" ${key})
     expect("NOT e" "${op}: JSON field '${key}' is missing: ${e}")
@@ -93,16 +103,60 @@ function(check_dist_run op reduce halo)
   if(halo STREQUAL "some")
     expect("rows_total EQUAL j_n" "${op}: the timeline's rows add up to ${rows_total}, not ${j_n}")
   endif()
+  # The partition: which one, why, both predictions and METIS's time (null where it did not run).
+  string(JSON t_metis_ms TYPE "${out}" metis_ms)
+  string(JSON t_metis_halo TYPE "${out}" halo_bytes_predicted_metis)
+  expect("t_metis_ms STREQUAL t_metis_halo" "${op}: metis_ms is ${t_metis_ms} but halo_bytes_predicted_metis ${t_metis_halo}")
+  expect("j_partition STREQUAL rows OR j_partition STREQUAL metis" "${op}: partition is '${j_partition}'")
+  expect("NOT j_partition_reason STREQUAL \"\"" "${op}: partition_reason is empty")
+  expect("j_degree_skew GREATER 8" "${op}: degree_skew ${j_degree_skew} of an RMAT graph, expected above 8")
+  if(j_partition STREQUAL metis)
+    expect("j_metis_ms MATCHES \"^[0-9][0-9.eE+-]*$\"" "${op}: metis_ms is ${j_metis_ms} with METIS used")
+    expect("j_halo_bytes_predicted EQUAL j_halo_bytes_predicted_metis"
+           "${op}: halo_bytes_predicted ${j_halo_bytes_predicted} != _metis ${j_halo_bytes_predicted_metis}")
+  else()
+    expect("j_halo_bytes_predicted EQUAL j_halo_bytes_predicted_rows"
+           "${op}: halo_bytes_predicted ${j_halo_bytes_predicted} != _rows ${j_halo_bytes_predicted_rows}")
+  endif()
+  if(partition STREQUAL "-" AND NOT op STREQUAL "segment_reduce" AND HAVE_METIS)
+    # auto on a skewed graph: METIS ran, and was kept exactly when its halo is 10% lower.
+    expect("t_metis_ms STREQUAL NUMBER" "${op}: auto did not run METIS on a skewed graph: ${j_partition_reason}")
+    math(EXPR metis_x10 "${j_halo_bytes_predicted_metis} * 10")
+    math(EXPR rows_x9 "${j_halo_bytes_predicted_rows} * 9")
+    if(metis_x10 GREATER rows_x9)
+      expect("j_partition STREQUAL rows" "${op}: METIS kept without a 10% lower halo: ${j_partition_reason}")
+    else()
+      expect("j_partition STREQUAL metis" "${op}: METIS's 10% lower halo not taken: ${j_partition_reason}")
+    endif()
+  endif()
+  if(partition STREQUAL "rows")
+    expect("j_partition STREQUAL rows" "${op}: --partition rows used ${j_partition}")
+    expect("t_metis_ms STREQUAL NULL" "${op}: --partition rows ran METIS")
+  endif()
+  if(partition STREQUAL "metis")
+    expect("j_partition STREQUAL metis" "${op}: --partition metis used ${j_partition}")
+  endif()
   set(j_reduce "${j_reduce}" PARENT_SCOPE)
 endfunction()
 
 # A 1000-vertex RMAT-like graph with hubs: every rank has local and remote entries, so mean needs
 # spmm's combine step and sddmm merges its two blocks' entries back into the rows' order.
-check_dist_run(spmm mean some)
+check_dist_run(spmm mean some -)
 expect("j_reduce STREQUAL mean" "spmm: reduce is '${j_reduce}'")
-check_dist_run(sddmm - some)
-check_dist_run(segment_reduce max none)
+check_dist_run(sddmm - some -)
+check_dist_run(segment_reduce max none -)
 expect("j_reduce STREQUAL max" "segment_reduce: reduce is '${j_reduce}'")
+check_dist_run(spmm sum some rows)
+if(HAVE_METIS)
+  check_dist_run(gather_scatter max some metis)
+  check_dist_run(sddmm - some metis)
+else()
+  # Forced METIS without it: refused on every rank (exit 1, a runtime condition of this build).
+  run_cli(out rc run --dist --op spmm --partition metis --quiet rmat:8:4)
+  expect("rc EQUAL 1" "--partition metis without METIS exited with ${rc}, expected 1")
+endif()
+run_cli(out rc run --dist --op spmm --partition spectral --quiet rmat:8:4)
+expect("rc EQUAL 2" "--partition spectral exited with ${rc}, expected 2 (usage error)")
 
 # An op --dist does not run: a usage error (found before MPI starts, so each rank says it).
 run_cli(out rc run --dist --op csr_attention --quiet rmat:8:4)
