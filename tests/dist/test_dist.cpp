@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "common/scoped.hpp"
+#include "dist_test_util.hpp"
 #include "sparseport/dist.hpp"
 #include "sparseport/sparseport.hpp"
 
@@ -35,8 +36,7 @@ namespace dist = sparseport::dist;
 
 namespace {
 
-int g_rank = 0, g_ranks = 1;
-uint64_t g_seed = 0;
+using namespace sparseport_dist_test;  // g_rank, g_ranks, g_seed and the helpers the programs share
 
 // ---- inputs ----------------------------------------------------------------------------------
 
@@ -45,43 +45,6 @@ struct Case {
   std::string name;
   sp::HostCsr<I, V> a;
 };
-
-template <class I, class V>
-sp::HostCsr<I, V> from_rows(int64_t rows, int64_t cols, const std::vector<std::vector<int64_t>>& cols_of, bool pattern,
-                            std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> val(0.5, 1.5);
-  sp::HostCsr<I, V> a;
-  a.rows = rows;
-  a.cols = cols;
-  for (const auto& r : cols_of) {
-    for (const int64_t c : r) {
-      a.colind.push_back(static_cast<I>(c));
-      if (!pattern) a.values.push_back(static_cast<V>(val(rng)));
-    }
-    a.rowptr.push_back(static_cast<I>(a.colind.size()));
-  }
-  return a;
-}
-
-// rows x cols, degree 0..max_deg, a share of rows empty; unsorted: columns in random order with repeats.
-template <class I, class V>
-sp::HostCsr<I, V> random_csr(int64_t rows, int64_t cols, int max_deg, double empty, bool pattern, bool unsorted,
-                             std::mt19937_64& rng) {
-  std::vector<std::vector<int64_t>> c(static_cast<size_t>(rows));
-  std::uniform_int_distribution<int64_t> col(0, cols - 1);
-  std::uniform_int_distribution<int> deg(1, max_deg);
-  std::uniform_real_distribution<double> u(0, 1);
-  for (auto& r : c) {
-    if (u(rng) < empty) continue;
-    const int d = deg(rng);
-    for (int k = 0; k < d; ++k) r.push_back(col(rng));
-    if (!unsorted) {
-      std::sort(r.begin(), r.end());
-      r.erase(std::unique(r.begin(), r.end()), r.end());
-    }
-  }
-  return from_rows<I, V>(rows, cols, c, pattern, rng);
-}
 
 template <class I, class V>
 std::vector<Case<I, V>> make_cases() {
@@ -134,28 +97,6 @@ sp::HostDense<V> make_dense(int64_t rows, int64_t cols, Sign s, uint64_t seed) {
 
 // ---- the single-process result -----------------------------------------------------------------
 
-const sp::Context& reference_ctx() {
-  static const sp::Context ctx = sp::Context::create("reference");
-  return ctx;
-}
-
-template <class I, class V>
-sp::HostCsr<I, double> to_f64(const sp::HostCsr<I, V>& a, bool absolute) {
-  sp::HostCsr<I, double> d;
-  d.rows = a.rows;
-  d.cols = a.cols;
-  d.rowptr = a.rowptr;
-  d.colind = a.colind;
-  for (const V v : a.values) d.values.push_back(absolute ? std::fabs(double(v)) : double(v));
-  return d;
-}
-template <class V>
-sp::HostDense<double> to_f64(const sp::HostDense<V>& m, bool absolute) {
-  sp::HostDense<double> d(m.rows, m.cols);
-  for (size_t i = 0; i < m.data.size(); ++i) d.data[i] = absolute ? std::fabs(double(m.data[i])) : double(m.data[i]);
-  return d;
-}
-
 // alpha * reduce(A B) + beta * C0 in double, and a bound on the rounding: the same on |A|, |B|, |C0|.
 template <class I, class V>
 void expected(const sp::HostCsr<I, V>& a, const sp::HostDense<V>& b, const sp::HostDense<V>& c0, sp::Reduce r,
@@ -169,38 +110,6 @@ void expected(const sp::HostCsr<I, V>& a, const sp::HostDense<V>& b, const sp::H
              sp::SpmmOptions{rr, absolute ? std::fabs(alpha) : alpha, absolute ? std::fabs(beta) : beta, {}});
     (absolute ? bound : want) = std::move(out);
   }
-}
-
-// ---- helpers for every rank ------------------------------------------------------------------
-
-bool all_ranks(bool ok) {
-  int mine = ok ? 1 : 0, all = 0;
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return all == 1;
-}
-
-int64_t sum_over_ranks(int64_t v) {
-  int64_t s = 0;
-  MPI_Allreduce(&v, &s, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-  return s;
-}
-
-// Backends compiled in and usable here: the host ones, and cuda where a GPU is (every rank on the
-// same node sees the same plugins, so the list is the same on every rank). Device contexts take
-// their operands through InContext, and pick "cuda:(rank mod GPUs)" as `run --dist` does.
-std::vector<std::string> test_backends() {
-  std::vector<std::string> out;
-  for (const sp::PluginInfo& p : sp::plugins()) {
-    if (p.status != sp::PluginStatus::available) continue;
-    out.push_back(p.name);
-  }
-  return out;
-}
-
-sp::Context make_context(const std::string& backend) {
-  sp::Context ctx = sp::Context::create(backend);
-  if (!ctx.device_memory()) return ctx;
-  return sp::Context::create(backend + ":" + std::to_string(g_rank % std::max(ctx.plugin().device_count(), 1)));
 }
 
 // The transport a call with this context must have agreed on (SPARSEPORT_DIST_TRANSPORT unset or
@@ -217,63 +126,6 @@ std::string expected_transport(const sp::Context& ctx) {
   // One GPU here (the GPU machine of the tests): NCCL for one rank, host-staged for ranks sharing it.
   return dist::has_nccl() && g_ranks == 1 ? "nccl" : "host-staged";
 }
-
-// Host operands in a context's memory: the arrays themselves for a host context; for a device
-// context, copies (inputs, and outputs with their starting values), the outputs copied back by
-// done(). Keeps the device buffers until it goes.
-class InContext {
- public:
-  explicit InContext(const sp::Context& ctx) : ctx_(ctx) {}
-  template <class V>
-  sp::DenseView in(const sp::HostDense<V>& h) {
-    if (!ctx_.device_memory()) return h.view();
-    return sp::make_dense<V>(h.rows, h.cols, h.ld, static_cast<const V*>(copy(h.data.data(), h.data.size() * sizeof(V))));
-  }
-  template <class V>
-  sp::DenseMutView out(sp::HostDense<V>& h) {
-    if (!ctx_.device_memory()) return h.mut();
-    V* dev = static_cast<V*>(copy(h.data.data(), h.data.size() * sizeof(V)));
-    back_.push_back({h.data.data(), dev, h.data.size() * sizeof(V)});
-    return sp::make_dense<V>(h.rows, h.cols, h.ld, dev);
-  }
-  void done() {
-    for (const Back& b : back_)
-      if (b.bytes > 0) ctx_.copy_to_host(b.host, b.dev, b.bytes);
-    back_.clear();
-  }
-
- private:
-  void* copy(const void* host, size_t bytes) {
-    held_.push_back(ctx_.allocate(std::max<size_t>(bytes, 1)));
-    if (bytes > 0) ctx_.copy_to_backend(held_.back().data(), host, bytes);
-    return held_.back().data();
-  }
-  struct Back {
-    void* host;
-    const void* dev;
-    size_t bytes;
-  };
-  sp::Context ctx_;
-  std::vector<sp::Buffer> held_;
-  std::vector<Back> back_;
-};
-
-// Each rank's rows of a global CSR, for from_local_rows.
-template <class I, class V>
-sp::HostCsr<I, V> rows_of(const sp::HostCsr<I, V>& a, int64_t r0, int64_t r1) {
-  sp::HostCsr<I, V> m;
-  m.rows = r1 - r0;
-  m.cols = a.cols;
-  const I e0 = a.rowptr[static_cast<size_t>(r0)], e1 = a.rowptr[static_cast<size_t>(r1)];
-  m.rowptr.clear();
-  for (int64_t i = r0; i <= r1; ++i) m.rowptr.push_back(a.rowptr[static_cast<size_t>(i)] - e0);
-  m.colind.assign(a.colind.begin() + e0, a.colind.begin() + e1);
-  if (!a.is_pattern()) m.values.assign(a.values.begin() + e0, a.values.begin() + e1);
-  return m;
-}
-
-template <class V>
-constexpr double kRelTol = std::is_same_v<V, float> ? 2e-5 : 1e-12;
 
 // Compares this rank's rows of the result with the expected global rows; returns the failures.
 template <class V>
@@ -298,14 +150,6 @@ template <class T>
 class DistOps : public ::testing::Test {};
 using Types = ::testing::Types<std::pair<int32_t, float>, std::pair<int64_t, double>, std::pair<int32_t, double>,
                                std::pair<int64_t, float>>;
-class TypeNames {
- public:
-  template <class T>
-  static std::string GetName(int) {
-    return std::string(sp::name(sp::index_type_of<typename T::first_type>())) + "_" +
-           sp::name(sp::value_type_of<typename T::second_type>());
-  }
-};
 TYPED_TEST_SUITE(DistOps, Types, TypeNames);
 
 TYPED_TEST(DistOps, EveryOpAndReduceMatchesOneProcess) {
@@ -315,18 +159,10 @@ TYPED_TEST(DistOps, EveryOpAndReduceMatchesOneProcess) {
   ASSERT_FALSE(backends.empty());  // the same on every rank
   int64_t calls = 0;
   for (const Case<I, V>& cs : make_cases<I, V>()) {
+    const int me = g_rank;
     // The two ways in: scattered from rank 0 (balanced by entries), and each rank's own rows with
     // an even split of the rows.
-    std::vector<int64_t> even(static_cast<size_t>(g_ranks) + 1);
-    for (int r = 0; r <= g_ranks; ++r) even[static_cast<size_t>(r)] = cs.a.rows * r / g_ranks;
-    const int me = g_rank;
-    std::vector<std::pair<std::string, dist::DistCsr<I, V>>> builds;
-    builds.emplace_back("scattered", dist::DistCsr<I, V>::scatter(MPI_COMM_WORLD, g_rank == 0 ? &cs.a : nullptr));
-    builds.emplace_back(
-        "from local rows",
-        dist::DistCsr<I, V>::from_local_rows(
-            MPI_COMM_WORLD, rows_of(cs.a, even[static_cast<size_t>(me)], even[static_cast<size_t>(me) + 1]), even));
-    for (const auto& [how, d] : builds) {
+    for (const auto& [how, d] : both_builds(cs.a)) {
       const std::string where = cs.name + " (" + how + ", " + std::to_string(g_ranks) + " ranks)";
       SCOPED_TRACE(where);
       EXPECT_EQ(d.rows(), cs.a.rows);
@@ -449,30 +285,6 @@ TYPED_TEST(DistOps, NamedVariants) {
 }
 
 // ---- sddmm and segment_reduce ----------------------------------------------------------------
-
-// Both ways in, as above: scattered from rank 0 (balanced by entries), and each rank's own rows
-// with an even split of the rows.
-template <class I, class V>
-std::vector<std::pair<std::string, dist::DistCsr<I, V>>> both_builds(const sp::HostCsr<I, V>& a) {
-  std::vector<int64_t> even(static_cast<size_t>(g_ranks) + 1);
-  for (int r = 0; r <= g_ranks; ++r) even[static_cast<size_t>(r)] = a.rows * r / g_ranks;
-  std::vector<std::pair<std::string, dist::DistCsr<I, V>>> builds;
-  builds.emplace_back("scattered", dist::DistCsr<I, V>::scatter(MPI_COMM_WORLD, g_rank == 0 ? &a : nullptr));
-  builds.emplace_back("from local rows",
-                      dist::DistCsr<I, V>::from_local_rows(
-                          MPI_COMM_WORLD,
-                          rows_of(a, even[static_cast<size_t>(g_rank)], even[static_cast<size_t>(g_rank) + 1]), even));
-  return builds;
-}
-
-// This rank's rows of a global dense matrix (every rank has the whole one: the inputs are seeded alike).
-template <class V>
-sp::HostDense<V> rows_of(const sp::HostDense<V>& g, int64_t r0, int64_t r1) {
-  sp::HostDense<V> m(r1 - r0, g.cols);
-  for (int64_t i = r0; i < r1; ++i)
-    for (int64_t j = 0; j < g.cols; ++j) m(i - r0, j) = g(i, j);
-  return m;
-}
 
 // out[e] = A.val[e] * X[row(e)] . Y[col(e)] on the whole matrix in double, and the same on |A|, |X|, |Y|.
 template <class I, class V>
@@ -650,16 +462,7 @@ TYPED_TEST(DistOps, SddmmNamedVariants) {
 // An InvalidArgument (or subclass E) whose message names the op and the argument.
 template <class E, class Fn>
 void expect_refusal(Fn&& fn, const std::string& op, const std::string& arg) {
-  try {
-    fn();
-    ADD_FAILURE() << op << ": no exception for a bad " << arg;
-  } catch (const E& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("sparseport::dist::" + op), std::string::npos) << msg;
-    EXPECT_NE(msg.find(arg), std::string::npos) << msg;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << op << ": a bad " << arg << " threw the wrong kind of error: " << e.what();
-  }
+  (void)refusal_message<E>(std::forward<Fn>(fn), op, arg);
 }
 
 TEST(Dist, SddmmAndSegmentReduceRefuseBadOperands) {
@@ -1123,40 +926,6 @@ TEST(DistMetis, SpmmOnThePermutedMatrixMatchesOneProcess) {
   }
 }
 
-// Prints only failures, with the rank: ranks other than 0 use it instead of the default printer.
-class RankFailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (!r.failed()) return;
-    std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", g_rank, r.file_name() ? r.file_name() : "?", r.line_number(),
-                 r.summary());
-  }
-};
-
 }  // namespace
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_ranks);
-  ::testing::InitGoogleTest(&argc, argv);
-  // One seed for every rank: SPARSEPORT_TEST_SEED when set, else a fresh one from rank 0.
-  if (g_rank == 0) {
-    const char* env = std::getenv("SPARSEPORT_TEST_SEED");
-    g_seed = env != nullptr && *env != '\0' ? std::strtoull(env, nullptr, 0) : std::random_device{}();
-    std::printf("[ seed     ] SPARSEPORT_TEST_SEED=%llu (set it to replay these inputs); %d ranks\n",
-                static_cast<unsigned long long>(g_seed), g_ranks);
-  }
-  MPI_Bcast(&g_seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-  if (g_rank != 0) {
-    ::testing::TestEventListeners& l = ::testing::UnitTest::GetInstance()->listeners();
-    delete l.Release(l.default_result_printer());
-    l.Append(new RankFailurePrinter);
-  }
-  const int mine = RUN_ALL_TESTS();
-  int any = 0;
-  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (g_rank == 0 && any != 0 && mine == 0) std::printf("FAILED on another rank (see its [rank N] lines)\n");
-  MPI_Finalize();
-  return any;
-}
+int main(int argc, char** argv) { return sparseport_dist_test::run_all_tests(argc, argv); }

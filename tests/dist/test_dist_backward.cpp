@@ -24,6 +24,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "common/scoped.hpp"
+#include "dist_test_util.hpp"
 #include "sparseport/backward.hpp"
 #include "sparseport/dist.hpp"
 #include "sparseport/sparseport.hpp"
@@ -40,47 +42,9 @@ namespace dist = sparseport::dist;
 
 namespace {
 
-int g_rank = 0, g_ranks = 1;
-uint64_t g_seed = 0;
+using namespace sparseport_dist_test;  // g_rank, g_ranks, g_seed and the helpers the programs share
 
 // ---- inputs ----------------------------------------------------------------------------------
-
-template <class I, class V>
-sp::HostCsr<I, V> from_rows(int64_t rows, int64_t cols, const std::vector<std::vector<int64_t>>& cols_of, bool pattern,
-                            std::mt19937_64& rng) {
-  std::uniform_real_distribution<double> val(0.5, 1.5);
-  sp::HostCsr<I, V> a;
-  a.rows = rows;
-  a.cols = cols;
-  for (const auto& r : cols_of) {
-    for (const int64_t c : r) {
-      a.colind.push_back(static_cast<I>(c));
-      if (!pattern) a.values.push_back(static_cast<V>(val(rng)));
-    }
-    a.rowptr.push_back(static_cast<I>(a.colind.size()));
-  }
-  return a;
-}
-
-// rows x cols, degree 1..max_deg, a share of rows empty; repeats: columns in random order, repeated.
-template <class I, class V>
-sp::HostCsr<I, V> random_csr(int64_t rows, int64_t cols, int max_deg, double empty, bool pattern, bool repeats,
-                             std::mt19937_64& rng) {
-  std::vector<std::vector<int64_t>> c(static_cast<size_t>(rows));
-  std::uniform_int_distribution<int64_t> col(0, cols - 1);
-  std::uniform_int_distribution<int> deg(1, max_deg);
-  std::uniform_real_distribution<double> u(0, 1);
-  for (auto& r : c) {
-    if (u(rng) < empty) continue;
-    const int d = deg(rng);
-    for (int k = 0; k < d; ++k) r.push_back(col(rng));
-    if (!repeats) {
-      std::sort(r.begin(), r.end());
-      r.erase(std::unique(r.begin(), r.end()), r.end());
-    }
-  }
-  return from_rows<I, V>(rows, cols, c, pattern, rng);
-}
 
 template <class I, class V>
 struct Case {
@@ -121,70 +85,7 @@ sp::HostDense<V> make_dense(int64_t rows, int64_t cols, uint64_t seed) {
   return d;
 }
 
-template <class V>
-sp::HostDense<V> rows_of(const sp::HostDense<V>& g, int64_t r0, int64_t r1) {
-  sp::HostDense<V> m(r1 - r0, g.cols);
-  for (int64_t i = r0; i < r1; ++i)
-    for (int64_t j = 0; j < g.cols; ++j) m(i - r0, j) = g(i, j);
-  return m;
-}
-
-template <class I, class V>
-sp::HostCsr<I, V> rows_of(const sp::HostCsr<I, V>& a, int64_t r0, int64_t r1) {
-  sp::HostCsr<I, V> m;
-  m.rows = r1 - r0;
-  m.cols = a.cols;
-  const I e0 = a.rowptr[static_cast<size_t>(r0)], e1 = a.rowptr[static_cast<size_t>(r1)];
-  m.rowptr.clear();
-  for (int64_t i = r0; i <= r1; ++i) m.rowptr.push_back(a.rowptr[static_cast<size_t>(i)] - e0);
-  m.colind.assign(a.colind.begin() + e0, a.colind.begin() + e1);
-  if (!a.is_pattern()) m.values.assign(a.values.begin() + e0, a.values.begin() + e1);
-  return m;
-}
-
-// Both ways in: scattered from rank 0 (balanced by entries), and each rank's own rows (the case's
-// split, or an even one).
-template <class I, class V>
-std::vector<std::pair<std::string, dist::DistCsr<I, V>>> both_builds(const Case<I, V>& cs) {
-  std::vector<int64_t> starts = cs.row_starts;
-  if (starts.empty()) {
-    starts.resize(static_cast<size_t>(g_ranks) + 1);
-    for (int r = 0; r <= g_ranks; ++r) starts[static_cast<size_t>(r)] = cs.a.rows * r / g_ranks;
-  }
-  std::vector<std::pair<std::string, dist::DistCsr<I, V>>> builds;
-  builds.emplace_back("scattered", dist::DistCsr<I, V>::scatter(MPI_COMM_WORLD, g_rank == 0 ? &cs.a : nullptr));
-  builds.emplace_back(
-      "from local rows",
-      dist::DistCsr<I, V>::from_local_rows(
-          MPI_COMM_WORLD,
-          rows_of(cs.a, starts[static_cast<size_t>(g_rank)], starts[static_cast<size_t>(g_rank) + 1]), starts));
-  return builds;
-}
-
 // ---- the single-process backward, in double ----------------------------------------------------
-
-const sp::Context& reference_ctx() {
-  static const sp::Context ctx = sp::Context::create("reference");
-  return ctx;
-}
-
-template <class I, class V>
-sp::HostCsr<I, double> to_f64(const sp::HostCsr<I, V>& a, bool absolute) {
-  sp::HostCsr<I, double> d;
-  d.rows = a.rows;
-  d.cols = a.cols;
-  d.rowptr = a.rowptr;
-  d.colind = a.colind;
-  for (const V v : a.values) d.values.push_back(absolute ? std::fabs(double(v)) : double(v));
-  return d;
-}
-template <class V>
-sp::HostDense<double> to_f64(const sp::HostDense<V>& m, bool absolute) {
-  sp::HostDense<double> d(m.rows, m.cols);
-  for (int64_t i = 0; i < m.rows; ++i)
-    for (int64_t j = 0; j < m.cols; ++j) d(i, j) = absolute ? std::fabs(double(m(i, j))) : double(m(i, j));
-  return d;
-}
 
 // A result and its rounding bound: the same computed on |inputs|.
 struct Expected {
@@ -226,9 +127,6 @@ std::vector<Expected> expected_sddmm_backward(const sp::HostCsr<I, V>& a, const 
   return out;
 }
 
-template <class V>
-constexpr double kRelTol = std::is_same_v<V, float> ? 2e-5 : 1e-12;
-
 // This rank's rows of a result against the global rows from `first`; returns the failures.
 template <class V>
 int64_t compare_rows(const sp::HostDense<V>& got, int64_t first, const Expected& e, const std::string& what) {
@@ -245,84 +143,11 @@ int64_t compare_rows(const sp::HostDense<V>& got, int64_t first, const Expected&
   return bad;
 }
 
-// ---- MPI and contexts --------------------------------------------------------------------------
-
-bool all_ranks(bool ok) {
-  int mine = ok ? 1 : 0, all = 0;
-  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  return all == 1;
-}
-
-int64_t sum_over_ranks(int64_t v) {
-  int64_t s = 0;
-  MPI_Allreduce(&v, &s, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-  return s;
-}
-
-std::vector<std::string> test_backends() {
-  std::vector<std::string> out;
-  for (const sp::PluginInfo& p : sp::plugins())
-    if (p.status == sp::PluginStatus::available) out.push_back(p.name);
-  return out;
-}
-
-sp::Context make_context(const std::string& backend) {
-  sp::Context ctx = sp::Context::create(backend);
-  if (!ctx.device_memory()) return ctx;
-  return sp::Context::create(backend + ":" + std::to_string(g_rank % std::max(ctx.plugin().device_count(), 1)));
-}
-
-// Host operands in a context's memory (copies for a device context; outputs copied back by done()).
-class InContext {
- public:
-  explicit InContext(const sp::Context& ctx) : ctx_(ctx) {}
-  template <class V>
-  sp::DenseView in(const sp::HostDense<V>& h) {
-    if (!ctx_.device_memory()) return h.view();
-    return sp::make_dense<V>(h.rows, h.cols, h.ld, static_cast<const V*>(copy(h.data.data(), h.data.size() * sizeof(V))));
-  }
-  template <class V>
-  sp::DenseMutView out(sp::HostDense<V>& h) {
-    if (!ctx_.device_memory()) return h.mut();
-    V* dev = static_cast<V*>(copy(h.data.data(), h.data.size() * sizeof(V)));
-    back_.push_back({h.data.data(), dev, h.data.size() * sizeof(V)});
-    return sp::make_dense<V>(h.rows, h.cols, h.ld, dev);
-  }
-  void done() {
-    for (const Back& b : back_)
-      if (b.bytes > 0) ctx_.copy_to_host(b.host, b.dev, b.bytes);
-    back_.clear();
-  }
-
- private:
-  void* copy(const void* host, size_t bytes) {
-    held_.push_back(ctx_.allocate(std::max<size_t>(bytes, 1)));
-    if (bytes > 0) ctx_.copy_to_backend(held_.back().data(), host, bytes);
-    return held_.back().data();
-  }
-  struct Back {
-    void* host;
-    const void* dev;
-    size_t bytes;
-  };
-  sp::Context ctx_;
-  std::vector<sp::Buffer> held_;
-  std::vector<Back> back_;
-};
-
 // ---- the gradients ------------------------------------------------------------------------------
 
 template <class T>
 class DistBackward : public ::testing::Test {};
 using Types = ::testing::Types<std::pair<int32_t, float>, std::pair<int64_t, double>>;
-class TypeNames {
- public:
-  template <class T>
-  static std::string GetName(int) {
-    return std::string(sp::name(sp::index_type_of<typename T::first_type>())) + "_" +
-           sp::name(sp::value_type_of<typename T::second_type>());
-  }
-};
 TYPED_TEST_SUITE(DistBackward, Types, TypeNames);
 
 // The results of one pass over every case, build, backend, F and op, in order: the same on every
@@ -343,7 +168,7 @@ Results<V> check_every_gradient(const std::string& transport, int64_t& calls) {
     results.push_back(std::move(v));
   };
   for (const Case<I, V>& cs : make_cases<I, V>()) {
-    for (const auto& [how, d] : both_builds(cs)) {
+    for (const auto& [how, d] : both_builds(cs.a, cs.row_starts)) {
       const std::string where =
           cs.name + " (" + how + ", " + std::to_string(g_ranks) + " ranks, " + transport + " transport)";
       SCOPED_TRACE(where);
@@ -536,23 +361,14 @@ TEST(DistBackward, HubColumnReceivesEveryRanksPartialSum) {
 // rank whose check failed (the others report it: "(reported by rank N)"), each of `words`.
 template <class E, class Fn>
 void expect_refusal(Fn&& fn, const std::string& op, const std::string& arg, const std::vector<std::string>& words = {}) {
-  try {
-    fn();
-    ADD_FAILURE() << op << ": no exception for a bad " << arg;
-  } catch (const E& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find(op.empty() ? std::string("sparseport::dist") : "sparseport::dist::" + op), std::string::npos)
-        << msg;
-    EXPECT_NE(msg.find(arg), std::string::npos) << msg;
-    const size_t by = msg.find("(reported by rank ");
-    if (by != std::string::npos) {
-      EXPECT_NE(std::atoi(msg.c_str() + by + 18), g_rank) << msg;
-      return;
-    }
-    for (const std::string& w : words) EXPECT_NE(msg.find(w), std::string::npos) << "'" << w << "' in: " << msg;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << op << ": a bad " << arg << " threw the wrong kind of error: " << e.what();
+  const std::optional<std::string> msg = refusal_message<E>(std::forward<Fn>(fn), op, arg);
+  if (!msg) return;
+  const size_t by = msg->find("(reported by rank ");
+  if (by != std::string::npos) {
+    EXPECT_NE(std::atoi(msg->c_str() + by + 18), g_rank) << *msg;
+    return;
   }
+  for (const std::string& w : words) EXPECT_NE(msg->find(w), std::string::npos) << "'" << w << "' in: " << *msg;
 }
 
 std::string shape(int64_t r, int64_t c) { return std::to_string(r) + "x" + std::to_string(c); }
@@ -774,40 +590,6 @@ TEST(DistPartitionChoice, BandKeepsRowsAndClusteredPowerLawTakesMetis) {
   EXPECT_FALSE(r.metis_ran);
 }
 
-// Prints only failures, with the rank: ranks other than 0 use it instead of the default printer.
-class RankFailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  void OnTestPartResult(const ::testing::TestPartResult& r) override {
-    if (!r.failed()) return;
-    std::fprintf(stderr, "[rank %d] %s:%d: Failure\n%s\n", g_rank, r.file_name() ? r.file_name() : "?", r.line_number(),
-                 r.summary());
-  }
-};
-
 }  // namespace
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &g_ranks);
-  ::testing::InitGoogleTest(&argc, argv);
-  // One seed for every rank: SPARSEPORT_TEST_SEED when set, else a fresh one from rank 0.
-  if (g_rank == 0) {
-    const char* env = std::getenv("SPARSEPORT_TEST_SEED");
-    g_seed = env != nullptr && *env != '\0' ? std::strtoull(env, nullptr, 0) : std::random_device{}();
-    std::printf("[ seed     ] SPARSEPORT_TEST_SEED=%llu (set it to replay these inputs); %d ranks\n",
-                static_cast<unsigned long long>(g_seed), g_ranks);
-  }
-  MPI_Bcast(&g_seed, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
-  if (g_rank != 0) {
-    ::testing::TestEventListeners& l = ::testing::UnitTest::GetInstance()->listeners();
-    delete l.Release(l.default_result_printer());
-    l.Append(new RankFailurePrinter);
-  }
-  const int mine = RUN_ALL_TESTS();
-  int any = 0;
-  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (g_rank == 0 && any != 0 && mine == 0) std::printf("FAILED on another rank (see its [rank N] lines)\n");
-  MPI_Finalize();
-  return any;
-}
+int main(int argc, char** argv) { return sparseport_dist_test::run_all_tests(argc, argv); }
