@@ -9,8 +9,8 @@
 // own), and where the vendor is the slow one (GraphBLAS on the CPU: 2-5x our kernels) it alone cost
 // 2-4 full-size calls of the op (issue 35). It is skipped where the probe already measured it at
 // least kSkipMargin (3) times the chosen variant and the chosen variant's full-size call, timed
-// first, came within kScaleSlack (2) of the probe's linear extrapolation (probe time / work
-// fraction). Why these two suffice: write the vendor's probe time V = c + v, c its fixed per-call
+// first (and once more where the first, which pays first touches, does not), came within
+// kScaleSlack (2) of the probe's linear extrapolation (probe time / work fraction). Why these two suffice: write the vendor's probe time V = c + v, c its fixed per-call
 // cost (descriptors, a library's matrix wrap), v its part proportional to the work, and the chosen
 // variant's probe time C, scaling linearly (which the second condition checks: the failure the
 // check exists for, a variant falling off a cliff at full size, is 10x or more). At full size the
