@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "scheduler/check.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "scheduler/timing.hpp"
@@ -31,7 +32,7 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
   double t_chosen = -1;
   if (probe.usable() && probe.vendor_s >= kSkipMargin * probe.chosen_s) {
     // The vendor lost by kSkipMargin on the probe (check.hpp): the chosen variant first.
-    const double expected = probe.chosen_s / probe.work_fraction;
+    const double expected = std::max(probe.chosen_s / probe.work_fraction, probe.floor_s);
     t_chosen = timed(chosen);
     // A first full-size call pays the first touch of the output's pages and of the variant's
     // per-matrix state (megarow:1000000:1:0.9 at F = 64: 102 ms against 28 ms extrapolated, its
@@ -43,14 +44,16 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
     if (t_chosen <= kScaleSlack * expected) {
       std::snprintf(buf, sizeof buf,
                     "; the vendor not timed at full size: %.3gx %s's time on the probe, and %s took %.4g ms at full "
-                    "size against %.4g ms extrapolated from the probe",
+                    "size against %.4g ms extrapolated from the probe (or the memory floor)",
                     probe.vendor_s / probe.chosen_s, chosen.c_str(), chosen.c_str(), t_chosen * 1e3, expected * 1e3);
       r.note = buf;
       r.vendor_skipped = true;
       return r;
     }
-    std::snprintf(buf, sizeof buf, "; the vendor timed after all: %s took %.4g ms at full size, over %.3gx the %.4g ms "
-                  "extrapolated from the probe", chosen.c_str(), t_chosen * 1e3, kScaleSlack, expected * 1e3);
+    std::snprintf(buf, sizeof buf,
+                  "; the vendor timed after all: %s took %.4g ms at full size, over %.3gx the %.4g ms extrapolated "
+                  "from the probe (or the memory floor)",
+                  chosen.c_str(), t_chosen * 1e3, kScaleSlack, expected * 1e3);
     r.note = buf;
   }
   // A device backend builds per-matrix state on a first call (cuSPARSE descriptors and buffers,

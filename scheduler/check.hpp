@@ -10,7 +10,10 @@
 // 2-4 full-size calls of the op (issue 35). It is skipped where the probe already measured it at
 // least kSkipMargin (3) times the chosen variant and the chosen variant's full-size call, timed
 // first (and once more where the first, which pays first touches, does not), came within
-// kScaleSlack (2) of the probe's linear extrapolation (probe time / work fraction). Why these two suffice: write the vendor's probe time V = c + v, c its fixed per-call
+// kScaleSlack (2) of the probe's linear extrapolation (probe time / work fraction), or of the op's
+// memory floor where that is higher (a sample that fits in the caches extrapolates below what the
+// full operands can stream: megarow:1000000:1:0.9 at F = 64 ran 3x its extrapolation on the 2-core
+// CPU, its B and C 256 MB each). Why these two suffice: write the vendor's probe time V = c + v, c its fixed per-call
 // cost (descriptors, a library's matrix wrap), v its part proportional to the work, and the chosen
 // variant's probe time C, scaling linearly (which the second condition checks: the failure the
 // check exists for, a variant falling off a cliff at full size, is 10x or more). At full size the
@@ -31,6 +34,7 @@ struct ProbeEvidence {
   double chosen_s = -1;      // the chosen variant's time on the probe sample
   double vendor_s = -1;      // the vendor's
   double work_fraction = 0;  // the sample's share of the work
+  double floor_s = 0;        // the op's memory floor at full size (estimate.hpp), 0: unknown
   bool usable() const { return chosen_s > 0 && vendor_s > 0 && work_fraction > 0 && work_fraction < 1; }
 };
 constexpr double kSkipMargin = 3.0;

@@ -270,7 +270,7 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
   double t_runner = 1e300;
   for (const auto& [name, t] : times) {
     if (t >= 0 && name != v.variant && t < t_runner) p.runner_up = name, t_runner = t;
-    if (name == v.variant) p.probe = {t, t_vendor, sample.work_fraction()};
+    if (name == v.variant) p.probe = {t, t_vendor, sample.work_fraction(), p.floor_s};
   }
   finish(v.variant, "probe", v.reason);
 }
