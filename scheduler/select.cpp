@@ -118,9 +118,11 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
                csr != nullptr && (!check_indices || p->index_problem == 0) && class_hit(*p, *csr, dev.hash)) {
       // Features are read only from an operand whose indices are known good (checked with the
       // signature here, or by the caller before a one-shot call).
-      char took[96];
-      std::snprintf(took, sizeof took, " [%.0f us, of which the exact lookup %.0f]", since(t0) * 1e6,
-                    (t_lookup - t_summary) * 1e6);
+      char took[160];
+      std::snprintf(took, sizeof took,
+                    " [%.0f us: options and device signature %.0f, operand summary %.0f, exact lookup %.0f, class %.0f]",
+                    since(t0) * 1e6, t_signature * 1e6, (t_summary - t_signature) * 1e6, (t_lookup - t_summary) * 1e6,
+                    (since(t0) - t_lookup) * 1e6);
       log(p->opt, label(*p) + ": class -> " + p->decision.variant + " (" + p->decision.reason + ")" + took);
     } else if (p->opt.mode == SchedulerMode::replay) {
       p->decided = true;

@@ -22,12 +22,16 @@ sparseport_csr_summary summarize_typed(const sparseport_csr& a, uint32_t want) {
   uint64_t h = 0;
   for (int64_t i = 0; i <= a.rows; ++i) h += hash_term(static_cast<int64_t>(rowptr[i]), i);
   s.rowptr_hash = hash_finish(h, a.rows + 1);
-  const int64_t samples = std::min<int64_t>(a.nnz, SPARSEPORT_SUMMARY_SAMPLE);
   h = 0;
-  for (int64_t j = 0; j < samples; ++j) {
-    const int64_t e = static_cast<int64_t>(static_cast<summary_u128>(j) * static_cast<uint64_t>(a.nnz) /
-                                           static_cast<uint64_t>(samples));
+  const int64_t samples = std::min<int64_t>(a.nnz, SPARSEPORT_SUMMARY_SAMPLE);
+  // Sample j is entry floor(j * nnz / samples), stepped exactly (quotient and remainder) instead of
+  // one 128-bit division per sample (a 50k-entry sampled subgraph's summary: 110 -> 96 us).
+  const int64_t step = samples > 0 ? a.nnz / samples : 0, step_rem = samples > 0 ? a.nnz % samples : 0;
+  for (int64_t j = 0, e = 0, rem = 0; j < samples; ++j) {
     h += hash_term(static_cast<int64_t>(colind[e]), j);
+    e += step;
+    rem += step_rem;
+    if (rem >= samples) rem -= samples, ++e;
   }
   s.colind_hash = hash_finish(h, samples);
   if ((want & SPARSEPORT_SUMMARY_FEATURES) == 0) return s;

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include "scheduler/cache.hpp"
@@ -980,6 +981,35 @@ TEST(SchedulerShapeClass, RechecksGetRarerAsTheVendorsFullSizeCostGrows) {
   EXPECT_EQ(class_recheck_every(1e6), 4096u);
   for (double m : {0.5, 1.0, 3.0, 7.0, 20.0, 40.0})
     EXPECT_LE(m / static_cast<double>(class_recheck_every(m)), std::max(0.01, m / 4096)) << m;
+}
+
+// The host summary's hashes are those plugin_abi.h defines (the cuda plugin's kernel must give the
+// same bits): every rowptr entry, and the colind entries at floor(j * nnz / S), S = min(nnz, 16384),
+// here written as the definition with one 128-bit division per sample.
+TEST(SchedulerSummary, TheHashesAreTheAbisDefinition) {
+  for (const int64_t nnz : {0, 1, 5, 16383, 16384, 16385, 24576, 49999, 53248, 100003, 1 << 20}) {
+    HostCsr<int32_t, float> g;
+    g.rows = 997;
+    g.cols = 1 << 20;
+    std::mt19937_64 rng(static_cast<uint64_t>(nnz));
+    for (int64_t e = 0; e < nnz; ++e) g.colind.push_back(static_cast<int32_t>(rng() % (1u << 20)));
+    for (int64_t i = 1; i <= g.rows; ++i) g.rowptr.push_back(static_cast<int32_t>(i * nnz / g.rows));
+    g.values.assign(static_cast<size_t>(nnz), 1.0f);
+    const sparseport_csr a{g.rows, g.cols, nnz, g.rowptr.data(), g.colind.data(), g.values.data(), SPARSEPORT_I32,
+                           SPARSEPORT_F32};
+    const sparseport_csr_summary got = summarize_host(a, SPARSEPORT_SUMMARY_SIGNATURE);
+    uint64_t h = 0;
+    for (int64_t i = 0; i <= g.rows; ++i) h += hash_term(g.rowptr[static_cast<size_t>(i)], i);
+    EXPECT_EQ(got.rowptr_hash, hash_finish(h, g.rows + 1)) << nnz;
+    const int64_t samples = std::min<int64_t>(nnz, SPARSEPORT_SUMMARY_SAMPLE);
+    h = 0;
+    for (int64_t j = 0; j < samples; ++j) {
+      const auto e = static_cast<int64_t>(static_cast<summary_u128>(j) * static_cast<uint64_t>(nnz) /
+                                          static_cast<uint64_t>(samples));
+      h += hash_term(g.colind[static_cast<size_t>(e)], j);
+    }
+    EXPECT_EQ(got.colind_hash, hash_finish(h, samples)) << nnz;
+  }
 }
 
 TEST(SchedulerShapeClass, TheShapeIsCoarseForOneSamplerAndSeparatesOtherShapes) {
