@@ -18,12 +18,14 @@
 //     maximum degree (the log2 buckets of shape_class()), and a lead that wide does not turn into a
 //     loss within them; narrower leads need SPARSEPORT_CLASS_CHECKS checks in a row;
 //   - from then on members replay the variant unchecked (features, two lookups: no timing), except
-//     the members whose graph signature hashes to 0 modulo class_recheck_every(margin), which are checked
-//     again, so that a class that stops holding (another device state, a drifting sampler) is
-//     caught and relearned.
+//     the members whose graph signature hashes to 0 modulo class_recheck_every(margin), which are
+//     checked again, so that a class that stops holding (another device state, a drifting sampler)
+//     is caught and relearned; a class holding the vendor is decided cold at those members instead
+//     (a check of the vendor against itself would teach nothing).
 // So a native variant runs unchecked only after it beat the vendor at full size on
-// SPARSEPORT_CLASS_CHECKS members in a row, or once by 2x. A wrong class costs speed, never a result: the class's
-// variant must apply to the call (else the vendor runs), and it computes what any variant does.
+// SPARSEPORT_CLASS_CHECKS members in a row, or once by 2x. A wrong class costs speed, never a
+// result: the class's variant must apply to the call (else the vendor runs), and it computes what
+// any variant does.
 // Not in deterministic mode (a class could give an input another variant, so other bits, than its
 // exact decision), nor under replay, probe or model modes, nor for the index ops (no summary).
 // Class hits are not written under their exact key (sampled subgraphs rarely recur: 1000 lines per
@@ -155,6 +157,10 @@ bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_
   const bool is_ready = ready(checks, margin, p.opt.class_checks);
   const std::string& g = p.graph;
   const bool recheck = is_ready && hash_bytes(g.data(), g.size()) % class_recheck_every(margin) == 0;
+  // A class holding the vendor has nothing to check (the check compares a variant with the vendor):
+  // its rechecks are cold decisions instead, which relearn the class when a native wins (one noisy
+  // probe on a loaded machine had put a class on spmm.graphblas, 4-5x merge_path, for good).
+  if (recheck && r->at("variant") == r->at("vendor")) return false;
   p.decided = true;
   p.decision.variant = r->at("variant");
   p.decision.vendor = r->at("vendor");

@@ -969,6 +969,46 @@ TEST(SchedulerShapeClass, AWideMarginAtFullSizeMakesTheClassReadyAfterOneCheck) 
   }
 }
 
+// A ready class holding the vendor (a noisy first decision): the members it would recheck are
+// decided cold instead, and a native that wins there relearns the class.
+TEST(SchedulerShapeClass, AClassHoldingTheVendorIsDecidedColdAtItsRechecks) {
+  TempDir dir;
+  const PluginInfo fake = fake_plugin();
+  const auto third = teach_class(dir, fake);
+  std::optional<Record> cls = class_line(dir);
+  ASSERT_TRUE(cls.has_value());
+  Record vendor_class = *cls;
+  vendor_class["variant"] = "spmm.vendor";
+  vendor_class["checks"] = "99";
+  vendor_class.erase("margin");  // 1 in 256 rechecked
+  CacheFile(dir.path).append(vendor_class);
+  int replayed = 0;
+  for (uint64_t m = 100; m < 100 + 4096; ++m) {
+    Problem pb = make_member(m);
+    sparseport_spmm_args args = pb.args();
+    auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, class_options(dir));
+    if (plan->decided) {
+      EXPECT_EQ(plan->decision.source, "class");
+      EXPECT_EQ(plan->decision.variant, "spmm.vendor");
+      EXPECT_FALSE(plan->verify_pending) << "nothing to check against the vendor itself";
+      ++replayed;
+      continue;
+    }
+    // A member the class would recheck: decided cold (probe, then checked at full size).
+    EXPECT_EQ(plan->class_key, third->class_key);
+    execute(plan, &args, "test");
+    EXPECT_EQ(plan->decision.variant, "spmm.second") << plan->decision.reason;
+    EXPECT_EQ(pb.c.data, reference_result(pb));
+    cls = class_line(dir);
+    ASSERT_TRUE(cls.has_value());
+    EXPECT_EQ(cls->at("variant"), "spmm.second");
+    EXPECT_NE(cls->at("reason").find("relearned"), std::string::npos) << cls->at("reason");
+    EXPECT_GT(replayed, 0) << "most members replay the class";
+    return;
+  }
+  ADD_FAILURE() << "no member of 4096 was a recheck (1 in 256 expected)";
+}
+
 TEST(SchedulerShapeClass, RechecksGetRarerAsTheVendorsFullSizeCostGrows) {
   // A recheck costs the vendor's call, margin times the variant's; 1 in N keeps that at 1 % of the
   // members' op time (margin / N <= 0.01) within [256, 4096], powers of two.
