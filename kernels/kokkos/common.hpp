@@ -8,6 +8,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -90,6 +91,92 @@ KOKKOS_INLINE_FUNCTION int64_t lower_bound(const I* index, int64_t n, int64_t ke
   return lo;
 }
 
+// ---- host spaces ------------------------------------------------------------------------------
+// On a host space (Serial, OpenMP) a TeamPolicy member is one thread and ThreadVectorRange a plain
+// loop (vector length 1, Kokkos_OpenMP_Team.hpp): the device shape then puts the loop over F
+// outside the loop over entries, so each F-wide row is read column by column with one scalar
+// dependency chain per column (no SIMD, an add's latency per element), and the league of 16-row
+// blocks is scheduled statically over equal row counts. The host paths of the kernels (chosen with
+// `if constexpr (!kDeviceMemory)`, as spmm.cpp does; plain functions, never instantiated on a
+// device space) walk entries outside and F inside, in vector registers, over blocks of about equal
+// rows + entries handed out dynamically (the openmp plugin's parallel_row_blocks). Every column
+// is still folded entry by entry in entry order, so sums and folds keep their order and bits.
+
+using HostBlocks = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>, Kokkos::IndexType<int64_t>>;
+using HostParts = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Static>, Kokkos::IndexType<int64_t>>;
+
+// Blocks of at least kHostMinBlock rows + entries, at least one and at most kHostBlocksPerThread per
+// thread (the values of spmm.cpp's host blocks and of the openmp plugin's block_count).
+inline constexpr int64_t kHostMinBlock = 4096;
+inline constexpr int64_t kHostBlocksPerThread = 16;
+
+inline int64_t host_threads() { return std::max<int64_t>(1, ExecSpace().concurrency()); }
+
+inline int64_t host_block_count(int64_t work) {
+  const int64_t t = host_threads();
+  return std::clamp<int64_t>(work / kHostMinBlock, t, t * kHostBlocksPerThread);
+}
+
+// One block per iteration, handed out one at a time.
+inline HostBlocks host_blocks(int64_t blocks) {
+  HostBlocks policy(0, blocks);
+  policy.set_chunk_size(1);
+  return policy;
+}
+
+// Where part p of `parts` equal parts of [0, n) begins.
+KOKKOS_INLINE_FUNCTION int64_t host_split(int64_t n, int64_t p, int64_t parts) {
+  return n / parts * p + n % parts * p / parts;
+}
+
+// The first row r in [0, m] with r + rowptr[r] >= d: where the merge path of rows and entries
+// crosses diagonal d, rounded to a whole row.
+template <class I>
+KOKKOS_INLINE_FUNCTION int64_t host_row_at(const I* rowptr, int64_t m, int64_t d) {
+  int64_t lo = 0, hi = m;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (mid + static_cast<int64_t>(rowptr[mid]) < d)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// dot(x, y) over n values for the host paths: 16 partial sums in two 8-wide vectors of GCC's
+// vector extension, then the lanes in order, then the last n % 8 products. The order is fixed by
+// n alone (deterministic), not the order of a scalar loop: the tests compare dots within a
+// rounding bound, as they do the openmp plugin's (same shape, kernels/openmp/common.hpp dot).
+// Vectors are never passed by value (-Wpsabi, see spmm.cpp's host_tile).
+template <class V>
+inline V host_dot(const V* x, const V* y, int64_t n) {
+  typedef V Vec __attribute__((vector_size(8 * sizeof(V))));
+  Vec a0 = {}, a1 = {};
+  int64_t f = 0;
+  for (; f + 16 <= n; f += 16) {
+    Vec x0, x1, y0, y1;
+    __builtin_memcpy(&x0, x + f, sizeof x0);
+    __builtin_memcpy(&x1, x + f + 8, sizeof x1);
+    __builtin_memcpy(&y0, y + f, sizeof y0);
+    __builtin_memcpy(&y1, y + f + 8, sizeof y1);
+    a0 += x0 * y0;
+    a1 += x1 * y1;
+  }
+  if (f + 8 <= n) {
+    Vec x0, y0;
+    __builtin_memcpy(&x0, x + f, sizeof x0);
+    __builtin_memcpy(&y0, y + f, sizeof y0);
+    a0 += x0 * y0;
+    f += 8;
+  }
+  a0 += a1;
+  V s = V(0);
+  for (int l = 0; l < 8; ++l) s += a0[l];
+  for (; f < n; ++f) s += x[f] * y[f];
+  return s;
+}
+
 // E messages reduced into the rows of out: message e is row (pick ? pick[e] : e) of `rows`, times
 // w[e] when w is not null, and goes to out row dst[e]. segment_reduce and gather_scatter are this.
 template <class I, class V>
@@ -132,8 +219,104 @@ void reduce_sorted_op(const Messages<I, V>& msg) {
       });
 }
 
+// Host spaces: out row o = the fold of messages [lo, hi) over columns [j0, j0 + 8 NV), in NV 8-wide
+// vectors held in registers (spmm.cpp's host_tile): each message row read once per tile, along
+// the row. An empty run gives 0, mean divides by the count.
+template <int NV, Op op, class I, class V>
+inline void host_message_tile(const Messages<I, V>& m, int64_t lo, int64_t hi, int64_t j0, V* o, bool mean) {
+  typedef V Vec __attribute__((vector_size(8 * sizeof(V))));
+  Vec acc[NV] = {};
+  for (int64_t e = lo; e < hi; ++e) {
+    const int64_t src = m.pick != nullptr ? static_cast<int64_t>(m.pick[e]) : e;
+    const V* x = m.rows + src * m.ld + j0;
+    const V w = m.w != nullptr ? m.w[e] : V(1);
+    for (int k = 0; k < NV; ++k) {
+      Vec v;
+      __builtin_memcpy(&v, x + 8 * k, sizeof v);
+      v = w * v;
+      if (e == lo)
+        acc[k] = v;
+      else if constexpr (op == Op::sum)
+        acc[k] = acc[k] + v;
+      else
+        for (int l = 0; l < 8; ++l) acc[k][l] = fold<op>(acc[k][l], v[l]);
+    }
+  }
+  for (int k = 0; k < NV; ++k)
+    for (int l = 0; l < 8; ++l) {
+      V r = acc[k][l];
+      if (mean && hi > lo) r = r / static_cast<V>(hi - lo);
+      o[j0 + 8 * k + l] = r;
+    }
+}
+
+template <Op op, class I, class V>
+inline void host_message_row(const Messages<I, V>& m, int64_t lo, int64_t hi, V* o, bool mean) {
+  int64_t j0 = 0;
+  for (; j0 + 32 <= m.f; j0 += 32) host_message_tile<4, op>(m, lo, hi, j0, o, mean);
+  if (j0 + 16 <= m.f) host_message_tile<2, op>(m, lo, hi, j0, o, mean), j0 += 16;
+  if (j0 + 8 <= m.f) host_message_tile<1, op>(m, lo, hi, j0, o, mean), j0 += 8;
+  for (; j0 < m.f; ++j0) {
+    V acc = V(0);
+    for (int64_t e = lo; e < hi; ++e) {
+      const int64_t src = m.pick != nullptr ? static_cast<int64_t>(m.pick[e]) : e;
+      const V x = (m.w != nullptr ? m.w[e] : V(1)) * m.rows[src * m.ld + j0];
+      acc = e == lo ? x : fold<op>(acc, x);
+    }
+    if (mean && hi > lo) acc = acc / static_cast<V>(hi - lo);
+    o[j0] = acc;
+  }
+}
+
+// The first output row r in [0, n] with r + (messages to rows below r) >= d: the merge path of
+// output rows and sorted messages, rounded to a whole row (host_row_at without a rowptr).
+template <class I>
+KOKKOS_INLINE_FUNCTION int64_t host_dst_row_at(const I* dst, int64_t count, int64_t n, int64_t d) {
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (mid + lower_bound(dst, count, mid) < d)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// Host spaces, dst sorted: blocks of whole output rows of about equal rows + messages; a block
+// finds its first message by one binary search and walks the runs from there (no search per row).
+template <Op op, class I, class V>
+void host_reduce_sorted(const Messages<I, V>& msg) {
+  const Messages<I, V> m = msg;
+  if (m.out_rows == 0 || m.f == 0) return;
+  const bool mean = m.reduce == SPARSEPORT_REDUCE_MEAN;
+  const int64_t total = m.out_rows + m.count, blocks = host_block_count(total);
+  Kokkos::parallel_for(
+      "sparseport::kokkos::reduce_sorted", host_blocks(blocks), KOKKOS_LAMBDA(const int64_t b) {
+        const int64_t r0 = host_dst_row_at(m.dst, m.count, m.out_rows, host_split(total, b, blocks));
+        const int64_t r1 = host_dst_row_at(m.dst, m.count, m.out_rows, host_split(total, b + 1, blocks));
+        int64_t e = r0 < r1 ? lower_bound(m.dst, m.count, r0) : 0;
+        for (int64_t r = r0; r < r1; ++r) {
+          int64_t hi = e;
+          while (hi < m.count && static_cast<int64_t>(m.dst[hi]) == r) ++hi;
+          host_message_row<op>(m, e, hi, m.out + r * m.out_ld, mean);
+          e = hi;
+        }
+      });
+}
+
 template <class I, class V>
 void reduce_sorted(const Messages<I, V>& msg) {
+  if constexpr (!kDeviceMemory) {
+    if (msg.reduce == SPARSEPORT_REDUCE_MAX)
+      host_reduce_sorted<Op::max>(msg);
+    else if (msg.reduce == SPARSEPORT_REDUCE_MIN)
+      host_reduce_sorted<Op::min>(msg);
+    else
+      host_reduce_sorted<Op::sum>(msg);
+    Kokkos::fence();
+    return;
+  }
   if (msg.reduce == SPARSEPORT_REDUCE_MAX)
     reduce_sorted_op<Op::max>(msg);
   else if (msg.reduce == SPARSEPORT_REDUCE_MIN)
@@ -230,8 +413,60 @@ void reduce_atomic_op(const Messages<I, V>& msg, int64_t* count) {
       });
 }
 
+// Host spaces, any dst order: no atomics. Part p of the space's threads owns the output rows
+// [split(p), split(p + 1)) and reads the whole index, folding only its own messages, in message
+// order: the reference's order, whatever the thread count. An atomic per element is a
+// compare-and-swap loop for floating point on the host (Kokkos 3.4, and atomic_combine's max/min),
+// ~10-20x the cost of the fold it guards; here every thread reads all E indices instead (E x I
+// bytes per thread), which stays below the E x F x V bytes of the messages while threads < F x
+// sizeof(V) / sizeof(I) (128 at F = 32, float, int32). Rows are split equally, not by messages.
+template <Op op, class I, class V>
+void host_reduce_owned(const Messages<I, V>& msg, int64_t* count) {
+  const Messages<I, V> m = msg;
+  if (m.out_rows == 0 || m.f == 0) return;
+  const bool mean = m.reduce == SPARSEPORT_REDUCE_MEAN;
+  const int64_t parts = std::min<int64_t>(host_threads(), m.out_rows);
+  Kokkos::parallel_for(
+      "sparseport::kokkos::reduce_owned", HostParts(0, parts), KOKKOS_LAMBDA(const int64_t p) {
+        const int64_t r0 = host_split(m.out_rows, p, parts), r1 = host_split(m.out_rows, p + 1, parts);
+        for (int64_t r = r0; r < r1; ++r) count[r] = 0;
+        for (int64_t e = 0; e < m.count; ++e) {
+          const int64_t r = static_cast<int64_t>(m.dst[e]);
+          if (r < r0 || r >= r1) continue;
+          const int64_t src = m.pick != nullptr ? static_cast<int64_t>(m.pick[e]) : e;
+          const V* x = m.rows + src * m.ld;
+          const V w = m.w != nullptr ? m.w[e] : V(1);
+          V* o = m.out + r * m.out_ld;
+          if (count[r]++ == 0)
+            for (int64_t j = 0; j < m.f; ++j) o[j] = w * x[j];
+          else
+            for (int64_t j = 0; j < m.f; ++j) o[j] = fold<op>(o[j], w * x[j]);
+        }
+        for (int64_t r = r0; r < r1; ++r) {
+          V* o = m.out + r * m.out_ld;
+          if (count[r] == 0)
+            for (int64_t j = 0; j < m.f; ++j) o[j] = V(0);
+          else if (mean)
+            for (int64_t j = 0; j < m.f; ++j) o[j] = o[j] / static_cast<V>(count[r]);
+        }
+      });
+}
+
 template <class I, class V>
 void reduce_atomic(const Messages<I, V>& msg) {
+  if constexpr (!kDeviceMemory) {
+    // Each part zeroes its own counts: no initialising kernel.
+    Kokkos::View<int64_t*, MemSpace> counts(Kokkos::view_alloc(Kokkos::WithoutInitializing, "sparseport::kokkos::counts"),
+                                            static_cast<size_t>(msg.out_rows));
+    if (msg.reduce == SPARSEPORT_REDUCE_MAX)
+      host_reduce_owned<Op::max>(msg, counts.data());
+    else if (msg.reduce == SPARSEPORT_REDUCE_MIN)
+      host_reduce_owned<Op::min>(msg, counts.data());
+    else
+      host_reduce_owned<Op::sum>(msg, counts.data());
+    Kokkos::fence();
+    return;
+  }
   Kokkos::View<int64_t*, MemSpace> counts("sparseport::kokkos::counts", static_cast<size_t>(msg.out_rows));
   int64_t* count = counts.data();
   if (msg.reduce == SPARSEPORT_REDUCE_MAX)

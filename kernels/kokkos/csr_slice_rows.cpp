@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // csr_slice_rows (two phases: row lengths and a parallel scan, then the rows copied by vector
 // lanes) and its dense form (each selected row zeroed by vector lanes, then its entries added in
-// storage order by one lane, so repeated columns add up in the reference's order).
+// storage order by one lane, so repeated columns add up in the reference's order). Host spaces:
+// a row per iteration, dynamic chunks of 64 rows, zeroed and scattered by plain loops.
 #include "kernels/kokkos/common.hpp"
 #include "kernels/kokkos/kernels.hpp"
 #include "core/plugin_support.hpp"
 
 namespace sparseport::kokkos {
 namespace {
+
+// Selected rows per dynamic chunk on host spaces (the openmp plugin's kRowChunk): rows differ in
+// length, and 64 keeps the scheduling cost small against zeroing and filling 64 dense rows.
+constexpr int64_t kRowChunk = 64;
 
 template <class I, class V>
 void slice_rows(const sparseport_slice_rows_args& args) {
@@ -59,6 +64,26 @@ void slice_rows_dense(const sparseport_slice_rows_dense_args& args) {
   const I* pick = detail::as<I>(args.rows.data);
   V* out = detail::as_mut<V>(args.out.data);
   const int64_t s = args.rows.n, cols = args.out.cols, ld = args.out.ld;
+  if constexpr (!kDeviceMemory) {
+    // Host spaces: a selected row per iteration, handed out kRowChunk at a time (rows differ in
+    // length), zeroed by a plain loop (a memset) and scattered while it is in cache; the team
+    // shape zeroed it one element per vector-range step and scheduled 16-row blocks statically.
+    HostBlocks policy(0, s);
+    policy.set_chunk_size(kRowChunk);
+    Kokkos::parallel_for(
+        "sparseport::kokkos::csr_slice_rows_dense", policy, KOKKOS_LAMBDA(const int64_t t) {
+          V* ot = out + t * ld;  // only the first cols elements are ours; the padding is the caller's
+          for (int64_t j = 0; j < cols; ++j) ot[j] = V(0);
+          const int64_t r = static_cast<int64_t>(pick[t]);
+          const int64_t e1 = static_cast<int64_t>(rp[r + 1]);
+          if (av != nullptr)
+            for (int64_t e = static_cast<int64_t>(rp[r]); e < e1; ++e) ot[static_cast<int64_t>(ci[e])] += av[e];
+          else
+            for (int64_t e = static_cast<int64_t>(rp[r]); e < e1; ++e) ot[static_cast<int64_t>(ci[e])] += V(1);
+        });
+    Kokkos::fence();
+    return;
+  }
   Kokkos::parallel_for(
       "sparseport::kokkos::csr_slice_rows_dense", row_blocks(s, cols), KOKKOS_LAMBDA(const Member& team) {
         const int64_t t0 = static_cast<int64_t>(team.league_rank()) * kRowsPerTeam;

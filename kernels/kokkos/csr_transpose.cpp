@@ -4,6 +4,7 @@
 // position in A, which restores the reference's stable order (A's row order, and storage order for
 // repeated columns); the row of each entry is found by binary search in A's rowptr. With args.perm
 // (ABI 1.5) the sorted positions are also written out: perm[t] is A's entry that became entry t.
+// Host spaces: a per-thread stable counting sort instead (host_transpose), as the openmp plugin.
 #include "kernels/kokkos/common.hpp"
 #include "kernels/kokkos/kernels.hpp"
 #include "core/plugin_support.hpp"
@@ -35,6 +36,61 @@ KOKKOS_INLINE_FUNCTION void heap_sort(int64_t* p, int64_t n) {
   }
 }
 
+// Host spaces: the openmp plugin's stable counting sort. Each of P parts (the space's threads)
+// takes whole rows of about equal rows + nonzeros and counts its columns in a k-long row of its
+// own; one parallel_scan turns the counts into rowptr and into per-(column, part) offsets; each
+// part then places its rows in order, so a result row lists A's entries in A's order without a
+// sort, atomics or a search per entry. Three launches and one allocation (P x k counts).
+template <class I, class V>
+void host_transpose(const I* rp, const I* ci, const V* av, I* orp, I* oci, V* ov, I* out_perm, int64_t m, int64_t k,
+                    int64_t nnz) {
+  const int64_t parts = host_threads(), total = m + nnz;
+  Kokkos::View<int64_t*, MemSpace> count_view(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, "sparseport::kokkos::column_counts"),
+      static_cast<size_t>(parts * k));
+  int64_t* count = count_view.data();
+  const bool copy_values = ov != nullptr && av != nullptr;
+  Kokkos::parallel_for(
+      "sparseport::kokkos::csr_transpose.count", HostParts(0, parts), KOKKOS_LAMBDA(const int64_t p) {
+        const int64_t r0 = host_row_at(rp, m, host_split(total, p, parts));
+        const int64_t r1 = host_row_at(rp, m, host_split(total, p + 1, parts));
+        int64_t* c = count + p * k;
+        for (int64_t j = 0; j < k; ++j) c[j] = 0;
+        for (int64_t e = static_cast<int64_t>(rp[r0]); e < static_cast<int64_t>(rp[r1]); ++e) ++c[static_cast<int64_t>(ci[e])];
+      });
+  // Column j's total, and (final pass) rowptr[j + 1] and each part's first slot in column j.
+  Kokkos::parallel_scan(
+      "sparseport::kokkos::csr_transpose.scan", Range(0, k),
+      KOKKOS_LAMBDA(const int64_t j, int64_t& partial, const bool final) {
+        int64_t at = partial;
+        for (int64_t p = 0; p < parts; ++p) {
+          const int64_t n = count[p * k + j];
+          if (final) count[p * k + j] = at;
+          at += n;
+        }
+        partial = at;
+        if (final) {
+          orp[j + 1] = static_cast<I>(at);
+          if (j == 0) orp[0] = I(0);
+        }
+      });
+  if (k == 0) orp[0] = I(0);
+  Kokkos::parallel_for(
+      "sparseport::kokkos::csr_transpose.place", HostParts(0, parts), KOKKOS_LAMBDA(const int64_t p) {
+        const int64_t r0 = host_row_at(rp, m, host_split(total, p, parts));
+        const int64_t r1 = host_row_at(rp, m, host_split(total, p + 1, parts));
+        int64_t* c = count + p * k;
+        for (int64_t i = r0; i < r1; ++i)
+          for (int64_t e = static_cast<int64_t>(rp[i]); e < static_cast<int64_t>(rp[i + 1]); ++e) {
+            const int64_t at = c[static_cast<int64_t>(ci[e])]++;
+            oci[at] = static_cast<I>(i);
+            if (copy_values) ov[at] = av[e];
+            if (out_perm != nullptr) out_perm[at] = static_cast<I>(e);
+          }
+      });
+  Kokkos::fence();
+}
+
 template <class I, class V>
 void transpose(const sparseport_transpose_args& args) {
   const I* rp = detail::as<I>(args.a.rowptr);
@@ -45,6 +101,10 @@ void transpose(const sparseport_transpose_args& args) {
   V* ov = detail::as_mut<V>(args.out.values);
   I* out_perm = detail::as_mut<I>(args.perm);
   const int64_t m = args.a.rows, k = args.a.cols, nnz = args.a.nnz;
+  if constexpr (!kDeviceMemory) {
+    host_transpose(rp, ci, av, orp, oci, ov, out_perm, m, k, nnz);
+    return;
+  }
   Kokkos::parallel_for(
       "sparseport::kokkos::csr_transpose.zero", Range(0, k + 1), KOKKOS_LAMBDA(const int64_t c) { orp[c] = I(0); });
   Kokkos::parallel_for(

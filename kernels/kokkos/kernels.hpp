@@ -24,9 +24,12 @@ bool spmm_kokkoskernels_applies(const sparseport_spmm_args& args, std::string* w
 template <class I, class V>
 void spmm_kokkoskernels_typed(const sparseport_spmm_args& args);
 void sddmm(const sparseport_sddmm_args& args);
-// Sorted index: each output row finds its run by binary search and reduces it, no atomics.
+// Sorted index: each output row finds its run by binary search and reduces it, no atomics (host
+// spaces: blocks of whole rows + messages, one search a block; common.hpp).
 void segment_reduce_team_segments(const sparseport_segment_args& args);
-// Any index order: Kokkos atomics per element (sum/mean with atomic_add, max/min with atomic max/min).
+// Any index order: Kokkos atomics per element (sum/mean with atomic_add, max/min with a
+// compare-and-swap loop). Host spaces: no atomics, each thread owns a range of output rows and
+// folds its messages in message order (common.hpp, host_reduce_owned).
 void segment_reduce_atomic(const sparseport_segment_args& args);
 void gather_scatter_team_segments(const sparseport_gather_scatter_args& args);
 void gather_scatter_atomic(const sparseport_gather_scatter_args& args);

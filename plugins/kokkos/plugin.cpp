@@ -38,27 +38,36 @@ const sparseport_variant kVariants[] = {
      "KokkosSparse::spmv on rank-2 strided views (no copies; a pattern A gets an nnz-long array of ones; one column "
      "runs its single-vector spmv); reduce sum only, a single column only contiguous"},
     {SPARSEPORT_OP_SDDMM, "sddmm.team_rows", kDefault | kDet,
-     "a team thread per row of A, each nonzero's dot product a vector reduction across F"},
+     "a team thread per row of A, each nonzero's dot product a vector reduction across F (host spaces: blocks of "
+     "equal nonzero counts, dots in vector registers)"},
     {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.team_segments", kDefault | kDet,
-     "each output row finds its run of the sorted index by binary search and reduces it across F; no atomics"},
+     "each output row finds its run of the sorted index by binary search and reduces it across F; no atomics (host "
+     "spaces: blocks of whole rows + messages, one search a block, runs reduced in vector registers)"},
     {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.atomic", 0,
-     "every element a Kokkos atomic update (add, max or min), then counts fix empty rows and means"},
+     "every element a Kokkos atomic update (add, max or min), then counts fix empty rows and means (host spaces: "
+     "no atomics, each thread owns a range of output rows and folds its messages in message order)"},
     {SPARSEPORT_OP_SCATTER_REDUCE, "scatter_reduce.atomic", kDefault,
-     "every element a Kokkos atomic update (add, max or min), then counts fix empty rows and means"},
+     "every element a Kokkos atomic update (add, max or min), then counts fix empty rows and means (host spaces: "
+     "no atomics, each thread owns a range of output rows and folds its messages in message order)"},
     {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.team_segments", kDefault | kDet,
-     "each output row finds its run of sorted dst by binary search, messages formed on the fly; no atomics"},
+     "each output row finds its run of sorted dst by binary search, messages formed on the fly; no atomics (host "
+     "spaces: blocks of whole rows + messages, one search a block, runs reduced in vector registers)"},
     {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.atomic", 0,
-     "every element of every gathered message a Kokkos atomic update; the baseline"},
+     "every element of every gathered message a Kokkos atomic update; the baseline (host spaces: no atomics, each "
+     "thread owns a range of output rows and folds its messages in message order)"},
     {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.onepass", kDefault | kDet,
-     "a team thread per row, online softmax in one pass, V rows summed by vector lanes in the output row"},
+     "a team thread per row, online softmax in one pass, V rows summed by vector lanes in the output row (host "
+     "spaces: blocks of whole rows + nonzeros, scores as dots in vector registers)"},
     {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.scan_copy", kDefault | kDet,
      "row lengths and a parallel_scan, then each selected row copied by vector lanes"},
     {SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE, "csr_slice_rows_dense.rows", kDefault | kDet,
-     "each selected dense row zeroed by vector lanes, then its entries added in storage order"},
+     "each selected dense row zeroed by vector lanes, then its entries added in storage order (host spaces: a "
+     "row per iteration, dynamic chunks of 64)"},
     {SPARSEPORT_OP_CSR_INDUCED_SUBGRAPH, "csr_induced_subgraph.map", kDefault | kDet,
      "a vertex map, then kept entries counted per row (vector reduction) and scanned, or written relabelled"},
     {SPARSEPORT_OP_CSR_TRANSPOSE, "csr_transpose.count_sort", kDefault | kDet,
-     "atomic counting sort by column, then each result row heap-sorted by position in A (stable order)"},
+     "atomic counting sort by column, then each result row heap-sorted by position in A (stable order); host "
+     "spaces: per-thread counts and a stable counting sort, no atomics, no sort"},
 };
 
 // The part of a variant name after "op.", checked against the names this plugin lists for op.
