@@ -58,8 +58,9 @@ void add_step(CallStats& into, const CallStats& step, bool first) {
 namespace {
 
 using detail::check_dense_operand;
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+using detail::Clock;
+using detail::ms_since;
+using detail::timed;
 
 // One block's op: out = alpha * reduce(block, x) + beta * out (beta only where the op has one).
 // dst: the block's rows as COO destinations, made by the op when it needs them (gather_scatter).
@@ -251,14 +252,6 @@ void wait_halo(typename DistCsr<I, V>::State& s, CallStats& st, Clock::time_poin
   st.messages_sent = d.messages_sent;
   st.messages_received = d.messages_received;
   st.transport = s.space.transport->name();
-}
-
-// fn(), then the context synchronised, its time added to into.
-void timed(const Context& ctx, double& into, const std::function<void()>& fn) {
-  const auto tc = Clock::now();
-  fn();
-  ctx.synchronize();
-  into += ms_since(tc);
 }
 
 // The timeline's names for the compute before and after the wait, and the row counts.

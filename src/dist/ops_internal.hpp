@@ -4,12 +4,27 @@
 // replaced for one call, and the sum of several steps' CallStats.
 #pragma once
 
+#include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "src/dist/internal.hpp"
 
 namespace sparseport::dist::detail {
+
+using Clock = std::chrono::steady_clock;
+inline double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// fn(), then the context synchronised, its time added to into.
+inline void timed(const Context& ctx, double& into, const std::function<void()>& fn) {
+  const auto tc = Clock::now();
+  fn();
+  ctx.synchronize();
+  into += ms_since(tc);
+}
 
 // The checks of one dense operand, as sparseport's front end makes them, named for the distributed
 // op: value type, shape (rows x cols; `rule` says why), ld and data. DimensionMismatch for a shape,

@@ -28,15 +28,9 @@
 namespace sparseport::dist {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-void timed(const Context& ctx, double& into, const std::function<void()>& fn) {
-  const auto tc = Clock::now();
-  fn();
-  ctx.synchronize();
-  into += ms_since(tc);
-}
+using detail::Clock;
+using detail::ms_since;
+using detail::timed;
 
 // b^T by a stable counting sort (the entries of each row of b^T in increasing row of b, as
 // csr_transpose makes them), with per entry: its place in the rows' original order (orig of the
