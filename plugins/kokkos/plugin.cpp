@@ -3,8 +3,10 @@
 // the first context unless the program started it; memory in the default execution space's memory
 // space, host or device as backends/kokkos/space.hpp decides), math from kernels/kokkos.
 #include <cstdio>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "backends/kokkos/runtime.hpp"
 #include "backends/kokkos/space.hpp"
@@ -113,6 +115,20 @@ int device_signature(void*, char* buf, size_t len, sparseport_status* st) {
   return detail::guarded(st, [&] { std::snprintf(buf, len, "%s", kk::signature().c_str()); });
 }
 
+// Every kernel launch of the plugin holds one process-wide lock. Kokkos's host spaces (Serial,
+// and OpenMP before Kokkos 4) keep one team/scan scratch pool per execution space instance and
+// abort with "HostThreadTeamData::organize_pool ERROR pool already exists" when two host threads
+// dispatch at once (CI caught csr_transpose's parallel_scan doing so: ExitAfterOp.kokkos.structural,
+// ending `thread`). A call already uses every thread of the space, so two callers gain nothing by
+// overlapping; on a device space the calls share the default instance's stream anyway. The README's
+// thread contract ("one Context, many threads") rests on this lock for kokkos.
+template <class Fn>
+int serialised(sparseport_status* st, Fn&& fn) {
+  static std::mutex launch;
+  std::lock_guard<std::mutex> hold(launch);
+  return detail::guarded(st, std::forward<Fn>(fn));
+}
+
 const sparseport_plugin kTable = {
     SPARSEPORT_ABI_VERSION,
     sizeof(sparseport_plugin),
@@ -131,7 +147,7 @@ const sparseport_plugin kTable = {
     &kk::synchronize,
     &applies,
     [](const sparseport_exec*, const char* v, const sparseport_spmm_args* a, sparseport_status* st) {
-      return detail::guarded(st, [&] {
+      return serialised(st, [&] {
         const std::string_view s = suffix(v, "spmm");
         if (s == "team_rows") return kk::spmm_team_rows(*a);
         if (s == "hub_split") return kk::spmm_hub_split(*a);
@@ -140,13 +156,13 @@ const sparseport_plugin kTable = {
       });
     },
     [](const sparseport_exec*, const char* v, const sparseport_sddmm_args* a, sparseport_status* st) {
-      return detail::guarded(st, [&] {
+      return serialised(st, [&] {
         expect(v, "sddmm", "team_rows");
         kk::sddmm(*a);
       });
     },
     [](const sparseport_exec*, const char* v, const sparseport_segment_args* a, sparseport_status* st) {
-      return detail::guarded(st, [&] {
+      return serialised(st, [&] {
         const std::string_view s = suffix(v, "segment_reduce");
         if (s == "team_segments") return kk::segment_reduce_team_segments(*a);
         if (s == "atomic") return kk::segment_reduce_atomic(*a);
@@ -154,13 +170,13 @@ const sparseport_plugin kTable = {
       });
     },
     [](const sparseport_exec*, const char* v, const sparseport_segment_args* a, sparseport_status* st) {
-      return detail::guarded(st, [&] {
+      return serialised(st, [&] {
         expect(v, "scatter_reduce", "atomic");
         kk::segment_reduce_atomic(*a);
       });
     },
     [](const sparseport_exec*, const char* v, const sparseport_gather_scatter_args* a, sparseport_status* st) {
-      return detail::guarded(st, [&] {
+      return serialised(st, [&] {
         const std::string_view s = suffix(v, "gather_scatter");
         if (s == "team_segments") return kk::gather_scatter_team_segments(*a);
         if (s == "atomic") return kk::gather_scatter_atomic(*a);
@@ -168,31 +184,31 @@ const sparseport_plugin kTable = {
       });
     },
     [](const sparseport_exec*, const char* v, const sparseport_attention_args* a, sparseport_status* st) {
-      return detail::guarded(st, [&] {
+      return serialised(st, [&] {
         expect(v, "csr_attention", "onepass");
         kk::csr_attention(*a);
       });
     },
     [](const sparseport_exec*, const char* v, const sparseport_slice_rows_args* a, sparseport_status* st) {
-      return detail::guarded(st, [&] {
+      return serialised(st, [&] {
         expect(v, "csr_slice_rows", "scan_copy");
         kk::csr_slice_rows(*a);
       });
     },
     [](const sparseport_exec*, const char* v, const sparseport_slice_rows_dense_args* a, sparseport_status* st) {
-      return detail::guarded(st, [&] {
+      return serialised(st, [&] {
         expect(v, "csr_slice_rows_dense", "rows");
         kk::csr_slice_rows_dense(*a);
       });
     },
     [](const sparseport_exec*, const char* v, const sparseport_induced_subgraph_args* a, sparseport_status* st) {
-      return detail::guarded(st, [&] {
+      return serialised(st, [&] {
         expect(v, "csr_induced_subgraph", "map");
         kk::csr_induced_subgraph(*a);
       });
     },
     [](const sparseport_exec*, const char* v, const sparseport_transpose_args* a, sparseport_status* st) {
-      return detail::guarded(st, [&] {
+      return serialised(st, [&] {
         expect(v, "csr_transpose", "count_sort");
         kk::csr_transpose(*a);
       });
@@ -203,7 +219,7 @@ const sparseport_plugin kTable = {
     // spmm_arg_backward: dvalues a thread per row; dB gathered over A^T when given, else scattered
     // (see kernels/kokkos/spmm_arg_backward.cpp)
     [](const sparseport_exec* x, const sparseport_spmm_arg_backward_args* a, sparseport_status* st) {
-      return detail::guarded(st, [&] {
+      return serialised(st, [&] {
         kk::spmm_arg_backward(*a, x != nullptr && (x->flags & SPARSEPORT_EXEC_DETERMINISTIC) != 0);
       });
     },
@@ -212,7 +228,7 @@ const sparseport_plugin kTable = {
     nullptr,
     // csr_softmax: a thread per row in the value type (kernels/kokkos/csr_softmax.cpp)
     [](const sparseport_exec*, const sparseport_csr_softmax_args* a, sparseport_status* st) {
-      return detail::guarded(st, [&] { kk::csr_softmax(*a); });
+      return serialised(st, [&] { kk::csr_softmax(*a); });
     },
     nullptr,  // convert: host memory, the front end converts 16-bit values itself
 };
