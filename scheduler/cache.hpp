@@ -55,6 +55,10 @@ struct CacheFile {
   // The last valid record with this key whose versions match; *stale set when only other versions
   // had one.
   std::optional<Record> lookup(const std::string& key, const std::string& versions, bool* stale) const;
+  // Whether some line's key begins with `prefix` (any versions). false means that lookup() of every
+  // key with this prefix misses, so a caller may skip what only such a key needs: the scheduler does
+  // not hash a new matrix's rows when no decision of its shape was ever recorded (select.cpp).
+  bool holds_prefix(const std::string& prefix) const;
   size_t clear() const;  // removes the file, returns how many records it held
 };
 

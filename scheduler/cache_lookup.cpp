@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -78,6 +79,9 @@ struct Index {
   std::unordered_map<std::string, KeyLines> keys;
   size_t indexed = 0;  // with full_index: every line before this byte is in keys
   bool full_index = false;
+  // With full_index: every key of keys, in order (views of the map's keys, whose nodes never move),
+  // for holds_prefix().
+  std::set<std::string_view> sorted;
 
   std::string_view bytes() const { return {text.get(), length}; }
   char* room_for(size_t n) {  // at least n bytes after the kept ones
@@ -220,13 +224,31 @@ void index_lines(Index& ix) {
     if (const size_t at = line.find(kKeyField); at != std::string_view::npos) {
       const size_t from = at + kKeyField.size();
       const size_t to = line.find('"', from);
-      if (to != std::string_view::npos) ix.keys[std::string(line.substr(from, to - from))].starts.push_back(start);
+      if (to != std::string_view::npos) {
+        const auto [it, added] = ix.keys.try_emplace(std::string(line.substr(from, to - from)));
+        if (added) ix.sorted.insert(it->first);
+        it->second.starts.push_back(start);
+      }
     }
     start = end + 1;
   }
   ix.indexed = text.size();
   for (auto& [k, lines] : ix.keys) lines.searched = text.size();
 }
+
+void start_full_index(Index& ix) {
+  ix.keys.clear();
+  ix.sorted.clear();
+  ix.full_index = true;
+}
+
+// Above this size a file's lines are indexed before holds_prefix() answers: a memmem over the whole
+// file per question (each new matrix shape asks once) would cost more than the pass.
+constexpr size_t kPrefixSearchBytes = size_t{64} << 10;
+
+// What this process has read of each cache file, by path; one lock for all (lookups are per decision).
+std::mutex g_indexes_mu;
+std::map<std::string, Index> g_indexes;
 
 }  // namespace
 
@@ -235,16 +257,11 @@ CacheStats cache_stats() { return {g_lookups.load(), g_opens.load(), g_bytes_rea
 std::optional<Record> CacheFile::lookup(const std::string& key, const std::string& versions, bool* stale) const {
   ++g_lookups;
   *stale = false;
-  static std::mutex mu;
-  static std::map<std::string, Index> indexes;
-  std::lock_guard<std::mutex> lock(mu);  // lookups are per decision, not per call: no contention
-  Index& ix = indexes[path];
+  std::lock_guard<std::mutex> lock(g_indexes_mu);  // lookups are per decision, not per call: no contention
+  Index& ix = g_indexes[path];
   refresh(path, ix);
   if (ix.length == 0) return std::nullopt;
-  if (!ix.full_index && ix.keys.size() >= kKeysBeforeFullIndex && ix.keys.count(key) == 0) {
-    ix.keys.clear();
-    ix.full_index = true;
-  }
+  if (!ix.full_index && ix.keys.size() >= kKeysBeforeFullIndex && ix.keys.count(key) == 0) start_full_index(ix);
   if (ix.full_index && ix.indexed < ix.length) index_lines(ix);
   const auto found = ix.full_index ? ix.keys.find(key) : ix.keys.try_emplace(key).first;
   if (found == ix.keys.end()) return std::nullopt;
@@ -265,6 +282,21 @@ std::optional<Record> CacheFile::lookup(const std::string& key, const std::strin
     return r;
   }
   return std::nullopt;
+}
+
+bool CacheFile::holds_prefix(const std::string& prefix) const {
+  std::lock_guard<std::mutex> lock(g_indexes_mu);
+  Index& ix = g_indexes[path];
+  refresh(path, ix);
+  if (ix.length == 0) return false;
+  if (!ix.full_index && ix.length > kPrefixSearchBytes) start_full_index(ix);
+  if (ix.full_index) {
+    if (ix.indexed < ix.length) index_lines(ix);
+    const auto it = ix.sorted.lower_bound(prefix);
+    return it != ix.sorted.end() && it->starts_with(prefix);
+  }
+  const std::string needle = std::string(kKeyField) + prefix;
+  return ::memmem(ix.text.get(), ix.length, needle.data(), needle.size()) != nullptr;
 }
 
 }  // namespace sparseport::scheduler

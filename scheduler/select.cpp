@@ -3,7 +3,9 @@
 // the files share):
 //   run()             select_memo.cpp      the one-shot path: a named variant, else the memo's plan
 //   prepare()         here                 signatures and a cache lookup (what a Plan does at construction)
-//     class_hit()     select_class.cpp     on a miss, the shape class's decision (checked until it has held)
+//     class_hit()     select_class.cpp     on a miss, the shape class's decision (checked until it has held);
+//                                          on host memory first, unsigned, when the cache holds no
+//                                          decision of the matrix's shape
 //   execute()         here                 16-bit values: a native variant, else float32 copies
 //   execute_native()  here                 decides on a cache miss, checks once, runs the variant:
 //     decide()        select_decide.cpp    stages 1-4: features, model, timing, guardrail; recorded
@@ -51,16 +53,39 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   }
   const DeviceSignature dev = device_signature(plugin, exec);
   const double t_signature = since(t0);
+  p->versions = dev.versions_text();
+  const sparseport_csr* csr = csr_of(op, args);
+  const bool looks_up = p->opt.mode == SchedulerMode::automatic || p->opt.mode == SchedulerMode::replay;
+  // A matrix in host memory whose shape no recorded decision has (a GNN's sampled subgraph, a new
+  // time step's matrix) cannot hit the exact key: its shape class decides before its signature is
+  // hashed, and a class replayed unchecked never hashes it (the hash of 50k row pointers was half
+  // of a sampled subgraph's class decision, 95 of 200 us). Every other path signs first, as before.
+  bool exact_possible = true;
+  if (csr != nullptr && plugin.table->memory_space != SPARSEPORT_MEMORY_DEVICE && looks_up) {
+    char shape[96];
+    std::snprintf(shape, sizeof shape, "/csr%lldx%lld:%lld:", static_cast<long long>(csr->rows),
+                  static_cast<long long>(csr->cols), static_cast<long long>(csr->nnz));
+    exact_possible = CacheFile(p->opt.cache_dir).holds_prefix(dev.hash + shape);
+    if (!exact_possible && class_hit(*p, *csr, dev.hash) && !p->verify_pending) {
+      char took[128];
+      std::snprintf(took, sizeof took, " [%.0f us: options and device signature %.0f, shape and class %.0f; not signed]",
+                    since(t0) * 1e6, t_signature * 1e6, (since(t0) - t_signature) * 1e6);
+      log(p->opt, label(*p) + ": class -> " + p->decision.variant + " (" + p->decision.reason + ")" + took);
+      p->decision.decide_seconds = since(t0);
+      return p;
+    }
+  }
   try {
     // CSR ops: the signature is hashed where the operand lives (no copy of rowptr); index ops read
     // a sample of their index array.
-    if (const sparseport_csr* csr = csr_of(op, args)) {
+    if (csr != nullptr) {
       const sparseport_csr_summary s =
           summarize(plugin, exec, *csr, SPARSEPORT_SUMMARY_SIGNATURE | (check_indices ? SPARSEPORT_SUMMARY_CHECK : 0u));
       if (check_indices && s.index_checked != 0) p->index_problem = s.index_problem;
       if (p->index_problem > 0) {
         // Nothing may read A by its indices now (no features, no probe): the caller reports it.
         p->decided = true;
+        p->decision = {};
         p->decision.source = "unscheduled";
         p->decision.reason = "the index check found invalid contents in A";
         return p;
@@ -72,22 +97,27 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
     // Unreadable sparse operand (e.g. host pointers given to a GPU backend): do not decide; the
     // op's own checks then report the argument precisely.
     p->decided = true;
+    p->decision = {};
     p->decision.source = "unscheduled";
     p->decision.reason = std::string("could not read the sparse operand: ") + e.what();
     log(p->opt, std::string(op_name(op)) + "[" + plugin.name + "]: " + p->decision.reason);
     return p;
   }
   if (p->graph.empty()) p->graph = graph_signature(p->structure);
-  p->versions = dev.versions_text();
   p->key = dev.hash + "/" + p->graph + "/" + op_name(op) + "/F" + std::to_string(p->info.features) + "/" +
            type_suffix(p->info);
   // Deterministic mode decides among other variants: its decisions never replay in default mode,
   // nor default-mode decisions in it.
   if (deterministic(exec)) p->key += "/deterministic";
-  if (p->opt.mode == SchedulerMode::automatic || p->opt.mode == SchedulerMode::replay) {
+  if (p->decided) {
+    // The shape class decided above and checks this member at full size (check() records it under
+    // the key just made).
+    log(p->opt, label(*p) + ": class -> " + p->decision.variant + " (" + p->decision.reason + ")");
+  } else if (looks_up) {
     bool stale = false;
     const double t_summary = since(t0);
-    std::optional<Record> hit = CacheFile(p->opt.cache_dir).lookup(p->key, p->versions, &stale);
+    std::optional<Record> hit;
+    if (exact_possible) hit = CacheFile(p->opt.cache_dir).lookup(p->key, p->versions, &stale);
     const double t_lookup = since(t0);
     // An entry naming a variant the backend no longer offers (one since retired) is not replayed,
     // nor a deterministic-mode entry naming a variant no longer flagged deterministic.
@@ -114,8 +144,8 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
       std::snprintf(took, sizeof took, " [%.0f us: options and device signature %.0f, operand summary %.0f, cache lookup %.0f]",
                     since(t0) * 1e6, t_signature * 1e6, (t_summary - t_signature) * 1e6, (t_lookup - t_summary) * 1e6);
       log(p->opt, label(*p) + ": " + p->decision.source + " -> " + p->decision.variant + " (" + r["reason"] + ")" + took);
-    } else if (const sparseport_csr* csr = csr_of(op, args);
-               csr != nullptr && (!check_indices || p->index_problem == 0) && class_hit(*p, *csr, dev.hash)) {
+    } else if (exact_possible && csr != nullptr && (!check_indices || p->index_problem == 0) &&
+               class_hit(*p, *csr, dev.hash)) {
       // Features are read only from an operand whose indices are known good (checked with the
       // signature here, or by the caller before a one-shot call).
       char took[160];

@@ -17,8 +17,9 @@
 //     ready at once: its members lie within a factor 2 of each other in rows, entries, mean and
 //     maximum degree (the log2 buckets of shape_class()), and a lead that wide does not turn into a
 //     loss within them; narrower leads need SPARSEPORT_CLASS_CHECKS checks in a row;
-//   - from then on members replay the variant unchecked (features, two lookups: no timing), except
-//     the members whose graph signature hashes to 0 modulo class_recheck_every(margin), which are
+//   - from then on members replay the variant unchecked (row lengths and a lookup: no timing, and on
+//     host memory no signature unless the exact key could hit, select.cpp), except the members whose
+//     shape and degree histogram hash to 0 modulo class_recheck_every(margin), which are
 //     checked again, so that a class that stops holding (another device state, a drifting sampler)
 //     is caught and relearned; a class holding the vendor is decided cold at those members instead
 //     (a check of the vendor against itself would teach nothing).
@@ -98,22 +99,73 @@ bool ready(int checks, double margin, int class_checks) {
   return checks >= class_checks || (checks >= 1 && margin >= kWideMargin);
 }
 
-// The SIGNATURE numbers' shape and the degree histogram of a CSR in host memory; no locality.
+// The degree histogram of rows [0, m) (summary_bucket(degree) per row) and the maximum degree,
+// from rowptr alone. Counting by scatter (++hist[bucket]) makes each row wait on the store of the
+// previous one, as consecutive rows mostly share a bucket: 3-5 ns a row, 150-250 us for a sampled
+// subgraph's 50k rows on the 2-core CPU. Instead, two passes that vectorise: the maximum degree,
+// then per bucket b up to its bit width the count of rows with degree >= 2^(b-1) (bucket >= b),
+// 16 rows at a time in 32-bit lanes; the histogram is the differences. 2-3x faster there, the same
+// numbers. Degrees of 2^31 or more (or a rowptr that goes down) take the scatter loop.
+template <class I>
+void count_degrees(const I* rowptr, int64_t m, sparseport_csr_summary& s) {
+  int64_t top = 0, low = 0;
+  for (int64_t i = 0; i < m; ++i) {
+    const int64_t d = static_cast<int64_t>(rowptr[i + 1]) - static_cast<int64_t>(rowptr[i]);
+    top = std::max(top, d);
+    low = std::min(low, d);
+  }
+  s.max_degree = top;
+  if (low < 0 || top >= (int64_t{1} << 31)) {
+    for (int64_t i = 0; i < m; ++i)
+      ++s.degree_hist[summary_bucket(
+          static_cast<uint64_t>(static_cast<int64_t>(rowptr[i + 1]) - static_cast<int64_t>(rowptr[i])))];
+    return;
+  }
+  const int buckets = summary_bucket(static_cast<uint64_t>(top));  // the highest bucket in use (<= 31)
+  constexpr int kLanes = 16;
+  constexpr int64_t kFlush = int64_t{1} << 30;  // rows per lane counter before it could overflow
+  int64_t at_least[32] = {};                   // at_least[k]: rows whose degree is >= 2^k
+  for (int64_t r0 = 0; r0 < m; r0 += kFlush) {
+    const int64_t r1 = std::min(m, r0 + kFlush);
+    uint32_t lane[32][kLanes] = {};
+    int64_t i = r0;
+    for (; i + kLanes <= r1; i += kLanes) {
+      int32_t d[kLanes];
+      for (int l = 0; l < kLanes; ++l) d[l] = static_cast<int32_t>(rowptr[i + l + 1] - rowptr[i + l]);
+      for (int k = 0; k < buckets; ++k)
+        for (int l = 0; l < kLanes; ++l) lane[k][l] += static_cast<uint32_t>((d[l] >> k) != 0);
+    }
+    for (int k = 0; k < buckets; ++k)
+      for (int l = 0; l < kLanes; ++l) at_least[k] += lane[k][l];
+    for (; i < r1; ++i) {
+      const auto d = static_cast<int32_t>(rowptr[i + 1] - rowptr[i]);
+      for (int k = 0; k < buckets; ++k) at_least[k] += (d >> k) != 0;
+    }
+  }
+  s.degree_hist[0] += m - (buckets > 0 ? at_least[0] : 0);
+  for (int b = 1; b <= buckets; ++b) s.degree_hist[b] += at_least[b - 1] - (b < buckets ? at_least[b] : 0);
+}
+
+}  // namespace
+
 sparseport_csr_summary degree_summary(const sparseport_csr& a) {
   sparseport_csr_summary s{};
   s.rows = a.rows;
   s.cols = a.cols;
   s.nnz = a.nnz;
-  const auto count = [&](const auto* rowptr) {
-    for (int64_t i = 0; i < a.rows; ++i) {
-      const int64_t d = static_cast<int64_t>(rowptr[i + 1]) - static_cast<int64_t>(rowptr[i]);
-      s.max_degree = std::max(s.max_degree, d);
-      ++s.degree_hist[summary_bucket(static_cast<uint64_t>(d))];
-    }
-  };
-  if (a.index_type == SPARSEPORT_I64) count(static_cast<const int64_t*>(a.rowptr));
-  else count(static_cast<const int32_t*>(a.rowptr));
+  if (a.index_type == SPARSEPORT_I64) count_degrees(static_cast<const int64_t*>(a.rowptr), a.rows, s);
+  else count_degrees(static_cast<const int32_t*>(a.rowptr), a.rows, s);
   return s;
+}
+
+namespace {
+
+// Which members of a ready class are checked again: a hash of what the class read of the member
+// (shape, maximum degree, degree histogram), not of its signature, which a member replayed
+// unchecked never computes (select.cpp). Members equal in all of these are rechecked together.
+uint64_t member_hash(const sparseport_csr_summary& s) {
+  const int64_t head[] = {s.rows, s.cols, s.nnz, s.max_degree};
+  return hash_bytes(s.degree_hist, sizeof s.degree_hist, hash_bytes(head, sizeof head));
 }
 
 }  // namespace
@@ -132,19 +184,21 @@ std::string shape_class(const Features& f) {
 bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_hash) {
   if (p.opt.mode != SchedulerMode::automatic || p.opt.class_checks <= 0 || deterministic(p.exec)) return false;
   Features f;
+  sparseport_csr_summary s;
   if (p.plugin->table->memory_space == SPARSEPORT_MEMORY_DEVICE) {
     // One pass where A lives (a kernel on cuda); a cold decision reuses it.
     try {
-      p.features = f = features_of(summarize(*p.plugin, p.exec, a, SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_FEATURES),
-                                   p.info, p.opt.hub_threshold);
+      s = summarize(*p.plugin, p.exec, a, SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_FEATURES);
+      p.features = f = features_of(s, p.info, p.opt.hub_threshold);
     } catch (const Error&) {
       return false;  // decide() reads the summary again and reports what it must
     }
   } else {
-    // Host memory: the row lengths only (rowptr, which the signature just read), not the summary's
-    // pass over every entry (1.3-1.8 ms on a 50k-entry sampled subgraph on the 2-core CPU, 15 % of
-    // its spmm; the degree part is about 5 % of that). The class uses no more than these.
-    f = features_of(degree_summary(a), p.info, p.opt.hub_threshold);
+    // Host memory: the row lengths only (one pass over rowptr), not the summary's pass over every
+    // entry (1.3-1.8 ms on a 50k-entry sampled subgraph on the 2-core CPU, 15 % of its spmm; the
+    // degree part is about 5 % of that). The class uses no more than these.
+    s = degree_summary(a);
+    f = features_of(s, p.info, p.opt.hub_threshold);
   }
   p.class_text = shape_class(f);
   p.class_key = device_hash + "/class:" + p.class_text + "/" + op_name(p.op) + "/F" + std::to_string(p.info.features) +
@@ -155,8 +209,7 @@ bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_
   const int checks = checks_of(*r);
   const double margin = margin_of(*r);
   const bool is_ready = ready(checks, margin, p.opt.class_checks);
-  const std::string& g = p.graph;
-  const bool recheck = is_ready && hash_bytes(g.data(), g.size()) % class_recheck_every(margin) == 0;
+  const bool recheck = is_ready && member_hash(s) % class_recheck_every(margin) == 0;
   // A class holding the vendor has nothing to check (the check compares a variant with the vendor):
   // its rechecks are cold decisions instead, which relearn the class when a native wins (one noisy
   // probe on a loaded machine had put a class on spmm.graphblas, 4-5x merge_path, for good).

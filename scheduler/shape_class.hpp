@@ -10,6 +10,7 @@
 #include <string>
 
 #include "scheduler/features.hpp"
+#include "sparseport/plugin_abi.h"
 
 namespace sparseport::scheduler {
 
@@ -20,6 +21,11 @@ namespace sparseport::scheduler {
 // pass over every entry cost 15 % of a sampled subgraph's spmm). Only [a-z0-9.-]: a cache key needs
 // no escape.
 std::string shape_class(const Features& f);
+
+// What a host-memory member's class is read from: the SIGNATURE numbers' shape (rows, cols, nnz),
+// the maximum degree and the degree histogram of a CSR in host memory, equal to summarize_host's
+// (summary.hpp), from rowptr alone; no hashes, no locality.
+sparseport_csr_summary degree_summary(const sparseport_csr& a);
 
 // One member in how many of a ready class is checked against the vendor again, for a class whose
 // last check measured the vendor at `margin` times its variant (0: unknown); select_class.cpp says why.

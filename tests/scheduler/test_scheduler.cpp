@@ -74,6 +74,37 @@ TEST(SchedulerCache, RecordsRoundTripThroughTheFile) {
   EXPECT_TRUE(f.read().empty());
 }
 
+// holds_prefix() answers whether some key begins with a prefix, before and after the file is
+// indexed by key (from the ninth key looked up, or above 64 kB), and sees every append; it is what
+// lets the scheduler skip a new shape's signature (a false answer must mean that lookups miss).
+TEST(SchedulerCache, HoldsPrefixSeesEveryKeyBeforeAndAfterTheFullIndex) {
+  TempDir dir;
+  CacheFile f(dir.path);
+  EXPECT_FALSE(f.holds_prefix("dev/csr")) << "no file yet";
+  f.append(record("dev/csr10x10:5:00ff/spmm/F8", "spmm.rows"));
+  EXPECT_TRUE(f.holds_prefix("dev/csr10x10:5:"));
+  EXPECT_TRUE(f.holds_prefix("dev/csr10x10:5:00ff/spmm/F8"));
+  EXPECT_FALSE(f.holds_prefix("dev/csr10x10:6:"));
+  EXPECT_FALSE(f.holds_prefix("dev/csr10x10:5:00ff/spmm/F8/")) << "longer than the key";
+  EXPECT_FALSE(f.holds_prefix("other/csr10x10:5:"));
+  bool stale = false;
+  for (int k = 0; k < 12; ++k) EXPECT_FALSE(f.lookup("absent" + std::to_string(k), "v=1", &stale).has_value());
+  // Now indexed by key: the same answers, and a later append is seen.
+  EXPECT_TRUE(f.holds_prefix("dev/csr10x10:5:"));
+  EXPECT_FALSE(f.holds_prefix("dev/csr10x10:6:"));
+  f.append(record("dev/csr10x10:6:abcd/spmm/F8", "spmm.rows"));
+  EXPECT_TRUE(f.holds_prefix("dev/csr10x10:6:"));
+  EXPECT_TRUE(f.holds_prefix("dev/csr10x10:"));
+  EXPECT_FALSE(f.holds_prefix("dev/csr10x10:7:"));
+  // A file above 64 kB in a process that looked nothing up is indexed before the first answer.
+  TempDir big;
+  CacheFile g(big.path);
+  for (int k = 0; k < 400; ++k) g.append(record("dev/csr" + std::to_string(k) + "x9:9:0/spmm", "spmm.rows"));
+  ASSERT_GT(std::filesystem::file_size(g.path), size_t{64} << 10);
+  EXPECT_TRUE(g.holds_prefix("dev/csr399x9:9:"));
+  EXPECT_FALSE(g.holds_prefix("dev/csr400x9:9:"));
+}
+
 // lookup() reads the file once and then only what was appended since: each decision appended
 // between lookups is seen, a line half written when read is read again once complete, and a file
 // cleared and written afresh (perhaps with the same inode number) is read from its start.
@@ -936,6 +967,43 @@ TEST(SchedulerShapeClass, AMatrixOfAKnownShapeReplaysItsClassAfterThreeCheckedMe
   EXPECT_TRUE(no_class->class_key.empty());
 }
 
+// On host memory a ready class's member whose shape no exact decision has is decided without its
+// signature (the hash of every row pointer: half of a sampled subgraph's class decision), while a
+// matrix whose shape the cache holds is signed and replays its own exact decision, not the class's.
+TEST(SchedulerShapeClass, AReadyClassDecidesANewShapeWithoutSigningItAndAKnownShapeReplaysItsOwnDecision) {
+  TempDir dir;
+  const PluginInfo fake = fake_plugin();
+  const auto third = teach_class(dir, fake);
+  int unsigned_hits = 0;
+  for (uint64_t m = 4; m <= 8; ++m) {
+    Problem pb = make_member(m);
+    sparseport_spmm_args args = pb.args();
+    auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, class_options(dir));
+    ASSERT_TRUE(plan->decided);
+    EXPECT_EQ(plan->decision.source, "class");
+    EXPECT_EQ(plan->class_key, third->class_key);
+    if (plan->verify_pending) {
+      EXPECT_FALSE(plan->key.empty()) << "a checked member is signed: check() records it under its key";
+      continue;
+    }
+    EXPECT_TRUE(plan->key.empty()) << plan->key;
+    EXPECT_TRUE(plan->graph.empty()) << plan->graph;
+    ++unsigned_hits;
+    execute(plan, &args, "test");
+    EXPECT_EQ(pb.c.data, reference_result(pb));
+  }
+  EXPECT_GT(unsigned_hits, 0);
+  // The third member was checked at full size and recorded under its exact key: a new plan for it
+  // hashes it (its shape is in the cache) and replays that record.
+  Problem again = make_member(3);
+  sparseport_spmm_args args3 = again.args();
+  auto plan3 = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args3, class_options(dir));
+  EXPECT_EQ(plan3->decision.source, "cache hit") << plan3->decision.reason;
+  EXPECT_EQ(plan3->key, third->key);
+  execute(plan3, &args3, "test");
+  EXPECT_EQ(again.c.data, reference_result(again));
+}
+
 // A vendor that took 2x the class's variant or more at full size: the first member's check makes
 // the class ready, and the next member replays it unchecked.
 TEST(SchedulerShapeClass, AWideMarginAtFullSizeMakesTheClassReadyAfterOneCheck) {
@@ -1049,6 +1117,39 @@ TEST(SchedulerSummary, TheHashesAreTheAbisDefinition) {
       h += hash_term(g.colind[static_cast<size_t>(e)], j);
     }
     EXPECT_EQ(got.colind_hash, hash_finish(h, samples)) << nnz;
+  }
+}
+
+// The class's row-length pass (counted by comparisons, 16 rows at a time) gives summarize_host's
+// degree histogram and maximum degree exactly: empty rows, rows of every bucket up to 2^17 entries,
+// row counts that are not multiples of 16, both index types.
+TEST(SchedulerShapeClass, TheRowLengthPassEqualsTheSummarysHistogram) {
+  std::mt19937_64 rng(7);
+  const auto check = [&](auto index, const std::vector<int64_t>& degrees, const char* what) {
+    using I = decltype(index);
+    std::vector<I> rowptr{0};
+    for (const int64_t d : degrees) rowptr.push_back(static_cast<I>(rowptr.back() + d));
+    const auto rows = static_cast<int64_t>(degrees.size());
+    const int64_t nnz = rowptr.back();
+    std::vector<I> colind(static_cast<size_t>(nnz), 0);
+    const sparseport_csr a{rows, rows, nnz, rowptr.data(), colind.data(), nullptr,
+                           sizeof(I) == 8 ? SPARSEPORT_I64 : SPARSEPORT_I32, SPARSEPORT_F32};
+    const sparseport_csr_summary want = summarize_host(a, SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_FEATURES);
+    const sparseport_csr_summary got = degree_summary(a);
+    EXPECT_EQ(got.rows, rows) << what;
+    EXPECT_EQ(got.nnz, nnz) << what;
+    EXPECT_EQ(got.max_degree, want.max_degree) << what;
+    for (int b = 0; b < SPARSEPORT_SUMMARY_BUCKETS; ++b) EXPECT_EQ(got.degree_hist[b], want.degree_hist[b]) << what << " bucket " << b;
+  };
+  for (const int64_t rows : {0, 1, 15, 16, 17, 1000, 4099}) {
+    std::vector<int64_t> power(static_cast<size_t>(rows)), empty(static_cast<size_t>(rows), 0), mixed;
+    for (auto& d : power) d = static_cast<int64_t>(std::pow(2.0, static_cast<double>(rng() % 1200) / 100.0)) - 1;
+    for (int64_t i = 0; i < rows; ++i) mixed.push_back(i % 5 == 0 ? 0 : static_cast<int64_t>(rng() % 40));
+    if (rows > 3) mixed[static_cast<size_t>(rows / 2)] = int64_t{1} << 17;  // one mega-row
+    for (const auto* degrees : {&power, &empty, &mixed}) {
+      check(int32_t{}, *degrees, "int32");
+      check(int64_t{}, *degrees, "int64");
+    }
   }
 }
 
