@@ -59,6 +59,10 @@ struct CacheFile {
   // key with this prefix misses, so a caller may skip what only such a key needs: the scheduler does
   // not hash a new matrix's rows when no decision of its shape was ever recorded (select.cpp).
   bool holds_prefix(const std::string& prefix) const;
+  // Reads the file into this process's index (as the first lookup() would) and runs its last line
+  // through a hit's checks, the record dropped: Context::create calls it (select.hpp, warm_up), so
+  // that a new process's first lookup does not pay for the read and for running that code first.
+  void preload() const;
   size_t clear() const;  // removes the file, returns how many records it held
 };
 

@@ -299,4 +299,19 @@ bool CacheFile::holds_prefix(const std::string& prefix) const {
   return ::memmem(ix.text.get(), ix.length, needle.data(), needle.size()) != nullptr;
 }
 
+void CacheFile::preload() const {
+  std::lock_guard<std::mutex> lock(g_indexes_mu);
+  Index& ix = g_indexes[path];
+  refresh(path, ix);
+  if (ix.length == 0) return;
+  // The last complete line through the checks a hit takes (parse, checksum), its record dropped
+  // and nothing warned (a lookup that reaches a corrupt line says so, with its number): a new
+  // process's first lookup otherwise pays for running that code the first time.
+  const std::string_view text = ix.bytes().substr(0, ix.length - 1);
+  const size_t nl = text.rfind('\n');
+  const std::string_view line = text.substr(nl == std::string_view::npos ? 0 : nl + 1);
+  std::string error;
+  if (std::optional<Record> r = parse_record(std::string(line), &error)) (void)cache_detail::checksum_ok(line, &*r, &error);
+}
+
 }  // namespace sparseport::scheduler

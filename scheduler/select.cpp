@@ -24,6 +24,7 @@
 #include "scheduler/cache.hpp"
 #include "scheduler/options.hpp"
 #include "scheduler/select_internal.hpp"
+#include "scheduler/shape_class.hpp"
 #include "scheduler/signature.hpp"
 #include "scheduler/summary.hpp"
 #include "scheduler/timing.hpp"
@@ -67,10 +68,12 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
                   static_cast<long long>(csr->cols), static_cast<long long>(csr->nnz));
     exact_possible = CacheFile(p->opt.cache_dir).holds_prefix(dev.hash + shape);
     if (!exact_possible && class_hit(*p, *csr, dev.hash) && !p->verify_pending) {
-      char took[128];
-      std::snprintf(took, sizeof took, " [%.0f us: options and device signature %.0f, shape and class %.0f; not signed]",
-                    since(t0) * 1e6, t_signature * 1e6, (since(t0) - t_signature) * 1e6);
-      log(p->opt, label(*p) + ": class -> " + p->decision.variant + " (" + p->decision.reason + ")" + took);
+      if (p->opt.log) {
+        char took[128];
+        std::snprintf(took, sizeof took, " [%.0f us: options and device signature %.0f, shape and class %.0f; not signed]",
+                      since(t0) * 1e6, t_signature * 1e6, (since(t0) - t_signature) * 1e6);
+        log(p->opt, label(*p) + ": class -> " + p->decision.variant + " (" + p->decision.reason + ")" + took);
+      }
       p->decision.decide_seconds = since(t0);
       return p;
     }
@@ -140,10 +143,12 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
       // A hit recorded before its full-size check (the process ended first) still gets one, except
       // in deterministic mode, which keeps timings out of its choices.
       p->verify_pending = !p->decision.verified && p->opt.mode == SchedulerMode::automatic && !deterministic(exec);
-      char took[160];
-      std::snprintf(took, sizeof took, " [%.0f us: options and device signature %.0f, operand summary %.0f, cache lookup %.0f]",
-                    since(t0) * 1e6, t_signature * 1e6, (t_summary - t_signature) * 1e6, (t_lookup - t_summary) * 1e6);
-      log(p->opt, label(*p) + ": " + p->decision.source + " -> " + p->decision.variant + " (" + r["reason"] + ")" + took);
+      if (p->opt.log) {  // the line's strings are not built unless printed (they cost a hit 10-20 us)
+        char took[160];
+        std::snprintf(took, sizeof took, " [%.0f us: options and device signature %.0f, operand summary %.0f, cache lookup %.0f]",
+                      since(t0) * 1e6, t_signature * 1e6, (t_summary - t_signature) * 1e6, (t_lookup - t_summary) * 1e6);
+        log(p->opt, label(*p) + ": " + p->decision.source + " -> " + p->decision.variant + " (" + r["reason"] + ")" + took);
+      }
     } else if (exact_possible && csr != nullptr && (!check_indices || p->index_problem == 0) &&
                class_hit(*p, *csr, dev.hash)) {
       // Features are read only from an operand whose indices are known good (checked with the
@@ -164,6 +169,23 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   if (p->decided) p->structure = {};
   p->decision.decide_seconds = since(t0);
   return p;
+}
+
+void warm_up(const PluginInfo& plugin, const sparseport_exec& exec) noexcept {
+  try {
+    const SchedulerOptions o = resolve({});
+    if (o.mode == SchedulerMode::off) return;
+    const DeviceSignature dev = device_signature(plugin, exec);  // memoised: made just before
+    static const int32_t rowptr[] = {0, 1, 3}, colind[] = {1, 0, 1};
+    const sparseport_csr tiny{2, 2, 3, rowptr, colind, nullptr, SPARSEPORT_I32, SPARSEPORT_F32};
+    const sparseport_csr_summary s = summarize_host(tiny, SPARSEPORT_SUMMARY_SIGNATURE);
+    (void)degree_summary(tiny);
+    const CacheFile cache(o.cache_dir);
+    cache.preload();
+    (void)cache.holds_prefix(dev.hash + "/" + graph_signature(s));
+  } catch (...) {
+    // Warming is optional: the first decision does what was skipped and reports any failure.
+  }
 }
 
 // The plan behind the thread's last call: a weak reference per call instead of copying the

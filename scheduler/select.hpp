@@ -91,6 +91,12 @@ std::string vendor_of(const PluginInfo& plugin, sparseport_op op, const std::vec
 std::shared_ptr<detail::PlanState> prepare(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op,
                                            const void* args, const SchedulerOptions& opt, bool check_indices = false);
 void execute(const std::shared_ptr<detail::PlanState>& plan, const void* args, const std::string& where);
+// What a process's first decision would otherwise pay on its hot path, paid when a context is
+// created instead (Context::create, after the device signature): the decision cache file (from
+// SPARSEPORT_CACHE_DIR) read into this process's index, and the code of the operand summary, the
+// row-length pass and the lookup run once on a two-row matrix, so that their pages are mapped and
+// their calls bound. Never throws; does nothing with SPARSEPORT_SCHEDULER=off.
+void warm_up(const PluginInfo& plugin, const sparseport_exec& exec) noexcept;
 
 // The one-shot path used by every op of ops.hpp.
 void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,

@@ -13,6 +13,7 @@
 
 #include "sparseport/errors.hpp"
 #include "scheduler/model.hpp"
+#include "scheduler/select.hpp"
 #include "scheduler/signature.hpp"
 #include "scheduler/values16.hpp"
 #include "core/convert.hpp"
@@ -132,6 +133,9 @@ Context Context::create(std::string_view backend) {
   // op's cache lookup.
   try {
     (void)scheduler::device_signature(p, {impl->state, 0, 0});
+    // And what the first decision reads and runs (the cache file, the summary's code): a cache
+    // hit in a new process then costs the lookup, not the first touch of everything it uses.
+    scheduler::warm_up(p, {impl->state, 0, 0});
   } catch (const Error&) {
     // Reported by the first op that needs it.
   }

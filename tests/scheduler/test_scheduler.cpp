@@ -105,6 +105,32 @@ TEST(SchedulerCache, HoldsPrefixSeesEveryKeyBeforeAndAfterTheFullIndex) {
   EXPECT_FALSE(g.holds_prefix("dev/csr400x9:9:"));
 }
 
+// Context::create reads the decision cache (SPARSEPORT_CACHE_DIR) into the process's index, so
+// that the first decision's lookup opens and reads nothing (select.hpp, warm_up; a new process's
+// cache hit paid the read and the first run of the parser on its hot path).
+TEST(SchedulerCache, CreatingAContextReadsTheCacheSoThatTheFirstLookupReadsNothing) {
+  TempDir dir;
+  CacheFile f(dir.path);
+  f.append(record("warm/k1", "spmm.rows"));
+  f.append(record("warm/k2", "spmm.merge_path"));
+  const ScopedEnv cache_dir("SPARSEPORT_CACHE_DIR", dir.path.c_str());
+  const CacheStats before = cache_stats();
+  const Context ctx = Context::create("reference");
+  const CacheStats created = cache_stats();
+  EXPECT_EQ(created.opens, before.opens + 1) << "the context read the file once";
+  EXPECT_GE(created.bytes_read, before.bytes_read + std::filesystem::file_size(f.path));
+  bool stale = true;
+  const std::optional<Record> hit = f.lookup("warm/k2", "v=1", &stale);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->at("variant"), "spmm.merge_path");
+  const CacheStats looked = cache_stats();
+  EXPECT_EQ(looked.opens, created.opens) << "the lookup opened nothing";
+  EXPECT_EQ(looked.bytes_read, created.bytes_read) << "nor read anything";
+  // A decision appended after the context was made is still found (the lookup reads what grew).
+  f.append(record("warm/k3", "spmm.rows"));
+  EXPECT_TRUE(f.lookup("warm/k3", "v=1", &stale).has_value());
+}
+
 // lookup() reads the file once and then only what was appended since: each decision appended
 // between lookups is seen, a line half written when read is read again once complete, and a file
 // cleared and written afresh (perhaps with the same inode number) is read from its start.
