@@ -23,8 +23,9 @@ namespace sparseport::scheduler {
 std::string shape_class(const Features& f);
 
 // What a host-memory member's class is read from: the SIGNATURE numbers' shape (rows, cols, nnz),
-// the maximum degree and the degree histogram of a CSR in host memory, equal to summarize_host's
-// (summary.hpp), from rowptr alone; no hashes, no locality.
+// the exact maximum degree, and the degree histogram of a CSR in host memory from rowptr alone:
+// summarize_host's (summary.hpp) for up to 4096 rows, above that one of 4096 evenly spaced rows
+// scaled to the row count (select_class.cpp says why). No hashes, no locality.
 sparseport_csr_summary degree_summary(const sparseport_csr& a);
 
 // One member in how many of a ready class is checked against the vendor again, for a class whose
