@@ -11,9 +11,11 @@
 // On a host space (one vector lane) that order would read the row's indices and values once per
 // column of C and stride through B by ldb: on Kokkos-OpenMP it ran at 0.06-0.35x the openmp
 // plugin. There the row's entries are the outer loop and a block of columns the inner, vectorisable
-// one: each entry is read once per block and B along its rows. team_rows holds a block of 32, 16 or
-// 8 columns in vector registers (host_tile); the other host loops use blocks of up to kHostCols. The
-// order of the additions within a row (entry by entry) is the same in all, so are the results.
+// one: each entry is read once per block and B along its rows. team_rows holds a block of 64 (float
+// with AVX), 32, 16 or 8 columns in vector registers from the first entry to the store into C
+// (host_tile, host_rows), prefetching B's rows a few entries ahead; the other host loops use
+// blocks of up to kHostCols. The order of the additions within a row (entry by entry) is the same
+// in all, so are the results.
 //
 // spmm.team_rows with arg (max/min with args.arg, ABI 1.5): kernels of their own, so the paths
 // above are untouched when no arg is asked for. Each row keeps, per column, the fold and the
@@ -59,6 +61,14 @@ namespace {
 // Columns of C per block in the host loops with a run-time width (hub_split's chunks, the arg
 // kernels): 64 accumulators (256 or 512 bytes) in L1 while the row's entries stream by.
 constexpr int64_t kHostCols = 64;
+// team_rows on a host space prefetches the first line of B's row for the entry this many entries
+// ahead (across row ends: short rows are the common case), as the openmp plugin does with the same
+// distance (kernels/openmp/common.hpp, kPrefetchDistance). Kokkos-OpenMP on 1 thread against the
+// openmp plugin on 1 thread, AVX2, float, 64-column tiles, geomean over the 18 matrices of
+// ../shared/data: 1.02x -> 1.07x at F = 128, 1.11x either way at F = 32, and on wing (a mesh whose
+// B rows miss the caches) 0.55x -> 0.84x at F = 32 (benchmarks/results/2026-12-03-cpu-kokkos-spmm.md;
+// 2-thread runs on the shared machine were too noisy to separate this).
+constexpr int64_t kHostPrefetch = 16;
 // Columns of C per vector lane per walk of a row on a device space, at most: 8 register
 // accumulators (16 registers in double), so F <= 8 * VL = 256 is one walk with VL = 32 lanes,
 // wider F one walk per 256 columns (narrower F gets a kernel with fewer, lane_slots). More would spill on CUDA at the 64-128 registers a thread has at full
@@ -73,7 +83,7 @@ struct Spmm {
   const V* av = nullptr;  // null: a pattern, every value 1
   const V* b = nullptr;
   V* c = nullptr;
-  int64_t m = 0, f = 0, ldb = 0, ldc = 0;
+  int64_t m = 0, f = 0, ldb = 0, ldc = 0, nnz = 0;
   V alpha = V(1), beta = V(0);
   // beta == 0 must not read C: 0 * NaN would leak a NaN (or garbage) C into the result.
   bool read_c = false, mean = false;
@@ -87,7 +97,7 @@ Spmm<I, V> unpack(const sparseport_spmm_args& args) {
   p.av = detail::as<V>(args.a.values);
   p.b = detail::as<V>(args.b.data);
   p.c = detail::as_mut<V>(args.c.data);
-  p.m = args.a.rows, p.f = args.c.cols, p.ldb = args.b.ld, p.ldc = args.c.ld;
+  p.m = args.a.rows, p.f = args.c.cols, p.ldb = args.b.ld, p.ldc = args.c.ld, p.nnz = args.a.nnz;
   p.alpha = static_cast<V>(args.alpha), p.beta = static_cast<V>(args.beta);
   p.read_c = args.beta != 0.0;
   p.mean = args.reduce == SPARSEPORT_REDUCE_MEAN;
@@ -249,13 +259,20 @@ void team_rows_device(const Spmm<I, V>& p, int64_t vl) {
 // registers (an array of accumulators with a run-time width stays in memory: one load and one store
 // per 8 values per entry, and a compare per vector). Each column is folded in entry order, products
 // as a * b and folds as fold<op>: the bits of the scalar loop.
+// The whole tile stays in vectors, the finish included (mean, alpha, beta: the same operations per
+// lane as the scalar store(), so the same bits). Written per element, the finish was compiled to a
+// scalar multiply, two branches and a store for each of the 32 columns, behind a stack copy of the
+// accumulators and a `rep stos` that zeroed them: on rows of 3-15 entries (most of the matrices in
+// ../shared/data) that cost more than the entries themselves (Kokkos-OpenMP on 1 thread, AVX2,
+// cora F = 32: 142 -> 65 us; benchmarks/results/2026-12-03-cpu-kokkos-spmm.md). Max and min select
+// per vector (fold<op>'s test on lane masks, GCC's vector ?:) instead of lane by lane.
 template <int NV, Op op, class I, class V>
 inline void host_tile(const Spmm<I, V>& p, int64_t begin, int64_t end, int64_t i, int64_t j0) {
   typedef V Vec __attribute__((vector_size(8 * sizeof(V))));
   V* crow = p.c + i * p.ldc + j0;
   // No helper returns or takes a Vec by value: without -mavx that is an ABI GCC warns about
   // (-Wpsabi, an error under -Werror), and Debian's Kokkos build targets the baseline ISA.
-  Vec acc[NV] = {};
+  Vec acc[NV];
   if (end > begin) {
     const V a0 = p.av != nullptr ? p.av[begin] : V(1);
     const V* b0 = p.b + static_cast<int64_t>(p.ci[begin]) * p.ldb + j0;
@@ -265,26 +282,41 @@ inline void host_tile(const Spmm<I, V>& p, int64_t begin, int64_t end, int64_t i
       acc[k] = a0 * x;
     }
     for (int64_t e = begin + 1; e < end; ++e) {
+      if (e + kHostPrefetch < p.nnz)
+        __builtin_prefetch(p.b + static_cast<int64_t>(p.ci[e + kHostPrefetch]) * p.ldb + j0);
       const V a = p.av != nullptr ? p.av[e] : V(1);
       const V* brow = p.b + static_cast<int64_t>(p.ci[e]) * p.ldb + j0;
       for (int k = 0; k < NV; ++k) {
         Vec x;
         __builtin_memcpy(&x, brow + 8 * k, sizeof x);
         x = a * x;
-        if constexpr (op == Op::sum)
+        if constexpr (op == Op::sum) {
           acc[k] = acc[k] + x;
-        else
-          for (int l = 0; l < 8; ++l) acc[k][l] = fold<op>(acc[k][l], x[l]);
+        } else {
+          // fold<op> on whole vectors: keep acc where it is NaN or x is not better.
+          if constexpr (op == Op::max)
+            acc[k] = ((acc[k] != acc[k]) | (x <= acc[k])) ? acc[k] : x;
+          else
+            acc[k] = ((acc[k] != acc[k]) | (x >= acc[k])) ? acc[k] : x;
+        }
       }
     }
-  }
-  for (int k = 0; k < NV; ++k)
-    for (int l = 0; l < 8; ++l) {
-      V r = acc[k][l];
-      if (p.mean && end > begin) r = r / static_cast<V>(end - begin);
-      V* q = crow + 8 * k + l;
-      *q = p.read_c ? p.alpha * r + p.beta * *q : p.alpha * r;
+    if (p.mean) {
+      const V count = static_cast<V>(end - begin);
+      for (int k = 0; k < NV; ++k) acc[k] = acc[k] / count;
     }
+  } else {
+    for (int k = 0; k < NV; ++k) acc[k] = Vec{};  // an empty row reduces to 0
+  }
+  for (int k = 0; k < NV; ++k) {
+    Vec r = p.alpha * acc[k];
+    if (p.read_c) {
+      Vec old;
+      __builtin_memcpy(&old, crow + 8 * k, sizeof old);
+      r = r + p.beta * old;
+    }
+    __builtin_memcpy(crow + 8 * k, &r, sizeof r);
+  }
 }
 
 // One column of row i (the last F % 8).
@@ -299,6 +331,45 @@ inline void host_col(const Spmm<I, V>& p, int64_t begin, int64_t end, int64_t i,
   if (p.mean && end > begin) r = r / static_cast<V>(end - begin);
   V* q = p.c + i * p.ldc + j;
   *q = p.read_c ? p.alpha * r + p.beta * *q : p.alpha * r;
+}
+
+// Columns of C per walk of a row on a host space: 8 accumulator registers' worth, leaving the
+// other 8 of the 16 vector registers (x86-64 with or without AVX) to the loads and products. With
+// AVX (the -march of a Kokkos built for the host, scripts/kokkos.sh) that is 64 floats or 32
+// doubles, the openmp plugin's tile (kernels/openmp/common.hpp); on the x86-64 baseline (Debian's
+// Kokkos) 32 columns of either, as 64 floats would take all 16 SSE registers. Kokkos-OpenMP and
+// openmp on 1 thread each, AVX2, float, without the prefetch: 64 columns instead of 32 took the
+// geomean over the 18 matrices of ../shared/data at F = 128 from 0.98x to 1.02x the openmp plugin
+// (1.07x with the prefetch; benchmarks/results/2026-12-03-cpu-kokkos-spmm.md).
+#if defined(__AVX__)
+template <class V>
+inline constexpr int kHostTileVectors = sizeof(V) == 4 ? 8 : 4;
+#else
+template <class V>
+inline constexpr int kHostTileVectors = 4;
+#endif
+
+// Host spaces: the rows in blocks of about equal rows + entries (row_blocks_plan), one block at a
+// time; each row walked once per kHostTileVectors vectors of columns, then narrower tiles and
+// single columns for the rest of F.
+template <Op op, class I, class V>
+void host_rows(const Spmm<I, V>& p, const int64_t* bounds, int64_t blocks) {
+  constexpr int kWide = kHostTileVectors<V>;
+  Dynamic policy(0, blocks);
+  policy.set_chunk_size(1);
+  Kokkos::parallel_for(
+      "sparseport::kokkos::spmm.team_rows", policy, KOKKOS_LAMBDA(const int64_t blk) {
+        for (int64_t i = bounds[blk]; i < bounds[blk + 1]; ++i) {
+          const int64_t begin = static_cast<int64_t>(p.rp[i]), end = static_cast<int64_t>(p.rp[i + 1]);
+          int64_t j0 = 0;
+          for (; j0 + 8 * kWide <= p.f; j0 += 8 * kWide) host_tile<kWide, op>(p, begin, end, i, j0);
+          if constexpr (kWide == 8)
+            if (j0 + 32 <= p.f) host_tile<4, op>(p, begin, end, i, j0), j0 += 32;
+          if (j0 + 16 <= p.f) host_tile<2, op>(p, begin, end, i, j0), j0 += 16;
+          if (j0 + 8 <= p.f) host_tile<1, op>(p, begin, end, i, j0), j0 += 8;
+          for (; j0 < p.f; ++j0) host_col<op>(p, begin, end, i, j0);
+        }
+      });
 }
 
 template <Op op, class I, class V>
@@ -316,26 +387,14 @@ void team_rows_op(const sparseport_spmm_args& args) {
   if constexpr (!kDeviceMemory) {
     Spmm<I, V> p;
     p.rp = rp, p.ci = ci, p.av = av, p.b = b, p.c = c;
-    p.m = m, p.f = f, p.ldb = ldb, p.ldc = ldc;
+    p.m = m, p.f = f, p.ldb = ldb, p.ldc = ldc, p.nnz = args.a.nnz;
     p.alpha = alpha, p.beta = beta, p.read_c = read_c, p.mean = mean;
     if (m == 0 || f == 0) return;
     // Held by this call: an invalidation from another thread cannot free the bounds under it.
     const std::shared_ptr<RowBlocksPlan> plan = row_blocks_plan(rp, m, args.a.nnz);
     const int64_t* bounds = plan->bounds.data();
     const int64_t blocks = static_cast<int64_t>(plan->bounds.size()) - 1;
-    Dynamic policy(0, blocks);
-    policy.set_chunk_size(1);
-    Kokkos::parallel_for(
-        "sparseport::kokkos::spmm.team_rows", policy, KOKKOS_LAMBDA(const int64_t blk) {
-          for (int64_t i = bounds[blk]; i < bounds[blk + 1]; ++i) {
-            const int64_t begin = static_cast<int64_t>(rp[i]), end = static_cast<int64_t>(rp[i + 1]);
-            int64_t j0 = 0;
-            for (; j0 + 32 <= f; j0 += 32) host_tile<4, op>(p, begin, end, i, j0);
-            if (j0 + 16 <= f) host_tile<2, op>(p, begin, end, i, j0), j0 += 16;
-            if (j0 + 8 <= f) host_tile<1, op>(p, begin, end, i, j0), j0 += 8;
-            for (; j0 < f; ++j0) host_col<op>(p, begin, end, i, j0);
-          }
-        });
+    host_rows<op>(p, bounds, blocks);
     Kokkos::fence();  // before the plan may go
     return;
   }
