@@ -54,7 +54,11 @@ struct CacheFile {
   std::vector<Record> read_from(uint64_t offset, int64_t* lines, uint64_t* end) const;
   // The last valid record with this key whose versions match; *stale set when only other versions
   // had one.
-  std::optional<Record> lookup(const std::string& key, const std::string& versions, bool* stale) const;
+  // reread false: what this process read of the file at its last lookup or holds_prefix() is used
+  // as it is, without an lstat of the file (for a caller that has just made one: the scheduler's
+  // lookups of one decision).
+  std::optional<Record> lookup(const std::string& key, const std::string& versions, bool* stale,
+                               bool reread = true) const;
   // Whether some line's key begins with `prefix` (any versions). false means that lookup() of every
   // key with this prefix misses, so a caller may skip what only such a key needs: the scheduler does
   // not hash a new matrix's rows when no decision of its shape was ever recorded (select.cpp).

@@ -254,12 +254,13 @@ std::map<std::string, Index> g_indexes;
 
 CacheStats cache_stats() { return {g_lookups.load(), g_opens.load(), g_bytes_read.load()}; }
 
-std::optional<Record> CacheFile::lookup(const std::string& key, const std::string& versions, bool* stale) const {
+std::optional<Record> CacheFile::lookup(const std::string& key, const std::string& versions, bool* stale,
+                                        bool reread) const {
   ++g_lookups;
   *stale = false;
   std::lock_guard<std::mutex> lock(g_indexes_mu);  // lookups are per decision, not per call: no contention
   Index& ix = g_indexes[path];
-  refresh(path, ix);
+  if (reread || !ix.known) refresh(path, ix);
   if (ix.length == 0) return std::nullopt;
   if (!ix.full_index && ix.keys.size() >= kKeysBeforeFullIndex && ix.keys.count(key) == 0) start_full_index(ix);
   if (ix.full_index && ix.indexed < ix.length) index_lines(ix);

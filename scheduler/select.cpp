@@ -67,6 +67,7 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
     std::snprintf(shape, sizeof shape, "/csr%lldx%lld:%lld:", static_cast<long long>(csr->rows),
                   static_cast<long long>(csr->cols), static_cast<long long>(csr->nnz));
     exact_possible = CacheFile(p->opt.cache_dir).holds_prefix(dev.hash + shape);
+    p->cache_read = true;
     if (!exact_possible && class_hit(*p, *csr, dev.hash) && !p->verify_pending) {
       if (p->opt.log) {
         char took[128];
@@ -74,6 +75,7 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
                       since(t0) * 1e6, t_signature * 1e6, (since(t0) - t_signature) * 1e6);
         log(p->opt, label(*p) + ": class -> " + p->decision.variant + " (" + p->decision.reason + ")" + took);
       }
+      p->cache_read = false;
       p->decision.decide_seconds = since(t0);
       return p;
     }
@@ -91,6 +93,7 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
         p->decision = {};
         p->decision.source = "unscheduled";
         p->decision.reason = "the index check found invalid contents in A";
+        p->cache_read = false;
         return p;
       }
       p->graph = graph_signature(s);
@@ -104,6 +107,7 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
     p->decision.source = "unscheduled";
     p->decision.reason = std::string("could not read the sparse operand: ") + e.what();
     log(p->opt, std::string(op_name(op)) + "[" + plugin.name + "]: " + p->decision.reason);
+    p->cache_read = false;
     return p;
   }
   if (p->graph.empty()) p->graph = graph_signature(p->structure);
@@ -120,7 +124,7 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
     bool stale = false;
     const double t_summary = since(t0);
     std::optional<Record> hit;
-    if (exact_possible) hit = CacheFile(p->opt.cache_dir).lookup(p->key, p->versions, &stale);
+    if (exact_possible) hit = CacheFile(p->opt.cache_dir).lookup(p->key, p->versions, &stale, !p->cache_read);
     const double t_lookup = since(t0);
     // An entry naming a variant the backend no longer offers (one since retired) is not replayed,
     // nor a deterministic-mode entry naming a variant no longer flagged deterministic.
@@ -167,6 +171,7 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
     }
   }
   if (p->decided) p->structure = {};
+  p->cache_read = false;  // later lookups (class_learn's, check()'s) read what grew meanwhile
   p->decision.decide_seconds = since(t0);
   return p;
 }

@@ -191,7 +191,7 @@ bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_
   p.class_key = device_hash + "/class:" + p.class_text + "/" + op_name(p.op) + "/F" + std::to_string(p.info.features) +
                 "/" + type_suffix(p.info);
   bool stale = false;
-  const std::optional<Record> r = CacheFile(p.opt.cache_dir).lookup(p.class_key, p.versions, &stale);
+  const std::optional<Record> r = CacheFile(p.opt.cache_dir).lookup(p.class_key, p.versions, &stale, !p.cache_read);
   if (!r || r->count("vendor") == 0 || !offers(*p.plugin, p.op, r->at("variant"))) return false;
   const int checks = checks_of(*r);
   const double margin = margin_of(*r);
