@@ -122,11 +122,53 @@ int device_signature(void*, char* buf, size_t len, sparseport_status* st) {
 // ending `thread`). A call already uses every thread of the space, so two callers gain nothing by
 // overlapping; on a device space the calls share the default instance's stream anyway. The README's
 // thread contract ("one Context, many threads") rests on this lock for kokkos.
+std::mutex g_launch;
+
+#if defined(KOKKOS_ENABLE_OPENMP) && KOKKOS_VERSION < 40000
+// Kokkos 3.4's OpenMP space launches only from a "master" thread, one whose thread-local
+// Impl::t_openmp_instance points at the space's instance (the thread that initialised Kokkos); on
+// any other thread every launch fails "in parallel or not initialized" (KokkosThreads.* caught it:
+// two threads sharing a context on Kokkos-OpenMP). A call from another thread borrows the master's
+// instance for its length, under the launch lock, so that the one instance serves one launch at a
+// time: what Kokkos's own partition_master does for the threads it starts. The master is the
+// thread that made the first kokkos context (where the plugin initialises Kokkos).
+Kokkos::Impl::OpenMPExec* g_master = nullptr;  // under g_launch
+
+void note_master() {
+  std::lock_guard<std::mutex> hold(g_launch);
+  if (g_master == nullptr) g_master = Kokkos::Impl::t_openmp_instance;
+}
+
+struct BorrowMaster {
+  bool borrowed = false;
+  BorrowMaster() {
+    if (Kokkos::Impl::t_openmp_instance == nullptr && g_master != nullptr) {
+      Kokkos::Impl::t_openmp_instance = g_master;
+      borrowed = true;
+    }
+  }
+  ~BorrowMaster() {
+    if (borrowed) Kokkos::Impl::t_openmp_instance = nullptr;
+  }
+  BorrowMaster(const BorrowMaster&) = delete;
+  BorrowMaster& operator=(const BorrowMaster&) = delete;
+};
+#else
+void note_master() {}
+struct BorrowMaster {};
+#endif
+
 template <class Fn>
 int serialised(sparseport_status* st, Fn&& fn) {
-  static std::mutex launch;
-  std::lock_guard<std::mutex> hold(launch);
+  std::lock_guard<std::mutex> hold(g_launch);
+  [[maybe_unused]] const BorrowMaster master;
   return detail::guarded(st, std::forward<Fn>(fn));
+}
+
+int context_create(int32_t device, void** state, sparseport_status* st) {
+  const int rc = kk::context_create(device, state, st);
+  if (rc == SPARSEPORT_OK) note_master();
+  return rc;
 }
 
 const sparseport_plugin kTable = {
@@ -139,7 +181,7 @@ const sparseport_plugin kTable = {
     static_cast<int32_t>(sizeof kVariants / sizeof kVariants[0]),
     nullptr,  // device_count: one device, the default execution space Kokkos was initialised with
     &describe,
-    &kk::context_create,
+    &context_create,
     &kk::context_destroy,
     &kk::alloc,
     &kk::release,

@@ -527,7 +527,9 @@ TEST(KokkosPlans, AStalePlanCostsBalanceNotCorrectness) {
 // resize it at once. That happens only while the pool still grows, in a process's first launches:
 // CI caught it in ExitAfterOp.kokkos.structural's thread ending (a fresh process per ending; there
 // 1 run in 160 failed without the lock, 0 in 460 with it). This test, in one process, does not
-// reproduce the abort: it holds concurrent calls to their results.
+// reproduce the abort: it holds concurrent calls to their results. On Kokkos-OpenMP it caught that
+// no thread but the one that initialised Kokkos 3.4 could launch at all ("parallel_scan ERROR: in
+// parallel or not initialized"): such a thread now borrows that thread's instance under the lock.
 TEST(KokkosThreads, TwoThreadsSharingAContextRunEveryOpFamilyAtOnce) {
   const sp::Context ctx = sp::Context::create("kokkos");
   const sparseport::test::Graph g = sparseport::test::make_graph(11);
