@@ -2,6 +2,8 @@
 // Fills the kokkos backend's table: lifecycle and memory from backends/kokkos (Kokkos started by
 // the first context unless the program started it; memory in the default execution space's memory
 // space, host or device as backends/kokkos/space.hpp decides), math from kernels/kokkos.
+#include <unistd.h>
+
 #include <cstdio>
 #include <mutex>
 #include <string>
@@ -132,16 +134,27 @@ std::mutex g_launch;
 // instance for its length, under the launch lock, so that the one instance serves one launch at a
 // time: what Kokkos's own partition_master does for the threads it starts. The master is the
 // thread that made the first kokkos context (where the plugin initialises Kokkos).
+//
+// Nor does Kokkos 3.4's OpenMP space survive fork(): a child's first launch waits forever in the
+// pool's rendezvous for threads the child does not have (ExitAfterOp.kokkos.*, ending fork, on
+// Kokkos-OpenMP). A call in a process other than the one that started Kokkos is refused instead,
+// saying so, as the cuda plugin's are in a forked child.
 Kokkos::Impl::OpenMPExec* g_master = nullptr;  // under g_launch
+pid_t g_started_in = 0;                       // under g_launch
 
 void note_master() {
   std::lock_guard<std::mutex> hold(g_launch);
   if (g_master == nullptr) g_master = Kokkos::Impl::t_openmp_instance;
+  if (g_started_in == 0) g_started_in = ::getpid();
 }
 
 struct BorrowMaster {
   bool borrowed = false;
   BorrowMaster() {
+    if (g_started_in != 0 && ::getpid() != g_started_in)
+      throw Unsupported("the kokkos backend on Kokkos-OpenMP cannot run in a process forked after Kokkos started "
+                        "(Kokkos 3.4's OpenMP space does not survive fork; start workers with spawn, or use the "
+                        "openmp backend)");
     if (Kokkos::Impl::t_openmp_instance == nullptr && g_master != nullptr) {
       Kokkos::Impl::t_openmp_instance = g_master;
       borrowed = true;
@@ -161,8 +174,10 @@ struct BorrowMaster {};
 template <class Fn>
 int serialised(sparseport_status* st, Fn&& fn) {
   std::lock_guard<std::mutex> hold(g_launch);
-  [[maybe_unused]] const BorrowMaster master;
-  return detail::guarded(st, std::forward<Fn>(fn));
+  return detail::guarded(st, [&] {
+    [[maybe_unused]] const BorrowMaster master;
+    fn();
+  });
 }
 
 int context_create(int32_t device, void** state, sparseport_status* st) {
