@@ -119,7 +119,7 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   if (p->decided) {
     // The shape class decided above and checks this member at full size (check() records it under
     // the key just made).
-    log(p->opt, label(*p) + ": class -> " + p->decision.variant + " (" + p->decision.reason + ")");
+    if (p->opt.log) log(p->opt, label(*p) + ": class -> " + p->decision.variant + " (" + p->decision.reason + ")");
   } else if (looks_up) {
     bool stale = false;
     const double t_summary = since(t0);
@@ -157,12 +157,14 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
                class_hit(*p, *csr, dev.hash)) {
       // Features are read only from an operand whose indices are known good (checked with the
       // signature here, or by the caller before a one-shot call).
-      char took[160];
-      std::snprintf(took, sizeof took,
-                    " [%.0f us: options and device signature %.0f, operand summary %.0f, exact lookup %.0f, class %.0f]",
-                    since(t0) * 1e6, t_signature * 1e6, (t_summary - t_signature) * 1e6, (t_lookup - t_summary) * 1e6,
-                    (since(t0) - t_lookup) * 1e6);
-      log(p->opt, label(*p) + ": class -> " + p->decision.variant + " (" + p->decision.reason + ")" + took);
+      if (p->opt.log) {
+        char took[160];
+        std::snprintf(took, sizeof took,
+                      " [%.0f us: options and device signature %.0f, operand summary %.0f, exact lookup %.0f, class %.0f]",
+                      since(t0) * 1e6, t_signature * 1e6, (t_summary - t_signature) * 1e6, (t_lookup - t_summary) * 1e6,
+                      (since(t0) - t_lookup) * 1e6);
+        log(p->opt, label(*p) + ": class -> " + p->decision.variant + " (" + p->decision.reason + ")" + took);
+      }
     } else if (p->opt.mode == SchedulerMode::replay) {
       p->decided = true;
       p->decision.source = "replay miss";
