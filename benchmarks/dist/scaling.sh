@@ -11,6 +11,8 @@
 # threads on one core. No OMP_PROC_BIND: each rank sees every core, so a binding policy would pin
 # the ranks' threads (and their MPI-polling master threads) to the same cores; measured on the
 # GPU machine with OMP_PROC_BIND=spread: P = 2 took 7.3 s per call instead of about 0.1 s.
+# STRONG_GRAPH replaces the strong graph (issue 37's target: rmat:22:16); WEAK_BASE the weak graph's
+# scale at P = 1 (default 18); WEAK_THREADS fixes the threads per rank of the weak runs (issue 37: 4).
 # Env: BACKEND (default openmp), OPS (default "spmm:sum"), REPS (default 20), KINDS (default
 # "strong weak"), EXTRA (more flags). Each run's line is appended as soon as it ends.
 set -euo pipefail
@@ -32,7 +34,8 @@ for kind in ${KINDS:-strong weak}; do
     for opred in $OPS; do
       op=${opred%%:*}
       reduce=${opred#*:}
-      if [ "$kind" = strong ]; then graph=rmat:20:16; else graph=rmat:$((18 + $(log2 "$P"))):16; fi
+      if [ "$kind" = strong ]; then graph=${STRONG_GRAPH:-rmat:20:16}; else graph=rmat:$((${WEAK_BASE:-18} + $(log2 "$P"))):16; fi
+      [ "$kind" = weak ] && [ -n "${WEAK_THREADS:-}" ] && T=$WEAK_THREADS
       echo "scaling.sh: $kind P=$P threads=$T $op $reduce $graph" >&2
       line=$(OMP_NUM_THREADS=$T "${MPIRUN[@]}" -np "$P" "$CLI" run --dist \
         --backend "$BACKEND" --op "$op" --reduce "$reduce" --F 64 --reps "$REPS" --json --quiet ${EXTRA:-} "$graph")

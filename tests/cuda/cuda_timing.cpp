@@ -109,7 +109,7 @@ double copy_bandwidth(const Context& ctx) {
 
 void spmm_suite(const Context& ctx, Timer& timer, const std::string& spec) {
   const auto t0 = Clock::now();
-  const HostCsr<int32_t, float> h = generate<int32_t, float>(spec);
+  const HostCsr<int32_t, float> h = load_graph<int32_t, float>(spec);  // a generator spec or a Matrix Market file
   std::printf("# %s: %lld x %lld, nnz %lld (generated in %.1f s)\n", spec.c_str(), static_cast<long long>(h.rows),
               static_cast<long long>(h.cols), static_cast<long long>(h.nnz()),
               std::chrono::duration<double>(Clock::now() - t0).count());
@@ -201,7 +201,7 @@ void segment_suite(const Context& ctx, Timer& timer, int64_t E, int64_t F, bool 
 // fastest path a cuSPARSE user has for bf16 data). The first tc_window call on a matrix builds its
 // format: its wall time, over a steady call, is the build's cost in calls.
 void bf16_suite(const Context& ctx, Timer& timer, const std::string& spec) {
-  const HostCsr<int32_t, float> h = generate<int32_t, float>(spec);
+  const HostCsr<int32_t, float> h = load_graph<int32_t, float>(spec);  // a generator spec or a Matrix Market file
   std::vector<bfloat16> v16(h.values.size());
   for (size_t i = 0; i < v16.size(); ++i) v16[i] = bfloat16(h.values[i]);
   std::printf("# bf16 %s: %lld x %lld, nnz %lld\n", spec.c_str(), static_cast<long long>(h.rows),
