@@ -342,7 +342,7 @@ TEST(CudaTc, DuplicateAndUnsortedColumns) {
   HostCsr<int64_t, half> b;  // the same structure, int64 and f16
   b.rows = a.rows;
   b.cols = a.cols;
-  for (auto x : a.rowptr) b.rowptr.push_back(x);
+  b.rowptr.assign(a.rowptr.begin(), a.rowptr.end());  // assigned, not appended: HostCsr starts with {0}
   for (auto x : a.colind) b.colind.push_back(x);
   for (auto x : a.values) b.values.push_back(half(static_cast<float>(x)));
   check_matrix(ctx, b, {16, 100}, kSeed + 13, "duplicates int64");
