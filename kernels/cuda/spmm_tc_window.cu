@@ -47,6 +47,9 @@ namespace sparseport::cuda {
 namespace {
 
 constexpr int kTcWarps = 4;  // warps (parts) per CTA; each warp has its own staging buffers
+// At least 4 CTAs (16 warps) an SM: at most 128 registers a thread. Without the bound the slot columns
+// loaded a block ahead took FT = 8 to 158 registers, 3 CTAs an SM, fewer gathers in flight.
+constexpr int kTcMinBlocks = 4;
 
 struct TcPart {
   int64_t window;
@@ -361,31 +364,42 @@ struct TcParams {
   unsigned* tickets = nullptr;   // split windows: parts finished
   Finish<float> fin{};
   bool ldm = true;               // ldmatrix.trans (else plain shared loads; SPARSEPORT_TC_LDMATRIX=0)
+  bool cols_ahead = true;        // slot columns loaded a block ahead (SPARSEPORT_TC_COLS_AHEAD=0: not)
 };
 
-// Gathers block `blk`'s 16 rows of B, features [f0, f0 + 16 FT), into stage (PITCH values a row).
-// Chunk c (8 features, 16 bytes) of row c / (2 FT) goes to lane c % 32: FT chunks a lane. ASYNC: one
-// cp.async each (B 16-byte aligned with ld % 8 == 0, so every chunk start is; a chunk past F copies only
-// the bytes before F, zero-filling the rest, and an empty slot column copies none); else plain 16-bit
-// loads, zeros past F.
+// The slot columns of block `blk` that this lane's FT chunks gather (see stage_block). Loaded one block
+// ahead of the copies that use them (SPARSEPORT_TC_COLS_AHEAD, on by default): otherwise each block's
+// copies wait first for this load, two dependent memory latencies a block instead of one.
+template <int FT, class I, class S>
+__device__ __forceinline__ void load_cols(const TcParams<I, S>& p, int64_t blk, int lane, I (&col)[FT]) {
+  constexpr int kChunksPerRow = 2 * FT;
+#pragma unroll
+  for (int q = 0; q < FT; ++q)
+    col[q] = __ldg(p.cols + blk * kTcBlockCols + (lane + 32 * q) / kChunksPerRow);
+}
+
+// Gathers a block's 16 rows of B (slot columns `col`, from load_cols), features [f0, f0 + 16 FT), into
+// stage (PITCH values a row). Chunk c (8 features, 16 bytes) of row c / (2 FT) goes to lane c % 32: FT
+// chunks a lane. ASYNC: one cp.async each (B 16-byte aligned with ld % 8 == 0, so every chunk start is;
+// a chunk past F copies only the bytes before F, zero-filling the rest, and an empty slot column copies
+// none); else plain 16-bit loads, zeros past F.
 template <bool ASYNC, int FT, int PITCH, class I, class S>
-__device__ __forceinline__ void stage_block(const TcParams<I, S>& p, int64_t blk, int64_t f0, uint16_t* stage,
-                                            int lane) {
+__device__ __forceinline__ void stage_block(const TcParams<I, S>& p, const I (&col)[FT], int64_t f0,
+                                            uint16_t* stage, int lane) {
   constexpr int kChunksPerRow = 2 * FT;
 #pragma unroll
   for (int q = 0; q < FT; ++q) {
     const int c = lane + 32 * q;
     const int row = c / kChunksPerRow, cc = c % kChunksPerRow;
-    const int64_t col = static_cast<int64_t>(__ldg(p.cols + blk * kTcBlockCols + row));
     const int64_t f = f0 + 8 * cc;
     uint16_t* dst = stage + row * PITCH + 8 * cc;
     const int64_t avail = p.F - f;
-    const int64_t left = col < 0 || avail <= 0 ? 0 : (avail < 8 ? avail : 8);
+    const int64_t left = col[q] < 0 || avail <= 0 ? 0 : (avail < 8 ? avail : 8);
     if constexpr (ASYNC) {
-      const uint16_t* src = left > 0 ? p.b + col * p.ldb + f : p.b;
+      const uint16_t* src = left > 0 ? p.b + static_cast<int64_t>(col[q]) * p.ldb + f : p.b;
       cp_async16(dst, src, static_cast<int>(left * 2));
     } else {
-      const uint16_t* src = p.b + (col < 0 ? 0 : col) * p.ldb + f;
+      const uint16_t* src = p.b + (col[q] < 0 ? int64_t{0} : static_cast<int64_t>(col[q])) * p.ldb + f;
 #pragma unroll
       for (int i = 0; i < 8; ++i) dst[i] = i < left ? __ldg(src + i) : uint16_t{0};
     }
@@ -395,7 +409,7 @@ __device__ __forceinline__ void stage_block(const TcParams<I, S>& p, int64_t blk
 // One warp per part. FT feature tiles of 16 (16 FT features of F) per pass; F wider than that takes
 // several passes over the part's blocks (the tiles are re-read, 256 bytes a block a pass).
 template <bool ASYNC, int FT, class I, class S>
-__global__ void __launch_bounds__(kTcWarps * 32) spmm_tc_kernel(TcParams<I, S> p) {
+__global__ void __launch_bounds__(kTcWarps * 32, kTcMinBlocks) spmm_tc_kernel(TcParams<I, S> p) {
   constexpr int CW = 16 * FT;
   // +8 values (16 bytes) a row: ldmatrix's 8 row addresses of a matrix then fall in 8 different
   // groups of 4 banks (a pitch of 256 bytes would put them all in the same banks, 8-way conflicts).
@@ -418,16 +432,22 @@ __global__ void __launch_bounds__(kTcWarps * 32) spmm_tc_kernel(TcParams<I, S> p
 #pragma unroll
     for (int j = 0; j < FT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
     if (pt.blocks > 0) {
-      // Two stages: block k + 1's gathers are in flight while block k's mma run.
-      stage_block<ASYNC, FT, PITCH>(p, pt.first_block, f0, st0, lane);
+      // Two stages: block k + 1's gathers are in flight while block k's mma run, and (cols ahead)
+      // block k + 2's slot columns are being loaded.
+      I col[FT];
+      load_cols<FT>(p, pt.first_block, lane, col);
+      stage_block<ASYNC, FT, PITCH>(p, col, f0, st0, lane);
       if constexpr (ASYNC) cp_async_commit();
+      if (p.cols_ahead && pt.blocks > 1) load_cols<FT>(p, pt.first_block + 1, lane, col);
       uint2 tf = __ldg(tiles + pt.first_block * (kTcTileValues / 4) + lane);
       for (int k = 0; k < pt.blocks; ++k) {
         uint16_t* cur = (k & 1) ? st1 : st0;
         uint16_t* nxt = (k & 1) ? st0 : st1;
         uint2 tf_next = make_uint2(0u, 0u);
         if (k + 1 < pt.blocks) {
-          stage_block<ASYNC, FT, PITCH>(p, pt.first_block + k + 1, f0, nxt, lane);
+          if (!p.cols_ahead) load_cols<FT>(p, pt.first_block + k + 1, lane, col);
+          stage_block<ASYNC, FT, PITCH>(p, col, f0, nxt, lane);
+          if (p.cols_ahead && k + 2 < pt.blocks) load_cols<FT>(p, pt.first_block + k + 2, lane, col);
           tf_next = __ldg(tiles + (pt.first_block + k + 1) * (kTcTileValues / 4) + lane);
         }
         if constexpr (ASYNC) {
@@ -487,8 +507,9 @@ __global__ void __launch_bounds__(kTcWarps * 32) spmm_tc_kernel(TcParams<I, S> p
   }
 }
 
-bool ldmatrix_enabled() {
-  const char* v = std::getenv("SPARSEPORT_TC_LDMATRIX");
+// Cross-checks and A/B switches of the timing table: on unless the variable is "0".
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
   return v == nullptr || std::string(v) != "0";
 }
 
@@ -553,7 +574,8 @@ void spmm_tc_window(const State& s, const sparseport_spmm_args& a) {
     p.parts = static_cast<const TcPart*>(plan->parts_);
     p.nparts = plan->parts_n_;
     p.fin = {static_cast<float>(a.alpha), static_cast<float>(a.beta), a.reduce == SPARSEPORT_REDUCE_MEAN};
-    p.ldm = ldmatrix_enabled();
+    p.ldm = env_on("SPARSEPORT_TC_LDMATRIX");
+    p.cols_ahead = env_on("SPARSEPORT_TC_COLS_AHEAD");
     Scratch acc, tickets;
     if (plan->split_ > 0) {
       const size_t n = static_cast<size_t>(plan->split_) * kTcWindowRows * static_cast<size_t>(p.F);

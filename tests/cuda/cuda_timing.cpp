@@ -252,6 +252,9 @@ void bf16_suite(const Context& ctx, Timer& timer, const std::string& spec) {
     setenv("SPARSEPORT_TC_LDMATRIX", "0", 1);
     rows.emplace_back("bf16 spmm.tc_window (plain lds)", timer.time([&] { run16("spmm.tc_window"); }).gpu);
     unsetenv("SPARSEPORT_TC_LDMATRIX");
+    setenv("SPARSEPORT_TC_COLS_AHEAD", "0", 1);
+    rows.emplace_back("bf16 spmm.tc_window (cols not ahead)", timer.time([&] { run16("spmm.tc_window"); }).gpu);
+    unsetenv("SPARSEPORT_TC_COLS_AHEAD");
     for (const auto& [v, t] : rows)
       std::printf("bf16  %-28s F %3lld  %-32s %9.4f ms  %5.2fx cuSPARSE-f32  %5.2fx cuSPARSE-bf16\n", spec.c_str(),
                   static_cast<long long>(F), v.c_str(), t * 1e3, vendor32 / t, vendor16 / t);
