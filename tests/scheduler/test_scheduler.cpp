@@ -75,6 +75,32 @@ TEST(SchedulerCache, RecordsRoundTripThroughTheFile) {
   EXPECT_TRUE(f.read().empty());
 }
 
+// A key looked up again replays the line it replayed before without parsing it again (the same
+// few class keys answer every sampled subgraph of a mini-batch), but never in place of a newer valid
+// line of that key, nor for other versions.
+TEST(SchedulerCache, ARepeatedLookupKeepsItsLineOnlyUntilANewerOneComes) {
+  TempDir dir;
+  CacheFile f(dir.path);
+  bool stale = true;
+  f.append(record("k", "spmm.rows"));
+  ASSERT_EQ(f.lookup("k", "v=1", &stale)->at("variant"), "spmm.rows");
+  ASSERT_EQ(f.lookup("k", "v=1", &stale)->at("variant"), "spmm.rows");
+  f.append(record("k", "spmm.merge_path"));
+  EXPECT_EQ(f.lookup("k", "v=1", &stale)->at("variant"), "spmm.merge_path") << "the kept line hid a newer one";
+  std::ofstream(f.path, std::ios::app) << "{\"key\":\"k\",\"variant\":\"spmm.torn\"}\n";  // corrupt: skipped
+  f.append(record("k", "spmm.hub_split", "v=2"));                 // a newer line of other versions
+  std::optional<Record> hit = f.lookup("k", "v=1", &stale);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->at("variant"), "spmm.merge_path");
+  EXPECT_FALSE(stale);
+  hit = f.lookup("k", "v=2", &stale);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->at("variant"), "spmm.hub_split") << "the line kept for v=1 answered v=2";
+  EXPECT_FALSE(f.lookup("k", "v=3", &stale).has_value());
+  EXPECT_TRUE(stale);
+  EXPECT_EQ(f.lookup("k", "v=1", &stale)->at("variant"), "spmm.merge_path");
+}
+
 // holds_prefix() answers whether some key begins with a prefix, before and after the file is
 // indexed by key (from the ninth key looked up, or above 64 kB), and sees every append; it is what
 // lets the scheduler skip a new shape's signature (a false answer must mean that lookups miss).
