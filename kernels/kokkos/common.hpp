@@ -221,33 +221,50 @@ void reduce_sorted_op(const Messages<I, V>& msg) {
 
 // Host spaces: out row o = the fold of messages [lo, hi) over columns [j0, j0 + 8 NV), in NV 8-wide
 // vectors held in registers (spmm.cpp's host_tile): each message row read once per tile, along
-// the row. An empty run gives 0, mean divides by the count.
+// the row. An empty run gives 0, mean divides by the count. The first message starts the
+// accumulators and the finish (mean, the store) stays in vectors, as in host_tile: per element it
+// was a scalar divide, a branch and a store for each column behind a zeroing of the accumulators,
+// more than the messages themselves on the short runs of most graphs. Same operations per lane in
+// the same order, so the same bits.
 template <int NV, Op op, class I, class V>
 inline void host_message_tile(const Messages<I, V>& m, int64_t lo, int64_t hi, int64_t j0, V* o, bool mean) {
   typedef V Vec __attribute__((vector_size(8 * sizeof(V))));
-  Vec acc[NV] = {};
-  for (int64_t e = lo; e < hi; ++e) {
-    const int64_t src = m.pick != nullptr ? static_cast<int64_t>(m.pick[e]) : e;
-    const V* x = m.rows + src * m.ld + j0;
-    const V w = m.w != nullptr ? m.w[e] : V(1);
-    for (int k = 0; k < NV; ++k) {
-      Vec v;
-      __builtin_memcpy(&v, x + 8 * k, sizeof v);
-      v = w * v;
-      if (e == lo)
-        acc[k] = v;
-      else if constexpr (op == Op::sum)
-        acc[k] = acc[k] + v;
-      else
-        for (int l = 0; l < 8; ++l) acc[k][l] = fold<op>(acc[k][l], v[l]);
+  Vec acc[NV];
+  if (hi > lo) {
+    {
+      const int64_t src = m.pick != nullptr ? static_cast<int64_t>(m.pick[lo]) : lo;
+      const V* x = m.rows + src * m.ld + j0;
+      const V w = m.w != nullptr ? m.w[lo] : V(1);
+      for (int k = 0; k < NV; ++k) {
+        Vec v;
+        __builtin_memcpy(&v, x + 8 * k, sizeof v);
+        acc[k] = w * v;
+      }
     }
+    for (int64_t e = lo + 1; e < hi; ++e) {
+      const int64_t src = m.pick != nullptr ? static_cast<int64_t>(m.pick[e]) : e;
+      const V* x = m.rows + src * m.ld + j0;
+      const V w = m.w != nullptr ? m.w[e] : V(1);
+      for (int k = 0; k < NV; ++k) {
+        Vec v;
+        __builtin_memcpy(&v, x + 8 * k, sizeof v);
+        v = w * v;
+        if constexpr (op == Op::sum)
+          acc[k] = acc[k] + v;
+        else if constexpr (op == Op::max)  // fold<op> on whole vectors, as host_tile (spmm.cpp)
+          acc[k] = ((acc[k] != acc[k]) | (v <= acc[k])) ? acc[k] : v;
+        else
+          acc[k] = ((acc[k] != acc[k]) | (v >= acc[k])) ? acc[k] : v;
+      }
+    }
+    if (mean) {
+      const V count = static_cast<V>(hi - lo);
+      for (int k = 0; k < NV; ++k) acc[k] = acc[k] / count;
+    }
+  } else {
+    for (int k = 0; k < NV; ++k) acc[k] = Vec{};  // no message: 0
   }
-  for (int k = 0; k < NV; ++k)
-    for (int l = 0; l < 8; ++l) {
-      V r = acc[k][l];
-      if (mean && hi > lo) r = r / static_cast<V>(hi - lo);
-      o[j0 + 8 * k + l] = r;
-    }
+  for (int k = 0; k < NV; ++k) __builtin_memcpy(o + j0 + 8 * k, &acc[k], sizeof acc[k]);
 }
 
 template <Op op, class I, class V>
