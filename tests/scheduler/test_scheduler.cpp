@@ -101,6 +101,26 @@ TEST(SchedulerCache, ARepeatedLookupKeepsItsLineOnlyUntilANewerOneComes) {
   EXPECT_EQ(f.lookup("k", "v=1", &stale)->at("variant"), "spmm.merge_path");
 }
 
+// A process keeps the cache file open between lookups and asks the descriptor whether it changed;
+// a file renamed over it or unlinked must still be seen at the next lookup, as through the path.
+TEST(SchedulerCache, AFileRenamedOverTheCacheOrUnlinkedIsSeenAtTheNextLookup) {
+  TempDir dir;
+  CacheFile f(dir.path);
+  bool stale = false;
+  f.append(record("k", "spmm.rows"));
+  ASSERT_EQ(f.lookup("k", "v=1", &stale)->at("variant"), "spmm.rows");
+  {
+    CacheFile other(dir.path, "next.jsonl");
+    other.append(record("k", "spmm.merge_path"));
+    ASSERT_EQ(::rename(other.path.c_str(), f.path.c_str()), 0);
+  }
+  EXPECT_EQ(f.lookup("k", "v=1", &stale)->at("variant"), "spmm.merge_path") << "the replaced file was still read";
+  ASSERT_EQ(::unlink(f.path.c_str()), 0);
+  EXPECT_FALSE(f.lookup("k", "v=1", &stale).has_value()) << "a decision of the unlinked file was replayed";
+  f.append(record("k", "spmm.hub_split"));
+  EXPECT_EQ(f.lookup("k", "v=1", &stale)->at("variant"), "spmm.hub_split");
+}
+
 // holds_prefix() answers whether some key begins with a prefix, before and after the file is
 // indexed by key (from the ninth key looked up, or above 64 kB), and sees every append; it is what
 // lets the scheduler skip a new shape's signature (a false answer must mean that lookups miss).
