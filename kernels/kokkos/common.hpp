@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <type_traits>
 
 #include "backends/kokkos/space.hpp"
@@ -469,9 +470,75 @@ void host_reduce_owned(const Messages<I, V>& msg, int64_t* count) {
       });
 }
 
+// Host spaces, any dst order, the path taken: a stable counting sort of the messages by output row
+// (a histogram per part of the messages, one scan, a scatter of each message's row, source row and
+// weight to its place), then the sorted path (host_reduce_sorted: whole rows, the 8-wide tiles).
+// Each row's messages stay in message order, so the bits are host_reduce_owned's. host_reduce_owned
+// read and wrote an output row per message, with a run-time-width column loop, and every part read
+// every index: 0.70x the openmp plugin's sort_then_segment on Kokkos-OpenMP, 2 threads
+// (benchmarks/results/2026-12-03-cpu-kokkos-spmm.md, table 4). Costs E x (2 I + V) bytes and a
+// histogram of N counts per part; a count of messages above I's range keeps host_reduce_owned.
+template <Op op, class I, class V>
+void host_reduce_counting(const Messages<I, V>& msg) {
+  const Messages<I, V> m = msg;
+  if (m.out_rows == 0 || m.f == 0) return;
+  const int64_t n = m.out_rows, count = m.count;
+  const int64_t parts = std::clamp<int64_t>(count / kHostMinBlock, 1, host_threads());
+  const auto hist = std::make_unique_for_overwrite<int64_t[]>(static_cast<size_t>(parts * n));
+  const auto dst = std::make_unique_for_overwrite<I[]>(static_cast<size_t>(count));
+  const auto pick = std::make_unique_for_overwrite<I[]>(static_cast<size_t>(count));
+  const auto w = std::make_unique_for_overwrite<V[]>(static_cast<size_t>(m.w != nullptr ? count : 0));
+  int64_t* h = hist.get();
+  I* sdst = dst.get();
+  I* spick = pick.get();
+  V* sw = w.get();
+  Kokkos::parallel_for(
+      "sparseport::kokkos::reduce_counting.histogram", HostParts(0, parts), KOKKOS_LAMBDA(const int64_t p) {
+        int64_t* hp = h + p * n;
+        for (int64_t r = 0; r < n; ++r) hp[r] = 0;
+        for (int64_t e = host_split(count, p, parts), e1 = host_split(count, p + 1, parts); e < e1; ++e)
+          ++hp[static_cast<int64_t>(m.dst[e])];
+      });
+  Kokkos::fence();
+  // Row r's messages of part p start after every part's messages to rows below r and part p's
+  // predecessors' messages to r: message order within each row.
+  for (int64_t r = 0, at = 0; r < n; ++r)
+    for (int64_t p = 0; p < parts; ++p) {
+      const int64_t c = h[p * n + r];
+      h[p * n + r] = at;
+      at += c;
+    }
+  Kokkos::parallel_for(
+      "sparseport::kokkos::reduce_counting.scatter", HostParts(0, parts), KOKKOS_LAMBDA(const int64_t p) {
+        int64_t* hp = h + p * n;
+        for (int64_t e = host_split(count, p, parts), e1 = host_split(count, p + 1, parts); e < e1; ++e) {
+          const int64_t at = hp[static_cast<int64_t>(m.dst[e])]++;
+          sdst[at] = m.dst[e];
+          spick[at] = m.pick != nullptr ? m.pick[e] : static_cast<I>(e);
+          if (m.w != nullptr) sw[at] = m.w[e];
+        }
+      });
+  Kokkos::fence();
+  Messages<I, V> sorted = m;
+  sorted.dst = sdst;
+  sorted.pick = spick;
+  sorted.w = m.w != nullptr ? sw : nullptr;
+  host_reduce_sorted<op>(sorted);
+}
+
 template <class I, class V>
 void reduce_atomic(const Messages<I, V>& msg) {
   if constexpr (!kDeviceMemory) {
+    if (msg.count <= static_cast<int64_t>(std::numeric_limits<I>::max())) {
+      if (msg.reduce == SPARSEPORT_REDUCE_MAX)
+        host_reduce_counting<Op::max>(msg);
+      else if (msg.reduce == SPARSEPORT_REDUCE_MIN)
+        host_reduce_counting<Op::min>(msg);
+      else
+        host_reduce_counting<Op::sum>(msg);
+      Kokkos::fence();
+      return;
+    }
     // Each part zeroes its own counts: no initialising kernel.
     Kokkos::View<int64_t*, MemSpace> counts(Kokkos::view_alloc(Kokkos::WithoutInitializing, "sparseport::kokkos::counts"),
                                             static_cast<size_t>(msg.out_rows));
