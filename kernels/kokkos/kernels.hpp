@@ -28,8 +28,8 @@ void sddmm(const sparseport_sddmm_args& args);
 // spaces: blocks of whole rows + messages, one search a block; common.hpp).
 void segment_reduce_team_segments(const sparseport_segment_args& args);
 // Any index order: Kokkos atomics per element (sum/mean with atomic_add, max/min with a
-// compare-and-swap loop). Host spaces: no atomics, each thread owns a range of output rows and
-// folds its messages in message order (common.hpp, host_reduce_owned).
+// compare-and-swap loop). Host spaces: no atomics, a stable counting sort of the messages by row,
+// then the sorted path, message order kept (common.hpp, host_reduce_counting).
 void segment_reduce_atomic(const sparseport_segment_args& args);
 void gather_scatter_team_segments(const sparseport_gather_scatter_args& args);
 void gather_scatter_atomic(const sparseport_gather_scatter_args& args);
