@@ -237,8 +237,10 @@ void refresh(const std::string& path, Index& ix) {
   ix.size = st.st_size;
   ix.mtime = st.st_mtim;
   ix.ctime = st.st_ctim;
-  if (ix.kept.fd < 0 && g_kept.fetch_add(1) < kMaxKeptFiles) ix.kept.fd = f.release();
-  else if (ix.kept.fd < 0) --g_kept;
+  if (ix.kept.fd < 0) {  // a slot is taken first, and given back when none was free
+    if (g_kept.fetch_add(1) < kMaxKeptFiles) ix.kept.fd = f.release();
+    else --g_kept;
+  }
 }
 
 constexpr std::string_view kKeyField = "\"key\":\"";
