@@ -208,6 +208,11 @@ const Catalogue& catalogue(const std::string& dir) {
 }
 
 std::string backend_of(const std::string& cls) { return cls.substr(0, cls.find('-')); }
+// The hardware half of a device class ("x86_64" of openmp-x86_64, "sm90" of cuda-sm90).
+std::string hardware_of(const std::string& cls) {
+  const size_t dash = cls.find('-');
+  return dash == std::string::npos ? std::string() : cls.substr(dash + 1);
+}
 
 }  // namespace
 
@@ -246,15 +251,25 @@ const CostModel* model_for(const std::string& cls, std::string* how) {
     return it->second.get();
   }
   // Nearest: the same backend on another device class (an H100 model on an H200 of another
-  // compute capability), else another backend's (the CPU model on a GPU), by name order.
+  // compute capability); else another backend on the same hardware (the openmp model for
+  // kokkos-x86_64: the same cores, caches and memory, whose times the model's floor ratios
+  // describe; the cuda model, first by name, had ranked kokkos's host variants by a GPU's
+  // behaviour); else any other backend's, by name order.
   const CostModel* other = nullptr;
+  const CostModel* same_hardware = nullptr;
   for (const auto& [name, m] : c.models) {
     if (name.rfind("test", 0) == 0) continue;
     if (backend_of(name) == backend_of(cls)) {
       if (how != nullptr) *how = "nearest: " + name + " for " + cls + " (same backend)";
       return m.get();
     }
+    if (same_hardware == nullptr && !hardware_of(cls).empty() && hardware_of(name) == hardware_of(cls))
+      same_hardware = m.get();
     if (other == nullptr) other = m.get();
+  }
+  if (same_hardware != nullptr) {
+    if (how != nullptr) *how = "nearest: " + same_hardware->device_class() + " for " + cls + " (another backend, same hardware)";
+    return same_hardware;
   }
   if (other != nullptr && how != nullptr) *how = "nearest: " + other->device_class() + " for " + cls + " (another backend)";
   if (other == nullptr && how != nullptr) *how = "no model ships for " + cls;

@@ -2,10 +2,13 @@
 # SPDX-License-Identifier: Apache-2.0
 # Collects the cost model's training records on this machine: the generated corpus
 # (scheduler/model/corpus.py, generated graphs only) timed with `sparseport tune --collect`.
-#   scheduler/model/collect.sh BUILD_DIR OUT_DIR SECONDS [cuda] [openmp]
+#   scheduler/model/collect.sh BUILD_DIR OUT_DIR SECONDS [cuda] [openmp] [kokkos]
 # cuda:   every scheduled op on the GPU, F in 1..512, spmm sum and max (CPU core 0).
 # openmp: spmm and sddmm on 2 threads pinned to cores 2-3 (taskset), graphs up to 2M entries, at
 #         the same time as the GPU run (which uses one core), so the two do not disturb each other.
+# kokkos: spmm on the CPU corpus, the kokkos plugin of a Kokkos-OpenMP build (sddmm has one kokkos
+#         variant: nothing to rank), THREADS (default 2) threads, alone: run it on a quiet machine,
+#         not beside the others (kokkos-x86_64.json was collected so on the 2-core CPU).
 # Each backend stops starting graphs when SECONDS are spent; its records (every op) end up in
 # OUT_DIR/<backend>.jsonl.gz. Logs: OUT_DIR/collect-<backend>.log.
 set -u
@@ -42,6 +45,13 @@ case " $WHAT " in *" openmp "*)
     run_op openmp "$CORPUS_CPU" "$(share 70)" spmm 16,64,128 sum,max taskset -c 2,3
     run_op openmp "$CORPUS_CPU" "$(share 25)" sddmm 16,64 sum taskset -c 2,3
   ) >"$OUT/collect-openmp.log" 2>&1 &
+  ;;
+esac
+case " $WHAT " in *" kokkos "*)
+  (
+    export OMP_PROC_BIND=false THREADS=${THREADS:-2}
+    run_op kokkos "$CORPUS_CPU" "$SECONDS_LIMIT" spmm 16,64,128 sum,max
+  ) >"$OUT/collect-kokkos.log" 2>&1
   ;;
 esac
 case " $WHAT " in *" cuda "*)

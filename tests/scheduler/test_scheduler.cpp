@@ -856,6 +856,32 @@ TEST(SchedulerModel, AnotherDevicesModelIsCorrectedByTheMeasurementsMadeHere) {
       << "after the correction the slow variant is no longer predicted fastest";
 }
 
+TEST(SchedulerModel, WithoutItsBackendsModelTheSameHardwaresComesBeforeAnotherDevices) {
+  TempDir dir, models;
+  const PluginInfo fake = fake_plugin();  // device class fake-x86_64
+  Problem pb = make_problem(2000);
+  sparseport_spmm_args args = pb.args();
+  ScopedEnv model_dir("SPARSEPORT_MODEL_DIR", models.path.c_str());
+  const std::vector<std::pair<std::string, double>> leaves = {
+      {"spmm.second", 1.0}, {"spmm.vendor", 2.0}, {"spmm.trap", 3.0}, {"spmm.slow", 4.0}};
+  // "aaa-sm90" comes first by name (as cuda-sm90 before openmp-x86_64); a GPU's model is the last resort.
+  write_file(models.path + "/aaa.json", one_leaf_model("aaa-sm90", 9.0, leaves));
+  write_file(models.path + "/zzz.json", one_leaf_model("zzz-x86_64", 9.0, leaves));
+  auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::model));
+  execute(plan, &args, "test");
+  EXPECT_NE(plan->decision.model.find("nearest: zzz-x86_64 for fake-x86_64 (another backend, same hardware)"),
+            std::string::npos)
+      << plan->decision.model;
+  // With only the GPU's model, that one.
+  TempDir dir2, models2;
+  ScopedEnv model_dir2("SPARSEPORT_MODEL_DIR", models2.path.c_str());
+  write_file(models2.path + "/aaa.json", one_leaf_model("aaa-sm90", 9.0, leaves));
+  auto plan2 = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir2, SchedulerMode::model));
+  execute(plan2, &args, "test");
+  EXPECT_NE(plan2->decision.model.find("nearest: aaa-sm90 for fake-x86_64 (another backend)"), std::string::npos)
+      << plan2->decision.model;
+}
+
 TEST(SchedulerModel, TransferBiasIsShrunkTowardTheMeanResidual) {
   Correction c;
   c.residuals["a"] = {3.0, 1};
