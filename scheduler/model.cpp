@@ -140,7 +140,12 @@ CostModel CostModel::parse(const std::string& json, const std::string& origin) {
 // ---- which model -------------------------------------------------------------------------------
 
 std::string device_class(const std::string& backend, const DeviceSignature& sig) {
-  if (sig.value("kind") == "gpu") {
+  // The kokkos plugin's signature names its execution space, not a kind: on Kokkos-CUDA (or HIP,
+  // SYCL) it is a GPU all the same, and must not be taken for the host it runs beside (its class
+  // would be kokkos-x86_64, whose model is the Kokkos-OpenMP one). Without a compute capability it
+  // is <backend>-smunknown: a GPU class with no model of its own (model_for() then takes a GPU's).
+  const std::string space = sig.value("exec_space");
+  if (sig.value("kind") == "gpu" || space == "Cuda" || space == "HIP" || space == "SYCL" || space == "OpenMPTarget") {
     std::string cc = sig.value("compute_capability");
     cc.erase(std::remove(cc.begin(), cc.end(), '.'), cc.end());
     return backend + "-sm" + (cc.empty() ? "unknown" : cc);
@@ -213,6 +218,7 @@ std::string hardware_of(const std::string& cls) {
   const size_t dash = cls.find('-');
   return dash == std::string::npos ? std::string() : cls.substr(dash + 1);
 }
+bool is_gpu_class(const std::string& cls) { return hardware_of(cls).rfind("sm", 0) == 0; }
 
 }  // namespace
 
@@ -250,28 +256,28 @@ const CostModel* model_for(const std::string& cls, std::string* how) {
     if (how != nullptr) *how = "own (" + cls + ")";
     return it->second.get();
   }
-  // Nearest: the same backend on another device class (an H100 model on an H200 of another
-  // compute capability); else another backend on the same hardware (the openmp model for
-  // kokkos-x86_64: the same cores, caches and memory, whose times the model's floor ratios
-  // describe; the cuda model, first by name, had ranked kokkos's host variants by a GPU's
-  // behaviour); else any other backend's, by name order.
+  // Nearest, in this order: the same hardware under another backend (the openmp model for
+  // kokkos-x86_64, the cuda one for a Kokkos-CUDA class: the same cores or SMs, caches and memory,
+  // whose times the model's floor ratios describe); the same backend on another device of the same
+  // kind (an H100 model on a GPU of another compute capability, the x86_64 model on aarch64);
+  // another backend on the same kind of device; any other. Never a CPU's model for a GPU while a
+  // GPU's exists, or the reverse: the cuda model, first by name, had ranked kokkos's host variants
+  // by a GPU's behaviour. Ties by name order.
+  const auto rank_of = [&](const std::string& name) {
+    if (!hardware_of(cls).empty() && hardware_of(name) == hardware_of(cls)) return 0;
+    const bool same_kind = is_gpu_class(name) == is_gpu_class(cls);
+    if (same_kind && backend_of(name) == backend_of(cls)) return 1;
+    return same_kind ? 2 : 3;
+  };
+  static const char* const kWhy[] = {"another backend, same hardware", "same backend", "another backend, same kind of device",
+                                     "another backend"};
   const CostModel* other = nullptr;
-  const CostModel* same_hardware = nullptr;
+  int best = 4;
   for (const auto& [name, m] : c.models) {
     if (name.rfind("test", 0) == 0) continue;
-    if (backend_of(name) == backend_of(cls)) {
-      if (how != nullptr) *how = "nearest: " + name + " for " + cls + " (same backend)";
-      return m.get();
-    }
-    if (same_hardware == nullptr && !hardware_of(cls).empty() && hardware_of(name) == hardware_of(cls))
-      same_hardware = m.get();
-    if (other == nullptr) other = m.get();
+    if (const int r = rank_of(name); r < best) best = r, other = m.get();
   }
-  if (same_hardware != nullptr) {
-    if (how != nullptr) *how = "nearest: " + same_hardware->device_class() + " for " + cls + " (another backend, same hardware)";
-    return same_hardware;
-  }
-  if (other != nullptr && how != nullptr) *how = "nearest: " + other->device_class() + " for " + cls + " (another backend)";
+  if (other != nullptr && how != nullptr) *how = "nearest: " + other->device_class() + " for " + cls + " (" + kWhy[best] + ")";
   if (other == nullptr && how != nullptr) *how = "no model ships for " + cls;
   return other;
 }

@@ -882,6 +882,34 @@ TEST(SchedulerModel, WithoutItsBackendsModelTheSameHardwaresComesBeforeAnotherDe
       << plan2->decision.model;
 }
 
+TEST(SchedulerModel, KokkosOnAGpuIsAGpuClassAndTakesAGpusModelNotTheKokkosCpuOne) {
+  // kokkos's signature names its execution space and no kind (backends/kokkos/runtime.cpp).
+  EXPECT_EQ(device_class("kokkos", make_signature({{"exec_space", "Cuda"}, {"memory_space", "CudaSpace"}})),
+            "kokkos-smunknown");
+  EXPECT_EQ(device_class("kokkos", make_signature({{"exec_space", "OpenMP"}, {"memory_space", "HostSpace"}})).rfind("kokkos-sm", 0),
+            std::string::npos);
+  TempDir models;
+  ScopedEnv model_dir("SPARSEPORT_MODEL_DIR", models.path.c_str());
+  const std::vector<std::pair<std::string, double>> leaves = {{"spmm.vendor", 1.0}};
+  write_file(models.path + "/cuda.json", one_leaf_model("cuda-sm90", 9.0, leaves));
+  write_file(models.path + "/kokkos.json", one_leaf_model("kokkos-x86_64", 9.0, leaves));
+  write_file(models.path + "/openmp.json", one_leaf_model("openmp-x86_64", 9.0, leaves));
+  std::string how;
+  const CostModel* m = model_for("kokkos-smunknown", &how);
+  ASSERT_NE(m, nullptr) << how;
+  EXPECT_EQ(m->device_class(), "cuda-sm90") << how;
+  m = model_for("cuda-sm80", &how);  // another GPU: its backend's model on another GPU
+  ASSERT_NE(m, nullptr) << how;
+  EXPECT_EQ(m->device_class(), "cuda-sm90") << how;
+  EXPECT_NE(how.find("(same backend)"), std::string::npos) << how;
+  m = model_for("kokkos-x86_64", &how);
+  ASSERT_NE(m, nullptr) << how;
+  EXPECT_EQ(how, "own (kokkos-x86_64)");
+  m = model_for("openmp-aarch64", &how);  // another CPU: its backend's model on another CPU
+  ASSERT_NE(m, nullptr) << how;
+  EXPECT_EQ(m->device_class(), "openmp-x86_64") << how;
+}
+
 TEST(SchedulerModel, TransferBiasIsShrunkTowardTheMeanResidual) {
   Correction c;
   c.residuals["a"] = {3.0, 1};
