@@ -829,6 +829,35 @@ TEST(SchedulerModel, AConfidentModelDecidesAloneAndAnUnsureOneIsTimed) {
   EXPECT_TRUE(timed->decision.verified) << "measured at full size: no separate check";
 }
 
+TEST(SchedulerModel, TheModelsPickIsCheckedAgainstTheVendorOnItsFirstCallAndItsRecordHitsUnchecked) {
+  TempDir dir, models;
+  const PluginInfo fake = fake_plugin();
+  Problem pb = make_problem(20000);  // full size: the trap takes 200 ms, the vendor 50, second 1
+  sparseport_spmm_args args = pb.args();
+  ScopedEnv model_dir("SPARSEPORT_MODEL_DIR", models.path.c_str());
+  // The model is sure (lead 1 over margin 0.5) and wrong: it believes the trap is the fastest.
+  write_file(models.path + "/fake.json", one_leaf_model("fake-x86_64", 0.5,
+                                                        {{"spmm.trap", 0.0}, {"spmm.second", 1.0},
+                                                         {"spmm.vendor", 2.0}, {"spmm.slow", 3.0}}));
+  auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::automatic));
+  execute(plan, &args, "test");
+  EXPECT_EQ(plan->decision.source, "model") << plan->decision.reason;
+  EXPECT_TRUE(plan->decision.model_alone);
+  EXPECT_TRUE(plan->decision.verified) << "checked against the vendor on the first call";
+  EXPECT_TRUE(plan->decision.reverted) << plan->decision.reason;
+  // Reverted to the fastest measured at full size: the model's second native, not the vendor.
+  EXPECT_EQ(plan->decision.variant, "spmm.second") << plan->decision.reason;
+  EXPECT_EQ(pb.c.data, reference_result(pb)) << "the output is the op's result";
+  // The record is verified: a new plan (another process's) replays it without a check.
+  g_calls = 0;
+  auto again = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::automatic));
+  EXPECT_EQ(again->decision.source, "cache hit");
+  EXPECT_TRUE(again->decision.verified);
+  execute(again, &args, "test");
+  EXPECT_EQ(again->decision.variant, "spmm.second");
+  EXPECT_EQ(g_calls.load(), 1) << "a hit of a checked model decision runs the op once";
+}
+
 TEST(SchedulerModel, AnotherDevicesModelIsCorrectedByTheMeasurementsMadeHere) {
   TempDir dir, models;
   const PluginInfo fake = fake_plugin();
