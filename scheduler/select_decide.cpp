@@ -183,14 +183,14 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
     // could pick variants that round differently). SPARSEPORT_SCHEDULER=probe still times.
     if (!det || p.opt.mode != SchedulerMode::probe) {
       d.timing = "none";
-      // In automatic mode the model's pick is checked against the vendor on its first full-size
-      // call, as a probe's is (stage 5: the vendor's call and the pick's, which is the op's own),
-      // with the next predicted native as the runner-up: a cold decision of at most two full-size
-      // calls that never leaves a variant slower than the vendor unguarded (issue 35). Unchecked,
-      // its record stayed unverified and the check fell on the first cache hit of the next process
+      // The model's pick is checked against the vendor on its first full-size call, as a probe's
+      // is (stage 5: the vendor's call and the pick's, which is the op's own), with the next
+      // predicted native as the runner-up: a cold decision of at most two full-size calls that
+      // never leaves a variant slower than the vendor unguarded (issue 35). Unchecked, its record
+      // stayed unverified and the check fell on the first cache hit of the next process
       // (Kokkos-OpenMP: 7-65 ms for a hit, kokkoskernels being 3-7x team_rows). Deterministic mode
       // and SPARSEPORT_SCHEDULER=model time nothing.
-      p.verify_pending = d.model_alone && !det && p.opt.mode == SchedulerMode::automatic &&
+      p.verify_pending = d.model_alone && !det && p.opt.mode != SchedulerMode::model &&
                          d.candidates.front().variant != d.vendor;
       p.runner_up.clear();
       if (p.verify_pending)
