@@ -43,17 +43,18 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
     r.op_seconds = t_chosen;
     if (t_chosen <= kScaleSlack * expected) {
       std::snprintf(buf, sizeof buf,
-                    "; the vendor not timed at full size: %.3gx %s's time on the probe, and %s took %.4g ms at full "
-                    "size against %.4g ms extrapolated from the probe (or the memory floor)",
-                    probe.vendor_s / probe.chosen_s, chosen.c_str(), chosen.c_str(), t_chosen * 1e3, expected * 1e3);
+                    "; the vendor not timed at full size: %.3gx %s's time %s, and %s took %.4g ms at full "
+                    "size against %.4g ms expected %s (or the memory floor)",
+                    probe.vendor_s / probe.chosen_s, chosen.c_str(), probe.source, chosen.c_str(), t_chosen * 1e3,
+                    expected * 1e3, probe.source);
       r.note = buf;
       r.vendor_skipped = true;
       return r;
     }
     std::snprintf(buf, sizeof buf,
-                  "; the vendor timed after all: %s took %.4g ms at full size, over %.3gx the %.4g ms extrapolated "
-                  "from the probe (or the memory floor)",
-                  chosen.c_str(), t_chosen * 1e3, kScaleSlack, expected * 1e3);
+                  "; the vendor timed after all: %s took %.4g ms at full size, over %.3gx the %.4g ms expected "
+                  "%s (or the memory floor)",
+                  chosen.c_str(), t_chosen * 1e3, kScaleSlack, expected * 1e3, probe.source);
     r.note = buf;
   }
   // A device backend builds per-matrix state on a first call (cuSPARSE descriptors and buffers,

@@ -30,12 +30,19 @@
 
 namespace sparseport::scheduler {
 
+//
+// The same two conditions serve a pick the cost model made alone (select_decide.cpp), with the
+// model's predicted full-size times in place of the probe's (work fraction 1) and the vendor's
+// prediction divided by 2^(2 sigma), sigma the model's held-out error of a predicted log2 ratio of
+// two variants: the vendor is left out where it is predicted kSkipMargin times slower even two
+// sigmas in its favour, and the pick then ran within kScaleSlack of its predicted time.
 struct ProbeEvidence {
-  double chosen_s = -1;      // the chosen variant's time on the probe sample
+  double chosen_s = -1;      // the chosen variant's time on the probe sample (or predicted at full size)
   double vendor_s = -1;      // the vendor's
-  double work_fraction = 0;  // the sample's share of the work
+  double work_fraction = 0;  // the sample's share of the work (1: the model's full-size predictions)
   double floor_s = 0;        // the op's memory floor at full size (estimate.hpp), 0: unknown
-  bool usable() const { return chosen_s > 0 && vendor_s > 0 && work_fraction > 0 && work_fraction < 1; }
+  const char* source = "on the probe";
+  bool usable() const { return chosen_s > 0 && vendor_s > 0 && work_fraction > 0 && work_fraction <= 1; }
 };
 constexpr double kSkipMargin = 3.0;
 constexpr double kScaleSlack = 2.0;

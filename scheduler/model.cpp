@@ -334,6 +334,7 @@ Ranking rank(const std::string& op, const std::vector<std::string>& applicable, 
             : predicted > 0 ? how + transfer_note + ", the estimate for the variants it lacks"
                             : "estimate (" + (om == nullptr ? how : "the model has no tree for these variants") + ")";
   r.margin = om != nullptr ? om->margin : 0;
+  r.sigma = om != nullptr ? om->sigma : 0;
   if (r.candidates.size() >= 2) r.lead = std::log2(r.candidates[1].predicted_ms / r.candidates[0].predicted_ms);
   // Only this device's own model decides alone: a borrowed one's margin was measured elsewhere.
   r.confident = own == static_cast<int>(applicable.size()) && !r.transfer && r.margin > 0 && r.lead > r.margin;

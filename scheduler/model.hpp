@@ -102,6 +102,7 @@ struct Ranking {
   bool confident = false;
   double lead = 0;         // log2(t(second) / t(best)), predicted
   double margin = 0;       // the op model's margin (0 without one)
+  double sigma = 0;        // the op model's held-out error of a predicted log2 ratio (0 without one)
 };
 // A variant the model has no tree for (not even its family's: a vendor library the training
 // machine lacked) is ranked by its estimate scaled by the median predicted/estimated ratio of the

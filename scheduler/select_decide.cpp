@@ -193,12 +193,19 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
       p.verify_pending = d.model_alone && !det && p.opt.mode != SchedulerMode::model &&
                          d.candidates.front().variant != d.vendor;
       p.runner_up.clear();
-      if (p.verify_pending)
+      if (p.verify_pending) {
         for (const Decision::Candidate& c : d.candidates)
           if (c.variant != d.vendor && c.variant != d.candidates.front().variant) {
             p.runner_up = c.variant;
             break;
           }
+        // The model's evidence for leaving the vendor's full-size call out (check.hpp): its
+        // predicted times, the vendor's moved two sigmas in its favour.
+        for (const Decision::Candidate& c : d.candidates)
+          if (c.variant == d.vendor && c.predicted_ms > 0 && d.candidates.front().predicted_ms > 0)
+            p.probe = {d.candidates.front().predicted_ms * 1e-3, c.predicted_ms * 1e-3 / std::exp2(2 * ranked.sigma), 1.0,
+                       p.floor_s, "predicted by the model (the vendor's two sigmas faster)"};
+      }
       finish(d.candidates.front().variant, ranked.modelled ? "model" : "estimate",
              det ? "deterministic mode: the best predicted deterministic variant (no timing: timings could choose "
                    "differently from run to run)"

@@ -861,6 +861,29 @@ TEST(SchedulerModel, TheModelsPickIsCheckedAgainstTheVendorOnItsFirstCallAndItsR
   EXPECT_EQ(g_calls.load(), 1) << "a hit of a checked model decision runs the op once";
 }
 
+TEST(SchedulerModel, AVendorPredictedFarBehindIsNotTimedWhenThePickRunsAsPredicted) {
+  TempDir dir, models;
+  const PluginInfo fake = fake_plugin();
+  Problem pb = make_problem(20000);  // full size: second takes 1 ms, the vendor 50
+  sparseport_spmm_args args = pb.args();
+  ScopedEnv model_dir("SPARSEPORT_MODEL_DIR", models.path.c_str());
+  // log2(t / floor): second predicted at 2^20 floors (far above its real 1 ms: it runs well within
+  // twice its prediction), the vendor 32x that, the others further. one_leaf_model writes no sigma.
+  write_file(models.path + "/fake.json", one_leaf_model("fake-x86_64", 0.5,
+                                                        {{"spmm.second", 20.0}, {"spmm.vendor", 25.0},
+                                                         {"spmm.trap", 26.0}, {"spmm.slow", 27.0}}));
+  g_calls = 0;
+  auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::automatic));
+  execute(plan, &args, "test");
+  EXPECT_EQ(plan->decision.source, "model") << plan->decision.reason;
+  EXPECT_EQ(plan->decision.variant, "spmm.second");
+  EXPECT_TRUE(plan->decision.verified);
+  EXPECT_EQ(g_calls.load(), 1) << "the pick's call only: " << plan->decision.reason;
+  EXPECT_NE(plan->decision.reason.find("the vendor not timed at full size"), std::string::npos) << plan->decision.reason;
+  EXPECT_NE(plan->decision.reason.find("predicted by the model"), std::string::npos) << plan->decision.reason;
+  EXPECT_EQ(pb.c.data, reference_result(pb));
+}
+
 TEST(SchedulerModel, AnotherDevicesModelIsCorrectedByTheMeasurementsMadeHere) {
   TempDir dir, models;
   const PluginInfo fake = fake_plugin();
