@@ -30,7 +30,6 @@
 
 namespace sparseport::scheduler {
 
-//
 // The same two conditions serve a pick the cost model made alone (select_decide.cpp), with the
 // model's predicted full-size times in place of the probe's (work fraction 1) and the vendor's
 // prediction divided by 2^(2 sigma), sigma the model's held-out error of a predicted log2 ratio of

@@ -204,7 +204,7 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
         for (const Decision::Candidate& c : d.candidates)
           if (c.variant == d.vendor && c.predicted_ms > 0 && d.candidates.front().predicted_ms > 0)
             p.probe = {d.candidates.front().predicted_ms * 1e-3, c.predicted_ms * 1e-3 / std::exp2(2 * ranked.sigma), 1.0,
-                       p.floor_s, "predicted by the model (the vendor's two sigmas faster)"};
+                       p.floor_s, "by the model's prediction"};
       }
       finish(d.candidates.front().variant, ranked.modelled ? "model" : "estimate",
              det ? "deterministic mode: the best predicted deterministic variant (no timing: timings could choose "

@@ -880,7 +880,7 @@ TEST(SchedulerModel, AVendorPredictedFarBehindIsNotTimedWhenThePickRunsAsPredict
   EXPECT_TRUE(plan->decision.verified);
   EXPECT_EQ(g_calls.load(), 1) << "the pick's call only: " << plan->decision.reason;
   EXPECT_NE(plan->decision.reason.find("the vendor not timed at full size"), std::string::npos) << plan->decision.reason;
-  EXPECT_NE(plan->decision.reason.find("predicted by the model"), std::string::npos) << plan->decision.reason;
+  EXPECT_NE(plan->decision.reason.find("by the model's prediction"), std::string::npos) << plan->decision.reason;
   EXPECT_EQ(pb.c.data, reference_result(pb));
 }
 
