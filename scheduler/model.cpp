@@ -166,19 +166,41 @@ const std::vector<std::pair<std::string, const char*>>& shipped();
 
 namespace {
 
+// A model's text is indexed by its device class at once (a scan of its head for "device_class")
+// and parsed when a decision first asks for that class, or by preload_models() for the context's
+// backend. Parsing every shipped model on the preload thread (cuda-sm90's 1.7 MB on a CPU backend
+// too) took a core from a 2-thread OpenMP team for the process's first ~100 ms on the 2-core CPU:
+// a descheduled team thread held its barrier for a tick, and early kokkos calls took exactly 8 or
+// 12 ms (4 of 4 oracle runs of 4elt; 0 of 4 with SPARSEPORT_MODEL=off).
+struct Entry {
+  std::string text;  // the JSON (a copy: shipped models are small next to a parse)
+  std::string origin;
+  std::unique_ptr<CostModel> model;  // null until parsed
+  bool failed = false;
+};
 struct Catalogue {
-  std::map<std::string, std::unique_ptr<CostModel>> models;  // by device class
+  std::map<std::string, Entry> models;  // by device class
 };
 
-// The models of a folder (SPARSEPORT_MODEL_DIR), or the shipped ones for "": parsed once each.
+// The models of a folder (SPARSEPORT_MODEL_DIR), or the shipped ones for "": indexed once each.
 // Never destroyed: preload_models() may still be parsing on its own thread when the process ends.
 std::mutex& catalogue_mutex() {
   static auto* mu = new std::mutex;
   return *mu;
 }
 
-const Catalogue& catalogue(const std::string& dir) {
-  std::lock_guard<std::mutex> lock(catalogue_mutex());
+// The device class a model's JSON names, from its text ("" if it names none): the first
+// "device_class": "..." pair. A model whose class this misreads fails its parse later, warned.
+std::string class_in(const std::string& text) {
+  const size_t key = text.find("\"device_class\"");
+  if (key == std::string::npos) return "";
+  const size_t open = text.find('"', text.find(':', key));
+  const size_t close = open == std::string::npos ? open : text.find('"', open + 1);
+  return close == std::string::npos ? "" : text.substr(open + 1, close - open - 1);
+}
+
+// Called with catalogue_mutex() held.
+Catalogue& catalogue_locked(const std::string& dir) {
   // Initialised under the lock, which fork() takes first (preload_models): a fork never copies
   // this static's initialisation guard held by the model thread. It did once in 48 runs on the
   // GPU machine: the child's first decision waited on the guard forever.
@@ -187,14 +209,14 @@ const Catalogue& catalogue(const std::string& dir) {
   if (slot != nullptr) return *slot;
   slot = std::make_unique<Catalogue>();
   Catalogue& out = *slot;
-  const auto add = [&](const std::string& text, const std::string& origin) {
-    try {
-      auto m = std::make_unique<CostModel>(CostModel::parse(text, origin));
-      const std::string cls = m->device_class();
-      out.models[cls] = std::move(m);
-    } catch (const Error& e) {
-      warn(std::string(e.what()) + "; that model is not used");
+  const auto add = [&](std::string text, const std::string& origin) {
+    const std::string cls = class_in(text);
+    if (cls.empty()) {
+      warn(origin + " names no device_class; that model is not used");
+      return;
     }
+    Entry& e = out.models[cls];
+    e = Entry{std::move(text), origin, nullptr, false};
   };
   if (dir.empty()) {
     for (const auto& [name, text] : detail_models::shipped()) add(text, "shipped " + name);
@@ -212,6 +234,20 @@ const Catalogue& catalogue(const std::string& dir) {
   return out;
 }
 
+// The parsed model of an entry (null if its text does not parse: warned once). Called with
+// catalogue_mutex() held.
+const CostModel* parsed(Entry& e) {
+  if (e.model == nullptr && !e.failed) {
+    try {
+      e.model = std::make_unique<CostModel>(CostModel::parse(e.text, e.origin));
+    } catch (const Error& err) {
+      e.failed = true;
+      warn(std::string(err.what()) + "; that model is not used");
+    }
+  }
+  return e.model.get();
+}
+
 std::string backend_of(const std::string& cls) { return cls.substr(0, cls.find('-')); }
 // The hardware half of a device class ("x86_64" of openmp-x86_64, "sm90" of cuda-sm90).
 std::string hardware_of(const std::string& cls) {
@@ -222,7 +258,7 @@ bool is_gpu_class(const std::string& cls) { return hardware_of(cls).rfind("sm", 
 
 }  // namespace
 
-void preload_models() {
+void preload_models(const std::string& backend) {
   if (const char* off = std::getenv("SPARSEPORT_MODEL"); off != nullptr && std::string(off) == "off") return;
   const char* dir = std::getenv("SPARSEPORT_MODEL_DIR");
   // fork() while the thread parses would copy its lock, held, into the child, whose first decision
@@ -236,7 +272,12 @@ void preload_models() {
                          [] { catalogue_mutex().unlock(); });
   });
   try {
-    std::thread([d = std::string(dir != nullptr ? dir : "")] { (void)catalogue(d); }).detach();
+    // Indexes the models and parses those of this backend (the ones its decisions will ask for).
+    std::thread([d = std::string(dir != nullptr ? dir : ""), backend] {
+      std::lock_guard<std::mutex> lock(catalogue_mutex());
+      for (auto& [cls, e] : catalogue_locked(d).models)
+        if (backend.empty() || backend_of(cls) == backend) (void)parsed(e);
+    }).detach();
   } catch (const std::system_error&) {
     // No thread to spare: the first decision parses them itself.
   }
@@ -248,14 +289,16 @@ const CostModel* model_for(const std::string& cls, std::string* how) {
     return nullptr;
   }
   const char* env_dir = std::getenv("SPARSEPORT_MODEL_DIR");
-  // A named string, not a temporary: g++ 13 warns (-Wdangling-reference) about a reference
-  // returned from a call that took a temporary, although catalogue() returns a static's.
   const std::string dir = env_dir != nullptr ? env_dir : "";
-  const Catalogue& c = catalogue(dir);
-  if (auto it = c.models.find(cls); it != c.models.end()) {
-    if (how != nullptr) *how = "own (" + cls + ")";
-    return it->second.get();
-  }
+  // Held while a model is looked up and, the first time, parsed; the models are never destroyed,
+  // so the pointer returned stays valid after the lock is released.
+  std::lock_guard<std::mutex> lock(catalogue_mutex());
+  Catalogue& c = catalogue_locked(dir);
+  if (auto it = c.models.find(cls); it != c.models.end())
+    if (const CostModel* m = parsed(it->second)) {
+      if (how != nullptr) *how = "own (" + cls + ")";
+      return m;
+    }
   // Nearest, in this order: the same hardware under another backend (the openmp model for
   // kokkos-x86_64, the cuda one for a Kokkos-CUDA class: the same cores or SMs, caches and memory,
   // whose times the model's floor ratios describe); the same backend on another device of the same
@@ -271,15 +314,16 @@ const CostModel* model_for(const std::string& cls, std::string* how) {
   };
   static const char* const kWhy[] = {"another backend, same hardware", "same backend", "another backend, same kind of device",
                                      "another backend"};
-  const CostModel* other = nullptr;
-  int best = 4;
-  for (const auto& [name, m] : c.models) {
-    if (name.rfind("test", 0) == 0) continue;
-    if (const int r = rank_of(name); r < best) best = r, other = m.get();
-  }
-  if (other != nullptr && how != nullptr) *how = "nearest: " + other->device_class() + " for " + cls + " (" + kWhy[best] + ")";
-  if (other == nullptr && how != nullptr) *how = "no model ships for " + cls;
-  return other;
+  for (int r = 0; r < 4; ++r)
+    for (auto& [name, e] : c.models) {
+      if (name == cls || name.rfind("test", 0) == 0 || rank_of(name) != r) continue;
+      if (const CostModel* m = parsed(e)) {
+        if (how != nullptr) *how = "nearest: " + m->device_class() + " for " + cls + " (" + kWhy[r] + ")";
+        return m;
+      }
+    }
+  if (how != nullptr) *how = "no model ships for " + cls;
+  return nullptr;
 }
 
 // ---- ranking -----------------------------------------------------------------------------------

@@ -68,10 +68,11 @@ class CostModel {
 // The device class a signature belongs to: "cuda-sm90" (compute capability), "openmp-<arch>" ...
 std::string device_class(const std::string& backend, const DeviceSignature& sig);
 
-// Starts parsing the models on a thread of their own (Context::create calls it), so that the first
-// decision does not wait for the parse (about 20 ms for a 1.8 MB model); that decision waits only
-// for what is left of it.
-void preload_models();
+// Starts indexing the models on a thread of their own (Context::create calls it with the first
+// context's backend) and parses that backend's there, so that its first decision does not wait for
+// the parse (about 20 ms for a 1.8 MB model); that decision waits only for what is left of it.
+// Other models are parsed when a decision first asks for them ("": every model).
+void preload_models(const std::string& backend = "");
 
 // The shipped model for the class, else the nearest (same backend, then any other); null when none
 // ships. *how says which and why ("own", "nearest: cuda-sm90 for cuda-sm100" ...).

@@ -114,7 +114,7 @@ Context Context::create(std::string_view backend) {
   // The scheduler's cost models parse on a thread of their own while the context is created (once
   // per process), so that the first decision does not wait for them.
   static std::once_flag models;
-  std::call_once(models, [] { scheduler::preload_models(); });
+  std::call_once(models, [&p] { scheduler::preload_models(p.name); });
   auto impl = std::make_shared<Impl>();
   impl->validate = validate_from_env();
   impl->deterministic = deterministic_from_env();
