@@ -790,13 +790,20 @@ TEST(SchedulerModel, AConfidentModelDecidesAloneAndAnUnsureOneIsTimed) {
   execute(plan, &args, "test");
   EXPECT_EQ(plan->decision.source, "model") << plan->decision.reason;
   EXPECT_TRUE(plan->decision.model_alone);
-  EXPECT_EQ(plan->decision.variant, "spmm.second");
   EXPECT_NEAR(plan->decision.lead, 1.0, 1e-9);
   EXPECT_EQ(plan->decision.model.rfind("own", 0), 0u) << plan->decision.model;
   // No timing to decide; the pick is then checked against the vendor on this first call (the
-  // vendor's call and the pick's, the op's own), as in automatic mode.
-  EXPECT_EQ(g_calls.load(), 2) << "the vendor's call and the op's";
+  // vendor's call and the pick's, the op's own), as in automatic mode. At this size the two are
+  // 3 ms and 1 ms, a gap a loaded machine can reverse: the check may then revert the pick (to the
+  // faster measured), which the reason says. ...TheModelsPickIsChecked... tests the check itself.
   EXPECT_TRUE(plan->decision.verified);
+  EXPECT_GE(g_calls.load(), 2) << "the vendor's call and the op's";
+  if (!plan->decision.reverted) {
+    EXPECT_EQ(plan->decision.variant, "spmm.second");
+    EXPECT_EQ(g_calls.load(), 2) << "the vendor's call and the op's";
+  } else {
+    EXPECT_NE(plan->decision.reason.find("reverted"), std::string::npos) << plan->decision.reason;
+  }
   ASSERT_EQ(plan->decision.candidates.size(), 4u);
   EXPECT_NEAR(plan->decision.candidates[0].predicted_ms, 2 * plan->decision.floor_ms, 1e-9);
   EXPECT_FALSE(plan->decision.inputs.empty());
@@ -963,6 +970,20 @@ TEST(SchedulerModel, KokkosOnAGpuIsAGpuClassAndTakesAGpusModelNotTheKokkosCpuOne
   m = model_for("openmp-aarch64", &how);  // another CPU: its backend's model on another CPU
   ASSERT_NE(m, nullptr) << how;
   EXPECT_EQ(m->device_class(), "openmp-x86_64") << how;
+}
+
+TEST(SchedulerModel, AModelThatDoesNotParseIsPassedOverForTheNearestThatDoes) {
+  TempDir models;
+  ScopedEnv model_dir("SPARSEPORT_MODEL_DIR", models.path.c_str());
+  // Its class is indexed from its head, its body is parsed only when asked for, and fails.
+  write_file(models.path + "/broken.json",
+             "{\"format\": \"sparseport-trees-1\", \"device_class\": \"fake-x86_64\", \"ops\": [1, 2");
+  write_file(models.path + "/other.json", one_leaf_model("other-x86_64", 9.0, {{"spmm.vendor", 1.0}}));
+  std::string how;
+  const CostModel* m = model_for("fake-x86_64", &how);
+  ASSERT_NE(m, nullptr) << how;
+  EXPECT_EQ(m->device_class(), "other-x86_64") << how;
+  EXPECT_EQ(model_for("fake-x86_64", &how), m) << "parsed once, the failure remembered";
 }
 
 TEST(SchedulerModel, TransferBiasIsShrunkTowardTheMeanResidual) {
