@@ -74,8 +74,9 @@ std::string device_class(const std::string& backend, const DeviceSignature& sig)
 // Other models are parsed when a decision first asks for them ("": every model).
 void preload_models(const std::string& backend = "");
 
-// The shipped model for the class, else the nearest (same backend, then any other); null when none
-// ships. *how says which and why ("own", "nearest: cuda-sm90 for cuda-sm100" ...).
+// The shipped model for the class, else the nearest (the same hardware under another backend, then
+// the same backend on the same kind of device, then another backend on the same kind, then any);
+// null when none ships. *how says which and why ("own", "nearest: cuda-sm90 for cuda-sm100" ...).
 // SPARSEPORT_MODEL_DIR (a folder of <class>.json) replaces the shipped models; SPARSEPORT_MODEL=off
 // disables the model (the hand-written estimate ranks).
 const CostModel* model_for(const std::string& device_class, std::string* how);

@@ -111,8 +111,9 @@ Context Context::create(std::string_view backend) {
     throw InvalidArgument("sparseport: backend '" + token + "' has one device (0), not " + std::to_string(device));
   }
 
-  // The scheduler's cost models parse on a thread of their own while the context is created (once
-  // per process), so that the first decision does not wait for them.
+  // The scheduler's cost models for this backend parse on a thread of their own while the first
+  // context is created (once per process), so that its first decision does not wait for them;
+  // other backends' models parse when first needed.
   static std::once_flag models;
   std::call_once(models, [&p] { scheduler::preload_models(p.name); });
   auto impl = std::make_shared<Impl>();
