@@ -353,11 +353,15 @@ Ranking rank(const std::string& op, const std::vector<std::string>& applicable, 
         ratios.push_back(floor_s * std::exp2(*y) * 1e3 / c.estimate_ms);
         ++predicted;
         own += tree == "own" ? 1 : 0;
+        if (tree != "own") r.untrained.push_back(v);
+      } else {
+        r.untrained.push_back(v);
       }
     }
     r.candidates.push_back(c);
   }
   const bool all_predicted = om != nullptr && predicted == static_cast<int>(applicable.size());
+  if (predicted == 0) r.untrained.clear();  // no model at all: the estimate ranks all, as before
   double scale = 1;
   if (predicted > 0 && !all_predicted) {
     std::nth_element(ratios.begin(), ratios.begin() + ratios.size() / 2, ratios.end());

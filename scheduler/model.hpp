@@ -97,6 +97,9 @@ void record_measurement(const std::string& cache_dir, const std::string& device_
 struct Ranking {
   std::vector<Decision::Candidate> candidates;  // predicted_ms and estimate_ms filled, best predicted first
   std::map<std::string, double> raw;            // log2(t / floor) before the transfer correction
+  // Variants ranked without a tree of their own (their family's tree, or the scaled estimate): the
+  // model never measured them, so their rank says little; the timing stage times them (issue 35).
+  std::vector<std::string> untrained;
   std::string model;                            // which model, and how (for the log and Decision::model)
   bool modelled = false;   // at least one variant predicted by a model (else: the estimate alone)
   bool transfer = false;   // not this device's own model: full-size measurements correct it

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <random>
 #include <thread>
@@ -888,6 +889,43 @@ TEST(SchedulerModel, AVendorPredictedFarBehindIsNotTimedWhenThePickRunsAsPredict
   EXPECT_EQ(g_calls.load(), 1) << "the pick's call only: " << plan->decision.reason;
   EXPECT_NE(plan->decision.reason.find("the vendor not timed at full size"), std::string::npos) << plan->decision.reason;
   EXPECT_NE(plan->decision.reason.find("by the model's prediction"), std::string::npos) << plan->decision.reason;
+  EXPECT_EQ(pb.c.data, reference_result(pb));
+}
+
+TEST(SchedulerModel, AVariantTheModelWasNotTrainedOnIsTimedWhateverItsRank) {
+  TempDir dir, models;
+  const PluginInfo fake = fake_plugin();
+  Problem pb = make_problem(20000);  // full size: the trap takes 200 ms, the vendor 50, slow 5, second 1
+  sparseport_spmm_args args = pb.args();
+  ScopedEnv model_dir("SPARSEPORT_MODEL_DIR", models.path.c_str());
+  // An unsure model (margin 9) with no tree for spmm.second, as cuda-sm90 has none for merge_path:
+  // second is ranked by its estimate scaled to the others, here level with slow, after it (the
+  // stable sort), so that with the two best natives timed (top_k 2) it would never run. The
+  // predictions are far above the spins, so that one call each exceeds the budget (5 ms at this size)
+  // and only the two best predicted are timed.
+  write_file(models.path + "/fake.json", one_leaf_model("fake-x86_64", 9.0,
+                                                        {{"spmm.trap", 20.0}, {"spmm.slow", 21.0},
+                                                         {"spmm.vendor", 22.0}}));
+  SchedulerOptions o = options(dir, SchedulerMode::automatic);
+  o.full_size_ms = 1e12;  // at full size, however long the predictions
+  o.top_k = 2;
+  auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, o);
+  execute(plan, &args, "test");
+  const Decision& d = plan->decision;
+  EXPECT_FALSE(d.model_alone);
+  EXPECT_EQ(d.source, "timed") << d.reason;
+  EXPECT_NE(d.timing.find("the variants the model was not trained on"), std::string::npos) << d.timing;
+  std::map<std::string, double> measured;
+  for (const Decision::Candidate& c : d.candidates)
+    if (c.measured_ms >= 0) measured[c.variant] = c.measured_ms;
+  EXPECT_EQ(measured.count("spmm.second"), 1u) << "the untrained variant is timed: " << d.timing;
+  EXPECT_EQ(measured.count("spmm.trap") + measured.count("spmm.slow"), 2u) << "and the two best predicted";
+  EXPECT_EQ(measured.count("spmm.vendor"), 0u) << "the vendor, predicted third, is not";
+  // The pick is the fastest measured (second's 1 ms against slow's 5 and the trap's 200 on an idle
+  // machine; a preempted call can reorder second and slow, never the pick and the measurements).
+  const auto fastest = std::min_element(measured.begin(), measured.end(),
+                                        [](const auto& x, const auto& y) { return x.second < y.second; });
+  EXPECT_EQ(d.variant, fastest->first) << d.reason;
   EXPECT_EQ(pb.c.data, reference_result(pb));
 }
 
