@@ -99,6 +99,30 @@ struct Partition {
 // invalid CSR. Cost O(rows).
 Partition partition_rows_by_entries(const CsrView& a, int ranks);
 
+// Contiguous rows balanced by a cost: row i weighs deg(i) + row_weight, that is row_weight entries'
+// worth of work per row besides its entries (partition_rows_by_entries is row_weight 1). A row's
+// fixed work (writing F values of C, which the CPU also reads for ownership) can cost several
+// entries' (whose gathers of B rows hit the cache where columns repeat): on rmat:22:16 at F = 64,
+// 2 ranks x 8 threads, the rank with the tail (3.53M rows) took 253 ms and the one with the hubs
+// (0.66M rows) 185 ms for the same entries, a row costing ~4.6 entries. fit_row_weight measures it.
+// Throws InvalidArgument for ranks < 1, a row_weight that is negative or not finite, or an invalid
+// CSR. Cost O(rows).
+Partition partition_rows_by_cost(const CsrView& a, int ranks, double row_weight);
+
+// One rank's block and how long its part of an op took (compute only: the exchange excluded).
+struct RankCost {
+  int64_t entries = 0, rows = 0;
+  double ms = 0;
+};
+// The row weight of partition_rows_by_cost from measured per-rank times: the least-squares fit of
+// ms = a * entries + b * rows over the ranks, returned as b / a. Where the ranks' blocks cannot
+// separate the two costs (fewer than two ranks with work, blocks of the same shape, a fit with a
+// or b negative: noise larger than the difference), `fallback`. Clamped to [0, 1e4].
+double fit_row_weight(const std::vector<RankCost>& ranks, double fallback = 1.0);
+// The slowest rank's predicted time over the mean for a partition of A, with a and b from the same
+// fit (ms = a * entries + b * rows): what rebalancing with a new row weight can gain, predicted.
+double predicted_imbalance(const CsrView& a, const Partition& p, const std::vector<RankCost>& measured);
+
 // The given row ranges (ranks+1 boundaries from 0 to rows), with columns as above.
 // Throws InvalidArgument for boundaries that are not a partition of [0, rows).
 Partition partition_from_row_starts(std::vector<int64_t> row_starts, int64_t cols);

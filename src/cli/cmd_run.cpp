@@ -345,6 +345,10 @@ int cmd_run(const std::vector<std::string>& argv) {
               "                        the vertices relabelled (needs a build with METIS); auto: METIS\n"
               "                        when the graph is square with skewed degrees (max/mean >= 8)\n"
               "                        and METIS's predicted halo is at least 10% lower, else rows")
+      .flag("--rebalance",
+            "with --dist and the rows partition: time 3 calls, fit what a row costs against an\n"
+            "                        entry from the ranks' compute times, and scatter again with that\n"
+            "                        row weight where it predicts the slowest rank >= 5% faster")
       .flag("--quiet", "no progress on stderr", "-q")
       .positional("GRAPH", "a Matrix Market file or a generator spec (default: powerlaw)", false)
       .epilog(
@@ -441,6 +445,9 @@ int cmd_run(const std::vector<std::string>& argv) {
     if (p != "auto" && p != "rows" && p != "metis") args.fail("--partition is '" + p + "' but must be auto, rows or metis");
     if (!opt.dist) note("--partition applies with --dist only; ignored");
   }
+  opt.dist_options.rebalance = args.has("--rebalance");
+  if (!opt.all_variants) opt.dist_options.variant = opt.variant;
+  if (opt.dist_options.rebalance && !opt.dist) note("--rebalance applies with --dist only; ignored");
 
   // Flags that do not apply to the op are accepted (scripts loop over ops with one flag set) but
   // said so, on stderr, so nobody reads a result as "max" that was not.

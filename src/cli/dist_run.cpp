@@ -10,10 +10,12 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <limits>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -194,48 +196,9 @@ class DistWork final : public Workload {
         if (sddmm || segment) entry_order_ = entries_in_new_order(graph, choice_.perm);
       }
     });
-    const bool renumbered = root && choice_.used == dist::PartitionPolicy::metis;
-    // Each of these fails on every rank together (sparseport::dist agrees on bad arguments);
-    // collective() tells the session so.
-    session.collective([&] {
-      a_ = dist::DistCsr<I, V>::scatter(MPI_COMM_WORLD, root ? (renumbered ? &permuted_ : &graph) : nullptr, 0,
-                                        root ? &choice_.partition : nullptr);
-    });
-    // Rank r's entries are the global entries [entry_starts[r], entry_starts[r+1]).
-    const int64_t mine = a_.local_nnz();
-    std::vector<int64_t> counts(static_cast<size_t>(session.ranks()));
-    MPI_Allgather(&mine, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, MPI_COMM_WORLD);
-    entry_starts_.assign(1, 0);
-    for (const int64_t c : counts) entry_starts_.push_back(entry_starts_.back() + c);
-    const DenseView none{0, 0, 0, nullptr, value_type_of<V>()};
-    // With METIS the operands go out in the new order: vertices (B's and X's rows) by perm, entries
-    // (segment_reduce's messages) by entry_order_.
-    session.collective([&] {
-      const Split split = segment ? Split::entries : Split::cols;
-      HostDense<V> in;
-      if (renumbered) in = in_new_order(*inner_->host_input(), order_of(split));
-      x_ = dist::scatter_rows<V>(MPI_COMM_WORLD, root ? (renumbered ? in.view() : *inner_->host_input()) : none,
-                                 starts(split));
-    });
-    if (sddmm)
-      session.collective([&] {
-        HostDense<V> in;
-        if (renumbered) in = in_new_order(*inner_->host_row_input(), order_of(Split::rows));
-        x_rows_ = dist::scatter_rows<V>(
-            MPI_COMM_WORLD, root ? (renumbered ? in.view() : *inner_->host_row_input()) : none, starts(Split::rows));
-      });
-    out_split_ = sddmm ? Split::entries : Split::rows;
-    out_ = sddmm ? HostDense<V>(a_.local_nnz(), 1) : HostDense<V>(a_.local_rows(), spec.features);
-    session.collective([&] {
-      to_context(x_, dev_x_);
-      to_context(x_rows_, dev_x_rows_);
-      to_context(out_, dev_out_);
-    });
-    session.collective([&] {
-      if (root && !segment)
-        predicted_ = dist::predict_halo((renumbered ? permuted_ : graph).view(), a_.partition())
-                         .bytes(spec.features, sizeof(V));
-    });
+    graph_ = root ? &graph : nullptr;
+    distribute();
+    if (dopt.rebalance) rebalance(dopt.variant);
   }
 
   void reset() override {
@@ -320,6 +283,8 @@ class DistWork final : public Workload {
         .add("halo_bytes_predicted_metis",
              choice_.metis_ran ? std::optional<int64_t>(bytes(choice_.metis_halo)) : std::nullopt)
         .add("metis_ms", choice_.metis_ran ? std::optional<double>(choice_.metis_ms) : std::nullopt)
+        .raw("rebalance", rebalance_note_.empty() ? "null" : json_string(rebalance_note_))
+        .add("row_weight", row_weight_)
         .add("halo_bytes", halo_bytes_)
         .add("halo_bytes_predicted", predicted_)
         .add("comm_ms", ms_[0])
@@ -409,6 +374,116 @@ class DistWork final : public Workload {
     MPI_Reduce(&sent, &halo_bytes_, 1, MPI_INT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
   }
 
+  // Scatters A and the operands with choice_'s partition (rank 0 holds graph_); collective.
+  void distribute() {
+    const bool root = session_.rank() == 0;
+    const bool sddmm = spec_.op == SPARSEPORT_OP_SDDMM, segment = spec_.op == SPARSEPORT_OP_SEGMENT_REDUCE;
+    const HostCsr<I, V>& graph = root ? *graph_ : permuted_;  // others: unused
+    const bool renumbered = root && choice_.used == dist::PartitionPolicy::metis;
+    // Each of these fails on every rank together (sparseport::dist agrees on bad arguments);
+    // collective() tells the session so.
+    session_.collective([&] {
+      a_ = dist::DistCsr<I, V>::scatter(MPI_COMM_WORLD, root ? (renumbered ? &permuted_ : &graph) : nullptr, 0,
+                                        root ? &choice_.partition : nullptr);
+    });
+    // Rank r's entries are the global entries [entry_starts[r], entry_starts[r+1]).
+    const int64_t mine = a_.local_nnz();
+    std::vector<int64_t> counts(static_cast<size_t>(session_.ranks()));
+    MPI_Allgather(&mine, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, MPI_COMM_WORLD);
+    entry_starts_.assign(1, 0);
+    for (const int64_t c : counts) entry_starts_.push_back(entry_starts_.back() + c);
+    const DenseView none{0, 0, 0, nullptr, value_type_of<V>()};
+    // With METIS the operands go out in the new order: vertices (B's and X's rows) by perm, entries
+    // (segment_reduce's messages) by entry_order_.
+    session_.collective([&] {
+      const Split split = segment ? Split::entries : Split::cols;
+      HostDense<V> in;
+      if (renumbered) in = in_new_order(*inner_->host_input(), order_of(split));
+      x_ = dist::scatter_rows<V>(MPI_COMM_WORLD, root ? (renumbered ? in.view() : *inner_->host_input()) : none,
+                                 starts(split));
+    });
+    if (sddmm)
+      session_.collective([&] {
+        HostDense<V> in;
+        if (renumbered) in = in_new_order(*inner_->host_row_input(), order_of(Split::rows));
+        x_rows_ = dist::scatter_rows<V>(
+            MPI_COMM_WORLD, root ? (renumbered ? in.view() : *inner_->host_row_input()) : none, starts(Split::rows));
+      });
+    out_split_ = sddmm ? Split::entries : Split::rows;
+    out_ = sddmm ? HostDense<V>(a_.local_nnz(), 1) : HostDense<V>(a_.local_rows(), spec_.features);
+    session_.collective([&] {
+      to_context(x_, dev_x_);
+      to_context(x_rows_, dev_x_rows_);
+      to_context(out_, dev_out_);
+    });
+    session_.collective([&] {
+      if (root && !segment)
+        predicted_ = dist::predict_halo((renumbered ? permuted_ : graph).view(), a_.partition())
+                         .bytes(spec_.features, sizeof(V));
+    });
+  }
+
+  // --rebalance (DistOptions): one warm-up and kRebalanceCalls timed calls on the entry-balanced
+  // rows, the ranks' median compute times fitted to entries and rows, and a second scatter where the fitted weight
+  // predicts the slowest rank at least kRebalanceGain faster. The fit assumes a row and an entry cost
+  // the same on every rank; where the hubs' gathers hit the cache and the tail's do not, that is
+  // what the fitted weight absorbs (it is measured, not assumed).
+  void rebalance(const std::string& variant) {
+    if (session_.ranks() < 2 || choice_.used != dist::PartitionPolicy::rows) {
+      if (session_.rank() == 0) rebalance_note_ = session_.ranks() < 2 ? "one rank" : "METIS's partition is kept";
+      return;
+    }
+    reset();
+    run(variant);  // decides each block's variant
+    std::vector<double> compute;
+    for (int k = 0; k < kRebalanceCalls; ++k) {
+      run(variant);
+      compute.push_back(calls_.back().compute_ms());
+    }
+    dist::RankCost mine{a_.local_nnz(), a_.local_rows(), median(compute)};
+    calls_.clear();
+    const bool root = session_.rank() == 0;
+    std::vector<dist::RankCost> all(root ? static_cast<size_t>(session_.ranks()) : 0);
+    static_assert(sizeof(dist::RankCost) == 3 * sizeof(int64_t), "RankCost: two int64 and a double");
+    MPI_Gather(&mine, static_cast<int>(sizeof mine), MPI_BYTE, all.data(), static_cast<int>(sizeof mine), MPI_BYTE, 0,
+               MPI_COMM_WORLD);
+    int again = 0;
+    if (root) {
+      const double fitted = dist::fit_row_weight(all, std::numeric_limits<double>::quiet_NaN());
+      if (std::isnan(fitted)) {
+        // Blocks of one shape, or a fit with a row or an entry costing less than nothing (times
+        // noisier than the blocks differ): nothing measured to rebalance with.
+        rebalance_note_ = "no fit: the ranks' times do not separate a row's cost from an entry's; kept";
+      }
+      const double w = std::isnan(fitted) ? 1.0 : fitted;
+      dist::Partition next = dist::partition_rows_by_cost(graph_->view(), session_.ranks(), w);
+      const double now = dist::predicted_imbalance(graph_->view(), choice_.partition, all);
+      const double then = dist::predicted_imbalance(graph_->view(), next, all);
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "row weight %.3g entries fitted; slowest rank predicted %.3fx the mean, %.3fx with it",
+                    w, now, then);
+      if (!std::isnan(fitted)) {
+        rebalance_note_ = buf;
+        row_weight_ = w;
+      }
+      if (!std::isnan(fitted) && now >= kRebalanceGain * then) {
+        choice_.partition = std::move(next);
+        choice_.reason += "; rebalanced with a row weight of " + std::to_string(w);
+        rebalance_note_ += ": scattered again";
+        again = 1;
+      } else if (!std::isnan(fitted)) {
+        rebalance_note_ += ": kept";
+      }
+    }
+    MPI_Bcast(&again, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (again != 0) distribute();
+  }
+
+  // The predicted gain below which --rebalance keeps the partition, and the timed calls whose median
+  // each rank reports to the fit: on the 2-core VM a rank's repeated calls differ by 5-20 %.
+  static constexpr double kRebalanceGain = 1.05;
+  static constexpr int kRebalanceCalls = 3;
+
   bool relabelled() const { return session_.rank() == 0 && choice_.used == dist::PartitionPolicy::metis; }
 
   // Rank 0 with METIS: where each row of an operand split by s comes from in the original order.
@@ -454,6 +529,9 @@ class DistWork final : public Workload {
   // Rank 0: the partition chosen; with METIS the relabelled graph and, for the ops split by
   // entries, where each of its entries comes from.
   dist::PartitionChoice choice_;
+  const HostCsr<I, V>* graph_ = nullptr;  // rank 0: the caller's graph (outlives this workload)
+  std::string rebalance_note_;            // rank 0: what --rebalance measured and did (empty: not asked)
+  std::optional<double> row_weight_;      // rank 0: the fitted row weight
   HostCsr<I, V> permuted_;
   std::vector<int64_t> entry_order_;
   dist::DistCsr<I, V> a_;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Partitions and the halo prediction: host-only, no MPI calls.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -48,16 +49,15 @@ void check_starts(const std::vector<int64_t>& s, int64_t n, const char* what, co
 int Partition::owner_of_row(int64_t row) const { return owner_in(row_starts, row); }
 int Partition::owner_of_col(int64_t col) const { return owner_in(col_starts, col); }
 
-Partition partition_rows_by_entries(const CsrView& a, int ranks) {
-  if (ranks < 1)
-    throw InvalidArgument("sparseport::dist::partition_rows_by_entries: ranks is " + std::to_string(ranks) +
-                          " but must be at least 1");
-  check_structure(a, "partition_rows_by_entries");
+namespace {
+
+// Row i weighs deg(i) + w; boundary r is the row boundary nearest to r / ranks of the total weight.
+Partition rows_by_weight(const CsrView& a, int ranks, long double w) {
   std::vector<int64_t> starts(static_cast<size_t>(ranks) + 1, 0);
   starts.back() = a.rows;
   with_indices(a, [&](const auto* rp, const auto*) {
-    // prefix(i) = weight of rows [0, i) = rowptr[i] + i.
-    const auto prefix = [&](int64_t i) { return static_cast<long double>(rp[i]) + static_cast<long double>(i); };
+    // prefix(i) = weight of rows [0, i) = rowptr[i] + w * i.
+    const auto prefix = [&](int64_t i) { return static_cast<long double>(rp[i]) + w * static_cast<long double>(i); };
     const long double total = prefix(a.rows);
     int64_t i = 0;
     for (int r = 1; r < ranks; ++r) {
@@ -70,6 +70,72 @@ Partition partition_rows_by_entries(const CsrView& a, int ranks) {
     }
   });
   return partition_from_row_starts(std::move(starts), a.cols);
+}
+
+}  // namespace
+
+Partition partition_rows_by_entries(const CsrView& a, int ranks) {
+  if (ranks < 1)
+    throw InvalidArgument("sparseport::dist::partition_rows_by_entries: ranks is " + std::to_string(ranks) +
+                          " but must be at least 1");
+  check_structure(a, "partition_rows_by_entries");
+  return rows_by_weight(a, ranks, 1);
+}
+
+Partition partition_rows_by_cost(const CsrView& a, int ranks, double row_weight) {
+  if (ranks < 1)
+    throw InvalidArgument("sparseport::dist::partition_rows_by_cost: ranks is " + std::to_string(ranks) +
+                          " but must be at least 1");
+  if (!(row_weight >= 0) || !std::isfinite(row_weight))
+    throw InvalidArgument("sparseport::dist::partition_rows_by_cost: row_weight is " + std::to_string(row_weight) +
+                          " but must be finite and at least 0");
+  check_structure(a, "partition_rows_by_cost");
+  return rows_by_weight(a, ranks, row_weight);
+}
+
+namespace {
+
+// The least-squares a, b >= 0 of ms = a * entries + b * rows over the ranks (no intercept: an
+// empty block costs nothing); false where the ranks cannot tell the two apart.
+bool fit_costs(const std::vector<RankCost>& ranks, double* a, double* b) {
+  long double ee = 0, en = 0, nn = 0, et = 0, nt = 0;
+  for (const RankCost& r : ranks) {
+    if (r.entries < 0 || r.rows < 0 || !(r.ms >= 0) || !std::isfinite(r.ms)) return false;
+    const long double e = static_cast<long double>(r.entries), n = static_cast<long double>(r.rows), t = r.ms;
+    ee += e * e, en += e * n, nn += n * n, et += e * t, nt += n * t;
+  }
+  const long double det = ee * nn - en * en;
+  // Blocks of one shape (every rank's entries / rows the same ratio) leave the system singular.
+  if (!(det > 1e-9L * ee * nn)) return false;
+  const long double fa = (et * nn - nt * en) / det, fb = (nt * ee - et * en) / det;
+  if (!(fa > 0) || fb < 0) return false;
+  *a = static_cast<double>(fa);
+  *b = static_cast<double>(fb);
+  return true;
+}
+
+}  // namespace
+
+double fit_row_weight(const std::vector<RankCost>& ranks, double fallback) {
+  double a = 0, b = 0;
+  if (!fit_costs(ranks, &a, &b)) return fallback;
+  return std::clamp(b / a, 0.0, 1e4);
+}
+
+double predicted_imbalance(const CsrView& a, const Partition& p, const std::vector<RankCost>& measured) {
+  check_structure(a, "predicted_imbalance");
+  double ca = 0, cb = 0;
+  if (!fit_costs(measured, &ca, &cb) || p.rows() != a.rows) return 1.0;
+  double worst = 0, sum = 0;
+  with_indices(a, [&](const auto* rp, const auto*) {
+    for (int r = 0; r < p.ranks(); ++r) {
+      const int64_t lo = p.row_starts[static_cast<size_t>(r)], hi = p.row_starts[static_cast<size_t>(r) + 1];
+      const double t = ca * static_cast<double>(rp[hi] - rp[lo]) + cb * static_cast<double>(hi - lo);
+      worst = std::max(worst, t);
+      sum += t;
+    }
+  });
+  return sum > 0 ? worst * p.ranks() / sum : 1.0;
 }
 
 Partition partition_from_row_starts(std::vector<int64_t> row_starts, int64_t cols) {

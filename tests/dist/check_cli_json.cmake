@@ -5,7 +5,8 @@
 # one predicted from the partition (none for segment_reduce). The partition: auto's choice on the
 # skewed graph (METIS only where its predicted halo is 10% lower), then --partition rows and
 # --partition metis forced (the operands permuted and the result put back: still verified, for
-# sddmm's per-entry out too). Then `--dist` with an op it does not run, or a --partition that does
+# sddmm's per-entry out too), and --rebalance (the rows scattered again with a fitted row weight, or
+# kept, said either way, verified either way). Then `--dist` with an op it does not run, or a --partition that does
 # not exist, is a usage error (exit 2).
 # -DLAUNCHER=mpiexec|-n|2|flags... (| for ;)  -DCLI=path/to/sparseport  -DHAVE_METIS=ON|OFF
 string(REPLACE "|" ";" launcher "${LAUNCHER}")
@@ -129,6 +130,11 @@ function(check_dist_run op reduce halo partition)
       expect("j_partition STREQUAL metis" "${op}: METIS's 10% lower halo not taken: ${j_partition_reason}")
     endif()
   endif()
+  # Not asked to rebalance: neither field says anything.
+  string(JSON t_rebalance TYPE "${out}" rebalance)
+  string(JSON t_row_weight TYPE "${out}" row_weight)
+  expect("t_rebalance STREQUAL NULL AND t_row_weight STREQUAL NULL"
+         "${op}: rebalance (${t_rebalance}) or row_weight (${t_row_weight}) set without --rebalance")
   if(partition STREQUAL "rows")
     expect("j_partition STREQUAL rows" "${op}: --partition rows used ${j_partition}")
     expect("t_metis_ms STREQUAL NULL" "${op}: --partition rows ran METIS")
@@ -155,6 +161,29 @@ else()
   run_cli(out rc run --dist --op spmm --partition metis --quiet rmat:8:4)
   expect("rc EQUAL 1" "--partition metis without METIS exited with ${rc}, expected 1")
 endif()
+# --rebalance: a warm-up and a timed call on the entry-balanced rows, a row weight fitted from the
+# ranks' times, and a second scatter where it predicts the slowest rank 5% faster. Which happens
+# depends on this machine's timings; each outcome says so, and the result is verified either way,
+# with the measured halo equal to the one predicted for the partition used.
+run_cli(out rc run --dist --rebalance --op spmm --partition rows --F 16 --reps 3 --backend openmp --json --quiet rmat:12:8)
+expect("rc EQUAL 0" "run --dist --rebalance exited with ${rc}")
+string(STRIP "${out}" out)
+foreach(key verified rebalance row_weight partition_reason halo_bytes halo_bytes_predicted)
+  string(JSON r_${key} ERROR_VARIABLE e GET "${out}" ${key})
+  expect("NOT e" "--rebalance: JSON field '${key}' is missing: ${e}")
+endforeach()
+expect("r_verified STREQUAL ON" "--rebalance: verified is ${r_verified}")
+expect("r_halo_bytes EQUAL r_halo_bytes_predicted"
+       "--rebalance: halo_bytes ${r_halo_bytes} != predicted ${r_halo_bytes_predicted} (the partition used)")
+if(r_rebalance MATCHES "scattered again$")
+  expect("r_row_weight MATCHES \"^[0-9][0-9.eE+-]*$\"" "--rebalance: scattered again but row_weight is ${r_row_weight}")
+  expect("r_partition_reason MATCHES \"rebalanced with a row weight of\"" "--rebalance: ${r_partition_reason}")
+elseif(r_rebalance MATCHES "kept$")
+  expect("NOT r_partition_reason MATCHES \"rebalanced\"" "--rebalance kept the partition but: ${r_partition_reason}")
+else()
+  message(FATAL_ERROR "--rebalance: rebalance is '${r_rebalance}', expected a fit that kept or scattered again")
+endif()
+
 run_cli(out rc run --dist --op spmm --partition spectral --quiet rmat:8:4)
 expect("rc EQUAL 2" "--partition spectral exited with ${rc}, expected 2 (usage error)")
 

@@ -747,6 +747,61 @@ TEST(Dist, PartitionBalancesEntries) {
   EXPECT_EQ(dist::partition_rows_by_entries(r.view(), 3).col_starts, (std::vector<int64_t>{0, 10, 20, 30}));
 }
 
+TEST(Dist, PartitionByCostWeighsRowsAgainstEntriesAndTheFitMeasuresTheWeight) {
+  // Hub rows first (20 rows of 200 entries), then a tail of 4000 rows of 1 entry: 8000 entries in
+  // 4020 rows, as rmat puts its hubs first.
+  std::mt19937_64 rng(3);
+  std::vector<std::vector<int64_t>> c(4020);
+  for (int64_t i = 0; i < 4020; ++i) {
+    if (i < 20)
+      for (int64_t j = 0; j < 200; ++j) c[static_cast<size_t>(i)].push_back((i * 7 + j * 13) % 4020);
+    else
+      c[static_cast<size_t>(i)] = {(i * 31) % 4020};
+  }
+  const auto a = from_rows<int32_t, float>(4020, 4020, c, false, rng);
+  const auto rows_and_entries = [&](const dist::Partition& p, int r) {
+    const int64_t lo = p.row_starts[static_cast<size_t>(r)], hi = p.row_starts[static_cast<size_t>(r) + 1];
+    return std::pair<int64_t, int64_t>{hi - lo, a.rowptr[static_cast<size_t>(hi)] - a.rowptr[static_cast<size_t>(lo)]};
+  };
+  // Weight 1 is the entry-balanced partition.
+  EXPECT_EQ(dist::partition_rows_by_cost(a.view(), 2, 1.0).row_starts,
+            dist::partition_rows_by_entries(a.view(), 2).row_starts);
+  // Weight 0 balances entries alone: the hubs (4000 entries) on rank 0, the tail on rank 1.
+  EXPECT_EQ(dist::partition_rows_by_cost(a.view(), 2, 0.0).row_starts, (std::vector<int64_t>{0, 20, 4020}));
+  // A heavy row weight balances rows: rank 0 takes the hubs and half the tail less their share.
+  const dist::Partition heavy = dist::partition_rows_by_cost(a.view(), 2, 1000.0);
+  EXPECT_NEAR(static_cast<double>(heavy.row_starts[1]), 2010.0, 5.0);
+  // Times from a known cost (a = 0.002 ms per entry, b = 0.01 per row: a row costs 5 entries) on
+  // the entry-balanced blocks: the fit returns 5, and the partition with it predicts even ranks.
+  const dist::Partition even = dist::partition_rows_by_entries(a.view(), 2);
+  std::vector<dist::RankCost> measured;
+  for (int r = 0; r < 2; ++r) {
+    const auto [rows, entries] = rows_and_entries(even, r);
+    measured.push_back({entries, rows, 0.002 * static_cast<double>(entries) + 0.01 * static_cast<double>(rows)});
+  }
+  const double w = dist::fit_row_weight(measured);
+  EXPECT_NEAR(w, 5.0, 1e-6);
+  const double before = dist::predicted_imbalance(a.view(), even, measured);
+  const double after = dist::predicted_imbalance(a.view(), dist::partition_rows_by_cost(a.view(), 2, w), measured);
+  EXPECT_GT(before, 1.1) << "the tail's rank has more rows for the same entries";
+  EXPECT_LT(after, 1.01) << "within one row's cost of even";
+  // Blocks of one shape cannot tell rows from entries; nor one rank; nor a fit making rows cost
+  // less than nothing: the fallback.
+  EXPECT_EQ(dist::fit_row_weight({{100, 10, 1.0}, {200, 20, 2.0}}, 1.5), 1.5);
+  EXPECT_EQ(dist::fit_row_weight({{100, 10, 1.0}}, 2.5), 2.5);
+  EXPECT_EQ(dist::fit_row_weight({{100, 10, 5.0}, {100, 50, 1.0}}), 1.0);
+  EXPECT_EQ(dist::predicted_imbalance(a.view(), even, {{100, 10, 1.0}}), 1.0) << "no fit: no prediction";
+  // A bad weight is refused, naming the function and the number.
+  try {
+    (void)dist::partition_rows_by_cost(a.view(), 2, -1.0);
+    ADD_FAILURE() << "a negative row weight was accepted";
+  } catch (const sp::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("partition_rows_by_cost: row_weight is -1"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW((void)dist::partition_rows_by_cost(a.view(), 2, std::nan("")), sp::InvalidArgument);
+  EXPECT_THROW((void)dist::partition_rows_by_cost(a.view(), 0, 1.0), sp::InvalidArgument);
+}
+
 TEST(Dist, BadArgumentsThrowOnEveryRank) {
   // A wrong row count on one rank: every rank throws InvalidArgument (none is left waiting).
   std::mt19937_64 rng(2);
