@@ -424,12 +424,15 @@ class DistWork final : public Workload {
   }
 
   // --rebalance (DistOptions): one warm-up and kRebalanceCalls timed calls on the entry-balanced
-  // rows, the ranks' median compute times fitted to entries and rows, and a second scatter where the fitted weight
-  // predicts the slowest rank at least kRebalanceGain faster. The fit assumes a row and an entry cost
-  // the same on every rank; where the hubs' gathers hit the cache and the tail's do not, that is
-  // what the fitted weight absorbs (it is measured, not assumed).
+  // rows, the ranks' median compute times fitted to entries and rows, and a second scatter where
+  // the fitted weight predicts the slowest rank at least kRebalanceGain faster. The fit assumes a
+  // row and an entry cost the same on every rank; where the hubs' gathers hit the cache and the
+  // tail's do not, that is what the fitted weight absorbs (it is measured, not assumed).
   void rebalance(const std::string& variant) {
-    if (session_.ranks() < 2 || choice_.used != dist::PartitionPolicy::rows) {
+    // Only rank 0 knows the partition chosen: it says whether to go on, so that all ranks agree.
+    int rows = session_.rank() == 0 && choice_.used == dist::PartitionPolicy::rows ? 1 : 0;
+    MPI_Bcast(&rows, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (session_.ranks() < 2 || rows == 0) {
       if (session_.rank() == 0) rebalance_note_ = session_.ranks() < 2 ? "one rank" : "METIS's partition is kept";
       return;
     }

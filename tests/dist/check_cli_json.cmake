@@ -156,6 +156,15 @@ check_dist_run(spmm sum some rows)
 if(HAVE_METIS)
   check_dist_run(gather_scatter max some metis)
   check_dist_run(sddmm - some metis)
+  # --rebalance leaves METIS's parts alone; only rank 0 knows which partition it chose, so the ranks
+  # must agree on it (a rank going on to time calls alone would hang the run).
+  run_cli(out rc run --dist --rebalance --op spmm --partition metis --F 16 --reps 3 --backend openmp --json --quiet
+          rmat:10:8)
+  expect("rc EQUAL 0" "run --dist --rebalance --partition metis exited with ${rc}")
+  string(JSON m_rebalance GET "${out}" rebalance)
+  string(JSON m_verified GET "${out}" verified)
+  expect("m_rebalance STREQUAL \"METIS's partition is kept\" AND m_verified STREQUAL ON"
+         "--rebalance with METIS: rebalance is '${m_rebalance}', verified ${m_verified}")
 else()
   # Forced METIS without it: refused on every rank (exit 1, a runtime condition of this build).
   run_cli(out rc run --dist --op spmm --partition metis --quiet rmat:8:4)
