@@ -11,8 +11,12 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "backends/kokkos/space.hpp"
+#if defined(KOKKOS_ENABLE_CUDA)
+#include <cuda_runtime.h>
+#endif
 #include "core/fault.hpp"
 #include "core/plugin_support.hpp"
 
@@ -186,8 +190,33 @@ std::string describe() {
   return line;
 }
 
+#if defined(KOKKOS_ENABLE_CUDA)
+// On Kokkos-CUDA the device's kind and what the scheduler's roofline reads of a GPU, named as the
+// cuda plugin names them (backends/cuda/runtime.cpp): without them the scheduler took the GPU for
+// one host thread (scheduler/estimate.cpp: 12 GB/s and a 1 MiB cache), so every predicted time was
+// ~200x the H200's, every decision went to the probe sample, and the cuda-sm90 model the class
+// borrows read inputs unlike those it was trained on. The device is the one Kokkos made current.
+std::string gpu_signature() {
+  int device = 0, clock_khz = 0, bus_bits = 0;
+  cudaDeviceProp prop{};
+  if (cudaGetDevice(&device) != cudaSuccess || cudaGetDeviceProperties(&prop, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&clock_khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess)
+    return "kind=gpu\n";  // the class stays a GPU's; the roofline takes its defaults
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "kind=gpu\ncompute_capability=%d.%d\nsms=%d\nl2_bytes=%lld\npeak_gbps=%.0f\n", prop.major,
+                prop.minor, prop.multiProcessorCount, static_cast<long long>(prop.l2CacheSize),
+                2.0 * clock_khz * 1e3 * (bus_bits / 8.0) / 1e9);
+  return buf;
+}
+#endif
+
 std::string signature() {
   std::string s = std::string("exec_space=") + ExecSpace::name() + "\n";
+#if defined(KOKKOS_ENABLE_CUDA)
+  if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>)
+    if (Kokkos::is_initialized()) s += gpu_signature();
+#endif
   if (Kokkos::is_initialized()) s += "concurrency=" + std::to_string(ExecSpace().concurrency()) + "\n";
   s += std::string("memory_space=") + MemSpace::name() + "\n";
   s += "kokkos_version=" + version_string() + "\n";

@@ -1008,6 +1008,22 @@ TEST(SchedulerModel, KokkosOnAGpuIsAGpuClassAndTakesAGpusModelNotTheKokkosCpuOne
   m = model_for("openmp-aarch64", &how);  // another CPU: its backend's model on another CPU
   ASSERT_NE(m, nullptr) << how;
   EXPECT_EQ(m->device_class(), "openmp-x86_64") << how;
+  // What the kokkos plugin says on Kokkos-CUDA (backends/kokkos/runtime.cpp, gpu_signature): the
+  // GPU's class by its compute capability, which takes cuda-sm90's model, and a GPU's roofline (an
+  // H200's bandwidth, not one host thread's 12 GB/s).
+  const DeviceSignature kokkos_cuda = make_signature({{"exec_space", "Cuda"}, {"kind", "gpu"},
+                                                      {"compute_capability", "9.0"}, {"sms", "132"},
+                                                      {"l2_bytes", "52428800"}, {"peak_gbps", "4800"}});
+  EXPECT_EQ(device_class("kokkos", kokkos_cuda), "kokkos-sm90");
+  m = model_for("kokkos-sm90", &how);
+  ASSERT_NE(m, nullptr) << how;
+  EXPECT_EQ(m->device_class(), "cuda-sm90") << how;
+  const Machine gpu = machine(kokkos_cuda);
+  EXPECT_TRUE(gpu.gpu);
+  EXPECT_NEAR(gpu.bandwidth, 0.85e9 * 4800, 1e6);
+  EXPECT_EQ(gpu.cache_bytes, 52428800.0);
+  EXPECT_FALSE(machine(make_signature({{"exec_space", "Cuda"}})).gpu)
+      << "without kind=gpu (the plugin before gpu_signature) the roofline took it for a host thread";
 }
 
 TEST(SchedulerModel, AModelThatDoesNotParseIsPassedOverForTheNearestThatDoes) {
