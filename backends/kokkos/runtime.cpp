@@ -192,10 +192,11 @@ std::string describe() {
 
 #if defined(KOKKOS_ENABLE_CUDA)
 // On Kokkos-CUDA the device's kind and what the scheduler's roofline reads of a GPU, named as the
-// cuda plugin names them (backends/cuda/runtime.cpp): without them the scheduler took the GPU for
-// one host thread (scheduler/estimate.cpp: 12 GB/s and a 1 MiB cache), so every predicted time was
-// ~200x the H200's, every decision went to the probe sample, and the cuda-sm90 model the class
-// borrows read inputs unlike those it was trained on. The device is the one Kokkos made current.
+// cuda plugin names them (backends/cuda/runtime.cpp). Without them the scheduler takes the GPU for
+// one host thread (scheduler/estimate.cpp: 12 GB/s and a 1 MiB cache): its memory floor is ~340x
+// an H200's (0.85 x 4.8 TB/s against 12 GB/s), which by the code's rules sends decisions that fit a
+// full-size timing to the probe sample, and the cuda-sm90 model the class borrows reads inputs unlike
+// those it was trained on (not yet measured on a GPU). The device is the one Kokkos made current.
 std::string gpu_signature() {
   int device = 0, clock_khz = 0, bus_bits = 0;
   cudaDeviceProp prop{};
