@@ -110,26 +110,51 @@ bool ready(int checks, double margin, int class_checks) {
 // form (no overflow on any input), so that int32 rows compare four to a vector.
 constexpr int64_t kClassSampleRows = 4096;
 
+// The largest row length: every row, the loop the compiler vectorises. The library is built for
+// the x86-64 baseline (SSE2, which has no 32-bit signed max: it is emulated), so on a CPU with AVX2
+// the same loop runs from an AVX2 copy: 7.6 against 15.4 us over 49k int32 rows, warm, on the 2-core
+// VM (a sampled subgraph's class decision is 60-75 us).
 template <class I>
-void count_degrees(const I* rowptr, int64_t m, sparseport_csr_summary& s) {
+__attribute__((always_inline)) inline I max_row_length(const I* rowptr, int64_t m) {
   using U = std::make_unsigned_t<I>;
   I top = 0;
   for (int64_t i = 0; i < m; ++i) top = std::max(top, static_cast<I>(static_cast<U>(rowptr[i + 1]) - static_cast<U>(rowptr[i])));
-  s.max_degree = static_cast<int64_t>(top);
+  return top;
+}
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) int32_t max_row_length_avx2(const int32_t* rowptr, int64_t m) {
+  return max_row_length(rowptr, m);
+}
+__attribute__((target("avx2"))) int64_t max_row_length_avx2(const int64_t* rowptr, int64_t m) {
+  return max_row_length(rowptr, m);
+}
+#endif
+
+template <class I>
+void count_degrees(const I* rowptr, int64_t m, sparseport_csr_summary& s) {
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  s.max_degree = static_cast<int64_t>(avx2 ? max_row_length_avx2(rowptr, m) : max_row_length(rowptr, m));
+#else
+  s.max_degree = static_cast<int64_t>(max_row_length(rowptr, m));
+#endif
   const int64_t samples = std::min(m, kClassSampleRows);
   if (samples == 0) return;
-  int64_t hist[SPARSEPORT_SUMMARY_BUCKETS] = {};
+  // Four histograms, sample j counted in the (j % 4)th: most sampled rows fall in the same one or
+  // two buckets, and one histogram made each count wait for the previous one's store.
+  int64_t hist[4][SPARSEPORT_SUMMARY_BUCKETS] = {};
   // Row floor(j * m / samples), stepped exactly (quotient and remainder): every row when m <= 4096.
   const int64_t step = m / samples, step_rem = m % samples;
   for (int64_t j = 0, i = 0, rem = 0; j < samples; ++j) {
     const int64_t d = static_cast<int64_t>(rowptr[i + 1]) - static_cast<int64_t>(rowptr[i]);
-    ++hist[summary_bucket(static_cast<uint64_t>(d))];
+    ++hist[j & 3][summary_bucket(static_cast<uint64_t>(d))];
     i += step;
     rem += step_rem;
     if (rem >= samples) rem -= samples, ++i;
   }
   int64_t total = 0;
-  for (int b = 0; b < SPARSEPORT_SUMMARY_BUCKETS; ++b) total += s.degree_hist[b] = hist[b] * m / samples;
+  for (int b = 0; b < SPARSEPORT_SUMMARY_BUCKETS; ++b)
+    total += s.degree_hist[b] = (hist[0][b] + hist[1][b] + hist[2][b] + hist[3][b]) * m / samples;
   s.degree_hist[0] += m - total;  // the rounding, at most one row a bucket: the counts add up to m
 }
 
