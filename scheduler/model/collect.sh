@@ -4,8 +4,9 @@
 # (scheduler/model/corpus.py, generated graphs only) timed with `sparseport tune --collect`.
 #   scheduler/model/collect.sh BUILD_DIR OUT_DIR SECONDS [cuda] [openmp] [kokkos]
 # cuda:   every scheduled op on the GPU, F in 1..512, spmm sum and max (CPU core 0).
-# openmp: spmm and sddmm on 2 threads pinned to cores 2-3 (taskset), graphs up to 2M entries, at
-#         the same time as the GPU run (which uses one core), so the two do not disturb each other.
+# openmp: spmm and sddmm on 2 threads pinned to cores 2-3 (taskset; OPENMP_CPUS=all: not pinned),
+#         graphs up to 2M entries, at the same time as the GPU run (which uses one core), so the two
+#         do not disturb each other.
 # kokkos: spmm on the CPU corpus, the kokkos plugin of a Kokkos-OpenMP build (sddmm has one kokkos
 #         variant: nothing to rank), THREADS (default 2) threads, alone: run it on a quiet machine,
 #         not beside the others (kokkos-x86_64.json was collected so on the 2-core CPU).
@@ -39,11 +40,15 @@ run_op() {
 }
 
 share() { echo $((SECONDS_LIMIT * $1 / 100)); }
+# OPENMP_CPUS: the cores the openmp run is pinned to (default 2,3, beside the GPU run on core 0);
+# "all": not pinned (a 2-core machine collecting openmp alone).
+PIN=(taskset -c "${OPENMP_CPUS:-2,3}")
+[ "${OPENMP_CPUS:-}" = all ] && PIN=()
 case " $WHAT " in *" openmp "*)
   (
     export OMP_PROC_BIND=false THREADS=2
-    run_op openmp "$CORPUS_CPU" "$(share 70)" spmm 16,64,128 sum,max taskset -c 2,3
-    run_op openmp "$CORPUS_CPU" "$(share 25)" sddmm 16,64 sum taskset -c 2,3
+    run_op openmp "$CORPUS_CPU" "$(share 70)" spmm 16,64,128 sum,max "${PIN[@]}"
+    run_op openmp "$CORPUS_CPU" "$(share 25)" sddmm 16,64 sum "${PIN[@]}"
   ) >"$OUT/collect-openmp.log" 2>&1 &
   ;;
 esac
