@@ -68,7 +68,7 @@ constexpr int64_t kHostCols = 64;
 // ../shared/data: 1.02x -> 1.07x at F = 128, 1.11x either way at F = 32, and on wing (a mesh whose
 // B rows miss the caches) 0.55x -> 0.84x at F = 32 (benchmarks/results/2026-12-03-cpu-kokkos-spmm.md;
 // 2-thread runs on the shared machine were too noisy to separate this).
-constexpr int64_t kHostPrefetch = 16;
+[[maybe_unused]] constexpr int64_t kHostPrefetch = 16;  // host spaces only (unused in a CUDA compile)
 // Columns of C per vector lane per walk of a row on a device space, at most: 8 register
 // accumulators (16 registers in double), so F <= 8 * VL = 256 is one walk with VL = 32 lanes,
 // wider F one walk per 256 columns (narrower F gets a kernel with fewer, lane_slots). More would spill on CUDA at the 64-128 registers a thread has at full
@@ -183,8 +183,8 @@ V identity() {
 // parallel_row_blocks split), at least one and at most kBlocksPerThread per thread, handed out one
 // at a time. The static TeamPolicy over 16-row blocks this replaces gave each thread an equal
 // number of rows, whatever their entries. bounds[b] is block b's first row, bounds[blocks] = m.
-constexpr int64_t kMinBlock = 4096;
-constexpr int64_t kBlocksPerThread = 16;
+[[maybe_unused]] constexpr int64_t kMinBlock = 4096;  // host spaces only, as the next
+[[maybe_unused]] constexpr int64_t kBlocksPerThread = 16;
 
 struct RowBlocksPlan : Plan {
   std::vector<int64_t> bounds;
