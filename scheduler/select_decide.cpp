@@ -229,8 +229,7 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
   for (const Decision::Candidate& c : d.candidates) {
     if (c.variant == d.vendor) continue;
     const bool unknown = std::find(ranked.untrained.begin(), ranked.untrained.end(), c.variant) != ranked.untrained.end();
-    if (natives.size() < static_cast<size_t>(p.opt.top_k)) natives.push_back(c.variant);
-    else if (unknown) natives.push_back(c.variant);
+    if (unknown || natives.size() < static_cast<size_t>(p.opt.top_k)) natives.push_back(c.variant);
     if (unknown) untrained.push_back(c.variant);
   }
   const double budget = f.nnz >= 1000000 ? 2 * t_best : 5e-3;

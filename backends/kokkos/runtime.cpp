@@ -214,10 +214,15 @@ std::string gpu_signature() {
 
 std::string signature() {
   std::string s = std::string("exec_space=") + ExecSpace::name() + "\n";
+  // A space whose memory the host cannot read is a GPU's (CUDA, HIP, SYCL): the scheduler's roofline
+  // reads the kind (scheduler/estimate.cpp), with the device's numbers where this build can ask
+  // for them (CUDA) and a GPU's defaults otherwise.
+  std::string kind = kDeviceMemory ? "kind=gpu\n" : "";
 #if defined(KOKKOS_ENABLE_CUDA)
   if constexpr (std::is_same_v<ExecSpace, Kokkos::Cuda>)
-    if (Kokkos::is_initialized()) s += gpu_signature();
+    if (Kokkos::is_initialized()) kind = gpu_signature();
 #endif
+  s += kind;
   if (Kokkos::is_initialized()) s += "concurrency=" + std::to_string(ExecSpace().concurrency()) + "\n";
   s += std::string("memory_space=") + MemSpace::name() + "\n";
   s += "kokkos_version=" + version_string() + "\n";
