@@ -73,7 +73,8 @@ PluginInfo load(const detail::BuiltinPlugin& b) {
                              (v.flags & SPARSEPORT_VARIANT_VENDOR) != 0, v.doc ? v.doc : "",
                              (v.flags & SPARSEPORT_VARIANT_DETERMINISTIC) != 0,
                              (v.flags & SPARSEPORT_VARIANT_RECORDS_ARG) != 0,
-                             (v.flags & SPARSEPORT_VARIANT_VALUES16) != 0});
+                             (v.flags & SPARSEPORT_VARIANT_VALUES16) != 0,
+                             (v.flags & SPARSEPORT_VARIANT_TF32) != 0});
   }
   info.status = PluginStatus::available;
   if (copy.device_count != nullptr) {

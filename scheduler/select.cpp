@@ -114,8 +114,10 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   p->key = dev.hash + "/" + p->graph + "/" + op_name(op) + "/F" + std::to_string(p->info.features) + "/" +
            type_suffix(p->info);
   // Deterministic mode decides among other variants: its decisions never replay in default mode,
-  // nor default-mode decisions in it.
+  // nor default-mode decisions in it. So does TF32 consent where the backend has a TF32 variant of
+  // the op: a decision made without consent is not replayed with it, nor the reverse.
   if (deterministic(exec)) p->key += "/deterministic";
+  if (tf32_in_play(plugin, op, exec)) p->key += "/tf32";
   if (p->decided) {
     // The shape class decided above and checks this member at full size (check() records it under
     // the key just made).
@@ -127,13 +129,14 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
     if (exact_possible) hit = CacheFile(p->opt.cache_dir).lookup(p->key, p->versions, &stale, !p->cache_read);
     const double t_lookup = since(t0);
     // An entry naming a variant the backend no longer offers (one since retired) is not replayed,
-    // nor a deterministic-mode entry naming a variant no longer flagged deterministic.
+    // nor a deterministic-mode entry naming a variant no longer flagged deterministic, nor one
+    // naming a TF32 variant without consent (one flagged TF32 since it was recorded).
     if (hit && !offers(plugin, op, (*hit)["variant"])) {
       log(p->opt, label(*p) + ": ignored a cached decision for " + (*hit)["variant"] + ", which backend '" +
                       plugin.name + "' no longer offers");
       hit.reset();
     }
-    if (hit && deterministic(exec) && !is_deterministic(plugin, op, (*hit)["variant"])) hit.reset();
+    if (hit && !may_run(plugin, op, (*hit)["variant"], exec)) hit.reset();
     if (stale) log(p->opt, label(*p) + ": ignored cached decisions made under other versions (now " + p->versions + ")");
     if (hit) {
       Record r = *hit;
@@ -224,9 +227,8 @@ std::string execute_native(const std::shared_ptr<PlanState>& plan, const void* a
   std::string variant = p.decision.variant;
   // Fast path (every call after the first): the decided variant still applies.
   if (!(p.decided && !p.verify_pending && !variant.empty() && applies(plugin, p.op, variant, args, nullptr))) {
-    const bool det = deterministic(p.exec);
-    const std::vector<std::string> applicable = applicable_variants(plugin, p.op, args, det);
-    if (applicable.empty()) (void)select_in(plugin, p.op, args, {}, where, det);  // throws, listing every reason
+    const std::vector<std::string> applicable = applicable_variants(plugin, p.op, args, p.exec);
+    if (applicable.empty()) (void)select_in(plugin, p.op, args, {}, where, p.exec);  // throws, listing every reason
     if (!p.decided) {
       p.verify_pending = true;
       decide(p, args, applicable);  // clears verify_pending unless a probe-sample decision needs a check
@@ -235,7 +237,7 @@ std::string execute_native(const std::shared_ptr<PlanState>& plan, const void* a
       if (!p.verify_pending) class_learn(p);  // else check() does, once the variant is final
     }
     if (p.decision.source == "off" || p.decision.source == "single" || p.decision.source == "unscheduled") {
-      variant = select_in(plugin, p.op, args, {}, where, det);
+      variant = select_in(plugin, p.op, args, {}, where, p.exec);
     } else if (p.decision.variant.empty() || !applies(plugin, p.op, p.decision.variant, args, nullptr)) {
       // Replay miss, or a decision that does not apply to these operands (e.g. alignment): vendor.
       variant = vendor_of(plugin, p.op, applicable);
@@ -268,7 +270,7 @@ void execute(const std::shared_ptr<PlanState>& plan, const void* args, const std
   }
   // 16 bits: a native variant when one takes them and is faster than the float32 path.
   if (p.via_f32 < 0 &&
-      applicable_variants(*p.plugin, p.op, args, deterministic(p.exec)).empty()) {
+      applicable_variants(*p.plugin, p.op, args, p.exec).empty()) {
     p.via_f32 = 1;
     log(p.opt, std::string(op_name(p.op)) + "[" + p.plugin->name + "]: no variant takes " +
                    name(static_cast<ValueType>(value_type)) + " values for this input: float32 copies");
@@ -293,6 +295,7 @@ std::string ms(double s) {
 
 std::string label(const PlanState& p) {
   return std::string(op_name(p.op)) + "[" + p.plugin->name + "]" + (deterministic(p.exec) ? " deterministic" : "") +
+         (tf32_in_play(*p.plugin, p.op, p.exec) ? " tf32" : "") +
          " F=" + std::to_string(p.info.features) + " " + (p.graph.empty() ? "" : p.graph);
 }
 

@@ -82,12 +82,14 @@ namespace sparseport::scheduler {
 bool applies(const PluginInfo& plugin, sparseport_op op, const std::string& variant, const void* args,
              std::string* why);
 
-// The static choice (requested, else default, else first that applies). Throws Unsupported
-// (message starts with `where`) when requested is not offered or does not apply, or nothing applies.
+// The static choice (requested, else default, else first that applies), without deterministic mode
+// or TF32 consent (a TF32 variant is skipped, and refused by name with InvalidArgument). Throws
+// Unsupported (message starts with `where`) when requested is not offered or does not apply, or
+// nothing applies.
 std::string select(const PluginInfo& plugin, sparseport_op op, const void* args, std::string_view requested,
                    const std::string& where);
 
-// The guardrail's reference variant among `applicable`.
+// The guardrail's reference variant among `applicable`: never a TF32 variant unless nothing else is.
 std::string vendor_of(const PluginInfo& plugin, sparseport_op op, const std::vector<std::string>& applicable);
 
 // check_indices: a CSR operand's index contents are checked in the same pass as its signature

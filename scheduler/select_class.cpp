@@ -214,10 +214,12 @@ bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_
   }
   p.class_text = shape_class(f);
   p.class_key = device_hash + "/class:" + p.class_text + "/" + op_name(p.op) + "/F" + std::to_string(p.info.features) +
-                "/" + type_suffix(p.info);
+                "/" + type_suffix(p.info) + (tf32_in_play(*p.plugin, p.op, p.exec) ? "/tf32" : "");
   bool stale = false;
   const std::optional<Record> r = CacheFile(p.opt.cache_dir).lookup(p.class_key, p.versions, &stale, !p.cache_read);
-  if (!r || r->count("vendor") == 0 || !offers(*p.plugin, p.op, r->at("variant"))) return false;
+  if (!r || r->count("vendor") == 0 || !offers(*p.plugin, p.op, r->at("variant")) ||
+      !may_run(*p.plugin, p.op, r->at("variant"), p.exec))
+    return false;
   const int checks = checks_of(*r);
   const double margin = margin_of(*r);
   const bool is_ready = ready(checks, margin, p.opt.class_checks);

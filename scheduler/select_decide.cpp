@@ -89,6 +89,7 @@ Record base_record(const PlanState& p) {
           {"decided_at", now_iso()},
           {"pid", std::to_string(::getpid())},
           {"deterministic", deterministic(p.exec) ? "true" : "false"}};
+  if (tf32_in_play(*p.plugin, p.op, p.exec)) r["allow_tf32"] = "true";  // the key ends in /tf32
   if (!p.class_key.empty()) r["class"] = p.class_key;
   return r;
 }

@@ -19,10 +19,19 @@ using Clock = std::chrono::steady_clock;
 // select_variants.cpp
 bool deterministic(const sparseport_exec& exec);
 bool is_deterministic(const PluginInfo& plugin, sparseport_op op, const std::string& variant);
+// TF32 consent (SPARSEPORT_EXEC_ALLOW_TF32) and the variants that need it (VariantInfo::tf32).
+bool allows_tf32(const sparseport_exec& exec);
+bool is_tf32(const PluginInfo& plugin, sparseport_op op, const std::string& variant);
+// exec allows TF32 and plugin offers a TF32 variant of op: consent changes what may run, so the
+// decision keys carry "/tf32" (elsewhere the candidates, and the decision, are the same either way).
+bool tf32_in_play(const PluginInfo& plugin, sparseport_op op, const sparseport_exec& exec);
+// Whether exec lets variant run: deterministic mode only flagged ones, TF32 ones only with consent.
+bool may_run(const PluginInfo& plugin, sparseport_op op, const std::string& variant, const sparseport_exec& exec);
 bool offers(const PluginInfo& plugin, sparseport_op op, const std::string& variant);
 std::string select_in(const PluginInfo& plugin, sparseport_op op, const void* args, std::string_view requested,
-                      const std::string& where, bool det);
-std::vector<std::string> applicable_variants(const PluginInfo& plugin, sparseport_op op, const void* args, bool det);
+                      const std::string& where, const sparseport_exec& exec);
+std::vector<std::string> applicable_variants(const PluginInfo& plugin, sparseport_op op, const void* args,
+                                             const sparseport_exec& exec);
 
 // select.cpp
 double since(Clock::time_point t0);

@@ -66,7 +66,8 @@ std::string memo_key(const sparseport_exec& exec, const PluginInfo& plugin, spar
       break;
   }
   char buf[512];
-  // exec.flags: a deterministic-mode call never reuses a default-mode plan, nor the reverse.
+  // exec.flags: a deterministic-mode call never reuses a default-mode plan, nor the reverse; nor
+  // does a call with TF32 consent reuse one without.
   std::snprintf(buf, sizeof buf, "%p/%p/%d/%d/%d/%p/%p/%lld/%lld/%lld/%lld/%s/%d/%s",
                 static_cast<const void*>(plugin.table), exec.state, exec.threads, exec.flags, static_cast<int>(op), p0,
                 p1, static_cast<long long>(r),
@@ -109,7 +110,7 @@ void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op
     return;
   }
   if (!requested.empty() || (!v16 && (!info.scheduled || opt.mode == SchedulerMode::off || plugin.variants_of(op).size() <= 1))) {
-    const std::string variant = select_in(plugin, op, args, requested, where, deterministic(exec));
+    const std::string variant = select_in(plugin, op, args, requested, where, exec);
     sparseport_status st{};
     if (call_slot(plugin.table, op, exec, variant, args, &st) != SPARSEPORT_OK)
       detail::throw_status(st, where + "/" + variant);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Which variants apply, the static choice (requested, else default, else the first that applies)
-// and the guardrail's vendor; deterministic mode narrows all three.
+// and the guardrail's vendor; deterministic mode and the lack of TF32 consent narrow all three.
 #include <algorithm>
 #include <string>
 #include <string_view>
@@ -47,6 +47,30 @@ bool is_deterministic(const PluginInfo& plugin, sparseport_op op, const std::str
   return false;
 }
 
+// TF32 consent (Context::set_allow_tf32, SpmmOptions::allow_tf32, SPARSEPORT_ALLOW_TF32=1): a
+// variant flagged SPARSEPORT_VARIANT_TF32 rounds float32 inputs to 10 mantissa bits, an accuracy the
+// caller must ask for (as with torch.backends.cuda.matmul.allow_tf32). Without consent it is not a
+// candidate, never the static choice, and refused by name; it is never the guardrail's reference.
+bool allows_tf32(const sparseport_exec& exec) { return (exec.flags & SPARSEPORT_EXEC_ALLOW_TF32) != 0; }
+
+bool is_tf32(const PluginInfo& plugin, sparseport_op op, const std::string& variant) {
+  for (const VariantInfo& v : plugin.variants)
+    if (v.op == op && v.name == variant) return v.tf32;
+  return false;
+}
+
+bool tf32_in_play(const PluginInfo& plugin, sparseport_op op, const sparseport_exec& exec) {
+  if (!allows_tf32(exec)) return false;
+  for (const VariantInfo& v : plugin.variants)
+    if (v.op == op && v.tf32) return true;
+  return false;
+}
+
+bool may_run(const PluginInfo& plugin, sparseport_op op, const std::string& variant, const sparseport_exec& exec) {
+  return (!deterministic(exec) || is_deterministic(plugin, op, variant)) &&
+         (allows_tf32(exec) || !is_tf32(plugin, op, variant));
+}
+
 bool offers(const PluginInfo& plugin, sparseport_op op, const std::string& variant) {
   for (const VariantInfo& v : plugin.variants)
     if (v.op == op && v.name == variant) return true;
@@ -57,14 +81,23 @@ namespace {
 
 const char* const kDetMode = "deterministic mode (Context::set_deterministic or SPARSEPORT_DETERMINISTIC=1)";
 
+// How a caller gives TF32 consent: the ways that exist for op.
+std::string tf32_remedy(sparseport_op op) {
+  return std::string("allow TF32 with Context::set_allow_tf32(true)") +
+         (op == SPARSEPORT_OP_SPMM ? ", the op's option SpmmOptions::allow_tf32 = true" : "") +
+         " or SPARSEPORT_ALLOW_TF32=1";
+}
+
 }  // namespace
 
-// select() with deterministic mode: a requested variant that is not deterministic is refused with
-// InvalidArgument, and only deterministic ones are chosen.
+// select() with exec's mode and consent: a requested variant that is not deterministic in
+// deterministic mode, or that rounds to TF32 without consent, is refused with InvalidArgument, and
+// only the variants that may run are chosen.
 std::string select_in(const PluginInfo& plugin, sparseport_op op, const void* args, std::string_view requested,
-                      const std::string& where, bool det) {
+                      const std::string& where, const sparseport_exec& exec) {
+  const bool det = deterministic(exec);
   const std::vector<std::string> offered = plugin.variants_of(op);
-  const auto allowed = [&](const std::string& v) { return !det || is_deterministic(plugin, op, v); };
+  const auto allowed = [&](const std::string& v) { return may_run(plugin, op, v, exec); };
   const auto deterministic_list = [&] {
     std::string list;
     for (const std::string& v : offered)
@@ -74,11 +107,15 @@ std::string select_in(const PluginInfo& plugin, sparseport_op op, const void* ar
   if (!requested.empty()) {
     for (const std::string& v : offered) {
       if (v != requested) continue;
-      if (!allowed(v))
+      if (det && !is_deterministic(plugin, op, v))
         throw InvalidArgument(where + ": variant '" + v +
                               "' is not deterministic (its results may differ from run to run) and the context is in " +
                               kDetMode + "; the deterministic variants of " + op_name(op) + " on backend '" +
                               plugin.name + "' are: " + deterministic_list());
+      if (!allows_tf32(exec) && is_tf32(plugin, op, v))
+        throw InvalidArgument(where + ": variant '" + v + "' of " + op_name(op) +
+                              " rounds float32 inputs to TF32 (10 mantissa bits) and the caller has not allowed "
+                              "TF32; " + tf32_remedy(op));
       std::string why;
       if (!applies(plugin, op, v, args, &why))
         throw Unsupported(where + ": variant '" + v + "' does not apply to this input: " + why);
@@ -94,7 +131,10 @@ std::string select_in(const PluginInfo& plugin, sparseport_op op, const void* ar
   std::string reasons;
   for (const std::string& v : offered) {
     if (!allowed(v)) {
-      reasons += "; " + v + ": not deterministic";
+      reasons += "; " + v + ": " +
+                 (det && !is_deterministic(plugin, op, v) ? std::string("not deterministic")
+                                                          : "rounds to TF32, which the caller has not allowed (" +
+                                                                tf32_remedy(op) + ")");
       continue;
     }
     std::string why;
@@ -109,23 +149,32 @@ std::string select_in(const PluginInfo& plugin, sparseport_op op, const void* ar
 
 std::string select(const PluginInfo& plugin, sparseport_op op, const void* args, std::string_view requested,
                    const std::string& where) {
-  return select_in(plugin, op, args, requested, where, false);
+  return select_in(plugin, op, args, requested, where, sparseport_exec{nullptr, 0, 0});
 }
 
+// Never a TF32 variant: the reference is what a caller gets at float32 accuracy (only if every
+// applicable variant rounds to TF32 is the first of them returned, so that a caller who allowed
+// TF32 still runs).
 std::string vendor_of(const PluginInfo& plugin, sparseport_op op, const std::vector<std::string>& applicable) {
-  const auto in = [&](const std::string& v) { return std::find(applicable.begin(), applicable.end(), v) != applicable.end(); };
+  const auto in = [&](const VariantInfo& v) {
+    return !v.tf32 && std::find(applicable.begin(), applicable.end(), v.name) != applicable.end();
+  };
   for (const VariantInfo& v : plugin.variants)
-    if (v.op == op && v.is_vendor && in(v.name)) return v.name;
+    if (v.op == op && v.is_vendor && in(v)) return v.name;
   for (const VariantInfo& v : plugin.variants)
-    if (v.op == op && v.is_default && in(v.name)) return v.name;
+    if (v.op == op && v.is_default && in(v)) return v.name;
+  for (const std::string& v : applicable)
+    if (!is_tf32(plugin, op, v)) return v;
   return applicable.empty() ? std::string() : applicable.front();
 }
 
-// The variants of op that apply to args; in deterministic mode only the deterministic ones.
-std::vector<std::string> applicable_variants(const PluginInfo& plugin, sparseport_op op, const void* args, bool det) {
+// The variants of op that apply to args and may run under exec (may_run: deterministic mode's
+// flagged ones only, TF32 ones only with consent).
+std::vector<std::string> applicable_variants(const PluginInfo& plugin, sparseport_op op, const void* args,
+                                             const sparseport_exec& exec) {
   std::vector<std::string> out;
   for (const std::string& v : plugin.variants_of(op))
-    if ((!det || is_deterministic(plugin, op, v)) && applies(plugin, op, v, args, nullptr)) out.push_back(v);
+    if (may_run(plugin, op, v, exec) && applies(plugin, op, v, args, nullptr)) out.push_back(v);
   return out;
 }
 

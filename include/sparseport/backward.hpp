@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "sparseport/context.hpp"
@@ -82,6 +83,8 @@ struct SpmmBackwardOptions {
   ArgView arg;                           // max/min: the forward's arg (spmm_arg), unchanged: its entries are
                                          // trusted (not checked), like a plan's arrays
   std::string variant;                   // for the products with A^T (spmm), as in SpmmOptions
+  // TF32 consent for the products with A^T (spmm), as in SpmmOptions (unset: the context's).
+  std::optional<bool> allow_tf32 = std::nullopt;
 };
 
 // Gradients of C = reduce(A B) (alpha 1, beta 0), given dC (m x F):

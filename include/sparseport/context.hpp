@@ -38,6 +38,10 @@ struct VariantInfo {
   // Takes f16/bf16 values itself (SPARSEPORT_VARIANT_VALUES16); other variants see 16-bit calls
   // through the float32 conversion.
   bool values16 = false;
+  // Rounds float32 inputs to TF32 (10 mantissa bits) on tensor cores (SPARSEPORT_VARIANT_TF32): it
+  // runs only where the caller allows TF32 (Context::set_allow_tf32, the op's allow_tf32 option,
+  // SPARSEPORT_ALLOW_TF32=1); otherwise it is never chosen and a request by name is refused.
+  bool tf32 = false;
 };
 
 struct PluginInfo {
@@ -146,6 +150,14 @@ class Context {
   // is SPARSEPORT_DETERMINISTIC=1 (on) or unset/0 (off).
   void set_deterministic(bool on);
   bool deterministic() const;
+
+  // TF32 consent: variants that round float32 inputs to TF32 (10 mantissa bits; VariantInfo::tf32)
+  // may run, as torch.backends.cuda.matmul.allow_tf32 allows for matmuls. Off by default: the
+  // default is SPARSEPORT_ALLOW_TF32=1 (on) or unset/0 (off); another value makes create() throw
+  // InvalidArgument. An op's allow_tf32 option (SpmmOptions) overrides it for one call. Copies of
+  // this context share it.
+  void set_allow_tf32(bool on);
+  bool allow_tf32() const;
 
   // Memory in this context's space. Throws OutOfMemory (requested_bytes() == bytes; on cuda the
   // message also gives the device's free and total memory) when it cannot be had; the context

@@ -14,8 +14,13 @@
 //    the backend does not list, or that does not apply to the input, throws Unsupported.
 //  - reduce: sum, mean (sum divided by the number of entries), max, min. A row or segment with no
 //    entries gives 0 for every reduce, as PyTorch Geometric does.
+//  - TF32: a variant that rounds float32 inputs to TF32 (VariantInfo::tf32) runs only with the
+//    caller's consent, the context's (Context::set_allow_tf32, SPARSEPORT_ALLOW_TF32=1) or the
+//    call's (SpmmOptions::allow_tf32); without it the scheduler never picks one, and naming one
+//    throws InvalidArgument that says how to allow it.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "sparseport/context.hpp"
@@ -37,6 +42,10 @@ struct SpmmOptions {
   double alpha = 1.0;
   double beta = 0.0;  // 0: C's old contents are ignored (NaN in C does not leak in)
   std::string variant;
+  // TF32 consent for this call: unset follows ctx.allow_tf32(); true lets TF32 variants run (and
+  // be chosen), false keeps them out even where the context allows them. An SpmmPlan that lets the
+  // scheduler choose fixes its consent when it is made (as it does deterministic mode).
+  std::optional<bool> allow_tf32 = std::nullopt;
 };
 
 // C = alpha * reduce_j(A[i,j] * B[j,:]) + beta * C.   A: m x k CSR, B: k x F, C: m x F.

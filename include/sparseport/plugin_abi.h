@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define SPARSEPORT_ABI_VERSION_MAJOR 1
-#define SPARSEPORT_ABI_VERSION_MINOR 7
+#define SPARSEPORT_ABI_VERSION_MINOR 8
 #define SPARSEPORT_ABI_VERSION ((SPARSEPORT_ABI_VERSION_MAJOR << 16) | SPARSEPORT_ABI_VERSION_MINOR)
 
 /* ABI 1.7: F16 (IEEE binary16) and BF16 (bfloat16), 16-bit storage with float32 arithmetic. Only
@@ -132,7 +132,10 @@ typedef struct sparseport_dense_mut {
 
 /* Execution: the plugin's per-context state (stream, handles), the thread count (0 = default) and,
  * from ABI 1.2, SPARSEPORT_EXEC_* flags (a plugin built against 1.1 never reads them). */
-enum { SPARSEPORT_EXEC_DETERMINISTIC = 1 }; /* bitwise-identical results run to run, any launch shape */
+enum {
+  SPARSEPORT_EXEC_DETERMINISTIC = 1, /* bitwise-identical results run to run, any launch shape */
+  SPARSEPORT_EXEC_ALLOW_TF32 = 2     /* ABI 1.8: the caller allows float32 inputs rounded to TF32 */
+};
 typedef struct sparseport_exec {
   void* state;
   int32_t threads;
@@ -260,12 +263,15 @@ typedef struct sparseport_transpose_args {
 /* VALUES16 (ABI 1.7): the variant takes F16 and BF16 values itself (16-bit loads and stores,
  * float32 accumulation, one rounding per stored result). Without it, 16-bit calls reach the
  * variant through the front end's float32 conversion. */
+/* TF32 (ABI 1.8): the variant rounds float32 inputs to TF32 (10 mantissa bits, tensor cores) and
+ * accumulates in float32; it is offered only where the caller allows it (SPARSEPORT_EXEC_ALLOW_TF32). */
 enum {
   SPARSEPORT_VARIANT_DEFAULT = 1u,
   SPARSEPORT_VARIANT_VENDOR = 2u,
   SPARSEPORT_VARIANT_DETERMINISTIC = 4u,
   SPARSEPORT_VARIANT_RECORDS_ARG = 8u,
-  SPARSEPORT_VARIANT_VALUES16 = 16u
+  SPARSEPORT_VARIANT_VALUES16 = 16u,
+  SPARSEPORT_VARIANT_TF32 = 32u
 };
 
 /* ABI 1.2: index contents checked where they live (device memory). One check per call. */

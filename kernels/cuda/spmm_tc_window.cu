@@ -38,6 +38,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 
 #include "kernels/cuda/tc_window_format.hpp"
 #include "kernels/cuda/values16.cuh"
@@ -46,10 +47,11 @@
 namespace sparseport::cuda {
 namespace {
 
-constexpr int kTcWarps = 4;  // warps (parts) per CTA; each warp has its own staging buffers
-// At least 4 CTAs (16 warps) an SM: at most 128 registers a thread. Without the bound the slot columns
-// loaded a block ahead took FT = 8 to 158 registers, 3 CTAs an SM, fewer gathers in flight.
-constexpr int kTcMinBlocks = 4;
+constexpr int kTcWarps = 4;  // warps a CTA
+
+// The bits of one value in the tiles and in B: 16 for f16 / bf16, 32 for float32 (TF32).
+template <class S>
+using tc_word_t = std::conditional_t<is16_v<S>, uint16_t, uint32_t>;
 
 struct TcPart {
   int64_t window;
@@ -68,7 +70,7 @@ class TcPlan : public Plan {
       if (p != nullptr) (void)cudaFreeAsync(p, state_->stream());
   }
   void* cols_ = nullptr;   // I[blocks * 16], -1 for an empty slot column
-  void* tiles_ = nullptr;  // uint16[blocks * 128], tc_frag_pos order
+  void* tiles_ = nullptr;  // tc_word_t[blocks * 128], tc_frag_pos order
   void* parts_ = nullptr;  // TcPart[parts]
   void* pos_ = nullptr;    // int64[nnz]: each entry's place in tiles_ (null for a pattern)
   int64_t windows_ = 0, blocks_ = 0, parts_n_ = 0, split_ = 0, slots_ = 0;
@@ -140,11 +142,11 @@ __global__ void __launch_bounds__(kBlock)
 
 // Sorted position i: its slot column's index (and the column, written by the slot's first entry),
 // and its tile element (a pattern's 1 written now; otherwise the place, for the value refresh).
-template <class I>
+template <class I, class W>
 __global__ void __launch_bounds__(kBlock)
     tc_scatter_kernel(const unsigned long long* keys, const int64_t* perm, int64_t n, const int64_t* slot_scan,
-                      const I* rowptr, const int64_t* block_scan, int colbits, I* cols, uint16_t* tiles,
-                      int64_t* pos, uint16_t one) {
+                      const I* rowptr, const int64_t* block_scan, int colbits, I* cols, W* tiles, int64_t* pos,
+                      W one) {
   const unsigned long long colmask = (1ull << colbits) - 1;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -187,12 +189,29 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
-// Every call: the tiles get A's values of now (16-bit bits copied as they are).
-__global__ void __launch_bounds__(kBlock)
-    tc_refresh_kernel(const uint16_t* values, const int64_t* pos, int64_t nnz, uint16_t* tiles) {
+// float32 -> TF32 by rounding to nearest (ties away from zero), as cuBLAS's TF32 mode does; the
+// tensor core would otherwise drop the low 13 bits (truncation, twice the error).
+__device__ __forceinline__ unsigned to_tf32(unsigned x) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(__uint_as_float(x)));
+  return r;
+#else
+  return x;
+#endif
+}
+
+// Every call: the tiles get A's values of now (16-bit bits copied as they are, float32 rounded to
+// TF32 once here rather than in every warp that reads the tile).
+template <class W>
+__global__ void __launch_bounds__(kBlock) tc_refresh_kernel(const W* values, const int64_t* pos, int64_t nnz, W* tiles) {
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < nnz;
-       e += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    tiles[pos[e]] = values[e];
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    if constexpr (sizeof(W) == 4)
+      tiles[pos[e]] = to_tf32(values[e]);
+    else
+      tiles[pos[e]] = values[e];
+  }
 }
 
 void read_back(const State& s, const int64_t* p, int64_t* host) {
@@ -243,19 +262,19 @@ std::shared_ptr<TcPlan> build_plan(const State& s, const sparseport_csr& a) {
                       " parts, more than one launch of 2^31 - 1 CTAs takes");
 
   I* cols = plan_alloc<I>(s, plan->cols_, plan->blocks_ * kTcBlockCols, "cudaMallocFromPoolAsync (tc_window columns)");
-  auto* tiles =
-      plan_alloc<uint16_t>(s, plan->tiles_, plan->blocks_ * kTcTileValues, "cudaMallocFromPoolAsync (tc_window tiles)");
+  using W = tc_word_t<S>;
+  auto* tiles = plan_alloc<W>(s, plan->tiles_, plan->blocks_ * kTcTileValues, "cudaMallocFromPoolAsync (tc_window tiles)");
   auto* parts = plan_alloc<TcPart>(s, plan->parts_, plan->parts_n_, "cudaMallocFromPoolAsync (tc_window parts)");
   int64_t* pos = nullptr;
   if (a.values != nullptr) pos = plan_alloc<int64_t>(s, plan->pos_, nnz, "cudaMallocFromPoolAsync (tc_window places)");
   check(cudaMemsetAsync(cols, 0xff, static_cast<size_t>(plan->blocks_) * kTcBlockCols * sizeof(I), s.stream()),
         "cudaMemsetAsync (tc_window columns)");  // -1: an empty slot column
-  check(cudaMemsetAsync(tiles, 0, static_cast<size_t>(plan->blocks_) * kTcTileValues * 2, s.stream()),
-        "cudaMemsetAsync (tc_window tiles)");  // +0 in f16 and bf16
+  check(cudaMemsetAsync(tiles, 0, static_cast<size_t>(plan->blocks_) * kTcTileValues * sizeof(W), s.stream()),
+        "cudaMemsetAsync (tc_window tiles)");  // +0 in f16, bf16 and float32
   S one_s = S(1.0f);
-  uint16_t one = 0;
+  W one = 0;
   std::memcpy(&one, &one_s, sizeof one);
-  tc_scatter_kernel<I><<<blocks_for(nnz), kBlock, 0, s.stream()>>>(sk, perm.as<int64_t>(), nnz, slot_scan.as<int64_t>(),
+  tc_scatter_kernel<I, W><<<blocks_for(nnz), kBlock, 0, s.stream()>>>(sk, perm.as<int64_t>(), nnz, slot_scan.as<int64_t>(),
                                                                    rowptr, nb.as<int64_t>(), colbits, cols, tiles, pos,
                                                                    one);
   check_launch("spmm.tc_window (scatter)");
@@ -274,30 +293,7 @@ std::shared_ptr<TcPlan> build_plan(const State& s, const sparseport_csr& a) {
 
 // ---- the kernel --------------------------------------------------------------------------------
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  // .cg: 16 bytes through L2 only (a gathered row of B is reused by other windows through L2, rarely
-  // by this SM's L1); bytes past src_bytes are zero-filled and not read.
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem), "r"(src_bytes) : "memory");
-#else
-  (void)smem, (void)gmem, (void)src_bytes;
-  __trap();
-#endif
-}
-__device__ __forceinline__ void cp_async_commit() {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-#endif
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-#endif
-}
-
-// d += a (16 x 16, row) * b (16 x 8, col), float32 accumulators.
+// d += a (16 x 16, row) * b (16 x 8, col): 16-bit inputs, float32 accumulators.
 template <class S>
 __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
@@ -319,182 +315,238 @@ __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], 
 #endif
 }
 
-// The mma's A fragment (16 features x 16 slot columns) of feature tile j from the staged block, which
-// holds B's rows as rows: stage[k][f], k the slot column. That is A column-major, so ldmatrix .trans
-// gives the row-major fragment: matrix q (lanes 8q..8q+7 give its row addresses) is slot columns
-// 8 (q >> 1) + 0..7 at features 16 j + 8 (q & 1) + 0..7, i.e. a0 (features 0-7, k 0-7), a1 (features
-// 8-15, k 0-7), a2 (features 0-7, k 8-15), a3 (features 8-15, k 8-15). The plain path reads the same
-// elements two at a time (lane 4 g + t: a0 = {A[g][2t], A[g][2t+1]} = {stage[2t][g], stage[2t+1][g]}).
-template <int PITCH>
-__device__ __forceinline__ void load_a(const uint16_t* stage, int j, int lane, bool ldm, unsigned (&a)[4]) {
-  if (ldm) {
+// d += a (16 x 8, row) * b (8 x 8, col): TF32 inputs (float32 bits rounded to 10 mantissa bits),
+// float32 accumulators.
+__device__ __forceinline__ void mma1688_tf32(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-    const int q = lane >> 3;
-    const uint16_t* row = stage + ((lane & 7) + ((q >> 1) << 3)) * PITCH + 16 * j + ((q & 1) << 3);
-    const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(row));
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-                 : "r"(addr));
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+  (void)d, (void)a, (void)b0, (void)b1;
+  __trap();
 #endif
-    return;
-  }
-  const int g = lane >> 2, t = lane & 3;
-  const auto pair = [&](int k, int f) {
-    return static_cast<unsigned>(stage[k * PITCH + f]) | (static_cast<unsigned>(stage[(k + 1) * PITCH + f]) << 16);
-  };
-  a[0] = pair(2 * t, 16 * j + g);
-  a[1] = pair(2 * t, 16 * j + g + 8);
-  a[2] = pair(2 * t + 8, 16 * j + g);
-  a[3] = pair(2 * t + 8, 16 * j + g + 8);
 }
 
 template <class I, class S>
 struct TcParams {
+  using W = tc_word_t<S>;
   int64_t m = 0, F = 0;
   const I* rowptr = nullptr;
-  const uint16_t* b = nullptr;  // B's 16-bit values as bits
+  const W* b = nullptr;  // B's values as bits
   int64_t ldb = 0;
   S* c = nullptr;
   int64_t ldc = 0;
   const I* cols = nullptr;
-  const uint16_t* tiles = nullptr;
+  const W* tiles = nullptr;
   const TcPart* parts = nullptr;
   int64_t nparts = 0;
+  int64_t slices = 1;            // warps a part: feature slices of 16 T
   float* acc = nullptr;          // split windows: [split][8][F]
-  unsigned* tickets = nullptr;   // split windows: parts finished
+  unsigned* tickets = nullptr;   // split windows: warps finished
   Finish<float> fin{};
-  bool ldm = true;               // ldmatrix.trans (else plain shared loads; SPARSEPORT_TC_LDMATRIX=0)
-  bool cols_ahead = true;        // slot columns loaded a block ahead (SPARSEPORT_TC_COLS_AHEAD=0: not)
+  bool bvec = false;             // B's rows 16-byte aligned: vector loads
+  bool cvec = false;             // C's rows 16-byte aligned: vector stores
 };
 
-// The slot columns of block `blk` that this lane's FT chunks gather (see stage_block). Loaded one block
-// ahead of the copies that use them (SPARSEPORT_TC_COLS_AHEAD, on by default): otherwise each block's
-// copies wait first for this load, two dependent memory latencies a block instead of one.
-template <int FT, class I, class S>
-__device__ __forceinline__ void load_cols(const TcParams<I, S>& p, int64_t blk, int lane, I (&col)[FT]) {
-  constexpr int kChunksPerRow = 2 * FT;
-#pragma unroll
-  for (int q = 0; q < FT; ++q)
-    col[q] = __ldg(p.cols + blk * kTcBlockCols + (lane + 32 * q) / kChunksPerRow);
+// The slot columns of block `blk` whose tile values lane (g, t) holds (tc_frag_pos): slots 2t,
+// 2t + 1, 2t + 8, 2t + 9, as two 2-element loads.
+template <class I, class S>
+__device__ __forceinline__ void load_cols(const TcParams<I, S>& p, int64_t blk, int t, int64_t (&c)[4]) {
+  const I* q = p.cols + blk * kTcBlockCols + 2 * t;
+  if constexpr (sizeof(I) == 4) {
+    const int2 lo = __ldg(reinterpret_cast<const int2*>(q)), hi = __ldg(reinterpret_cast<const int2*>(q + 8));
+    c[0] = lo.x, c[1] = lo.y, c[2] = hi.x, c[3] = hi.y;
+  } else {
+    const longlong2 lo = __ldg(reinterpret_cast<const longlong2*>(q)), hi = __ldg(reinterpret_cast<const longlong2*>(q + 8));
+    c[0] = lo.x, c[1] = lo.y, c[2] = hi.x, c[3] = hi.y;
+  }
 }
 
-// Gathers a block's 16 rows of B (slot columns `col`, from load_cols), features [f0, f0 + 16 FT), into
-// stage (PITCH values a row). Chunk c (8 features, 16 bytes) of row c / (2 FT) goes to lane c % 32: FT
-// chunks a lane. ASYNC: one cp.async each (B 16-byte aligned with ld % 8 == 0, so every chunk start is;
-// a chunk past F copies only the bytes before F, zero-filling the rest, and an empty slot column copies
-// none); else plain 16-bit loads, zeros past F.
-template <bool ASYNC, int FT, int PITCH, class I, class S>
-__device__ __forceinline__ void stage_block(const TcParams<I, S>& p, const I (&col)[FT], int64_t f0,
-                                            uint16_t* stage, int lane) {
-  constexpr int kChunksPerRow = 2 * FT;
+// This lane's NW 32-bit words of B's row c from feature fl on (2 T features: T words of 16-bit
+// pairs, or 2 T floats); zeros for an empty slot column (c < 0) and past F. One 4-, 8- or 16-byte
+// load per 16 bytes where B's rows are aligned (p.bvec) and all 2 T features lie inside F.
+template <int NW, class I, class S>
+__device__ __forceinline__ void load_row(const TcParams<I, S>& p, int64_t c, int64_t fl, bool full, unsigned (&w)[NW]) {
+  using W = tc_word_t<S>;
 #pragma unroll
-  for (int q = 0; q < FT; ++q) {
-    const int c = lane + 32 * q;
-    const int row = c / kChunksPerRow, cc = c % kChunksPerRow;
-    const int64_t f = f0 + 8 * cc;
-    uint16_t* dst = stage + row * PITCH + 8 * cc;
-    const int64_t avail = p.F - f;
-    const int64_t left = col[q] < 0 || avail <= 0 ? 0 : (avail < 8 ? avail : 8);
-    if constexpr (ASYNC) {
-      const uint16_t* src = left > 0 ? p.b + static_cast<int64_t>(col[q]) * p.ldb + f : p.b;
-      cp_async16(dst, src, static_cast<int>(left * 2));
+  for (int i = 0; i < NW; ++i) w[i] = 0u;
+  if (c < 0) return;
+  const W* src = p.b + c * p.ldb + fl;
+  if (p.bvec && full) {
+    if constexpr (NW == 1) {
+      w[0] = __ldg(reinterpret_cast<const unsigned*>(src));
+    } else if constexpr (NW == 2) {
+      const uint2 v = __ldg(reinterpret_cast<const uint2*>(src));
+      w[0] = v.x, w[1] = v.y;
     } else {
-      const uint16_t* src = p.b + (col[q] < 0 ? int64_t{0} : static_cast<int64_t>(col[q])) * p.ldb + f;
 #pragma unroll
-      for (int i = 0; i < 8; ++i) dst[i] = i < left ? __ldg(src + i) : uint16_t{0};
+      for (int q = 0; q < NW / 4; ++q) {
+        const uint4 v = __ldg(reinterpret_cast<const uint4*>(src) + q);
+        w[4 * q] = v.x, w[4 * q + 1] = v.y, w[4 * q + 2] = v.z, w[4 * q + 3] = v.w;
+      }
+    }
+    return;
+  }
+  constexpr int kPer = 4 / static_cast<int>(sizeof(W));  // elements a word
+#pragma unroll
+  for (int e = 0; e < NW * kPer; ++e)
+    if (fl + e < p.F) w[e / kPer] |= static_cast<unsigned>(__ldg(src + e)) << (16 * (e % kPer));
+}
+
+// The tile values lane `lane` holds of block blk (slots 2t, 2t + 1, 2t + 8, 2t + 9 of window row g):
+// one 8-byte (16-bit) or 16-byte (TF32) load.
+template <class I, class S>
+__device__ __forceinline__ uint4 load_tile(const TcParams<I, S>& p, int64_t blk, int lane) {
+  if constexpr (is16_v<S>) {
+    const uint2 v = __ldg(reinterpret_cast<const uint2*>(p.tiles + blk * kTcTileValues) + lane);
+    return make_uint4(v.x, v.y, 0u, 0u);
+  } else {
+    return __ldg(reinterpret_cast<const uint4*>(p.tiles + blk * kTcTileValues) + lane);
+  }
+}
+
+// One block's products into the T feature tiles' accumulators. Lane (g, t) holds, from the B rows of
+// slots 2t, 2t + 1, 2t + 8, 2t + 9 (r[0..3]), features fl + [0, 2 T). Mma row m = g of tile j is
+// feature fl + 2 j and m = g + 8 is fl + 2 j + 1: a permutation of the 16 features of a tile that
+// lets each lane read its features of a row in one load (the epilogue writes them back in order).
+//  - 16-bit, m16n8k16: a0 = {A[g][2t], A[g][2t+1]} = the low halves of word j of r[0] and r[1], a1
+//    the high halves (m = g + 8), a2 / a3 the same from r[2], r[3] (k = 2t + 8, 2t + 9); the tile's
+//    b0 / b1 are its 8 bytes.
+//  - TF32, m16n8k8, two k-steps a block: within a step, k = t is slot 2t and k = t + 4 slot 2t + 1
+//    (step 2: 2t + 8, 2t + 9). Any bijection of k works when the A and B fragments use the same one,
+//    and this one gives TF32 the 16-bit format's tile layout: lane (g, t) holds the same 4 values.
+template <int T, class S, int NW>
+__device__ __forceinline__ void mma_block(float (&acc)[T][4], const unsigned (&r)[4][NW], const uint4& tf) {
+  if constexpr (is16_v<S>) {
+#pragma unroll
+    for (int j = 0; j < T; ++j) {
+      const unsigned a[4] = {__byte_perm(r[0][j], r[1][j], 0x5410), __byte_perm(r[0][j], r[1][j], 0x7632),
+                             __byte_perm(r[2][j], r[3][j], 0x5410), __byte_perm(r[2][j], r[3][j], 0x7632)};
+      mma16816<S>(acc[j], a, tf.x, tf.y);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < T; ++j) {
+      const unsigned a0[4] = {to_tf32(r[0][2 * j]), to_tf32(r[0][2 * j + 1]), to_tf32(r[1][2 * j]),
+                              to_tf32(r[1][2 * j + 1])};
+      mma1688_tf32(acc[j], a0, tf.x, tf.y);
+      const unsigned a1[4] = {to_tf32(r[2][2 * j]), to_tf32(r[2][2 * j + 1]), to_tf32(r[3][2 * j]),
+                              to_tf32(r[3][2 * j + 1])};
+      mma1688_tf32(acc[j], a1, tf.z, tf.w);
     }
   }
 }
 
-// One warp per part. FT feature tiles of 16 (16 FT features of F) per pass; F wider than that takes
-// several passes over the part's blocks (the tiles are re-read, 256 bytes a block a pass).
-template <bool ASYNC, int FT, class I, class S>
-__global__ void __launch_bounds__(kTcWarps * 32, kTcMinBlocks) spmm_tc_kernel(TcParams<I, S> p) {
-  constexpr int CW = 16 * FT;
-  // +8 values (16 bytes) a row: ldmatrix's 8 row addresses of a matrix then fall in 8 different
-  // groups of 4 banks (a pitch of 256 bytes would put them all in the same banks, 8-way conflicts).
-  constexpr int PITCH = CW + 8;
-  __shared__ alignas(16) uint16_t stage_all[kTcWarps][2][kTcBlockCols * PITCH];
-  const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31u);
-  const int64_t part_id = static_cast<int64_t>(blockIdx.x) * kTcWarps + warp;
+// 2 T finished values of one row of C from feature fl on: one vector store where C's rows are
+// aligned, beta is 0 and all lie inside F; else one value at a time.
+template <int T, class I, class S>
+__device__ __forceinline__ void store_row(const TcParams<I, S>& p, int64_t row, int64_t fl, bool full,
+                                          const float (&v)[2 * T]) {
+  S* cp = p.c + row * p.ldc + fl;
+  const float count = static_cast<float>(p.rowptr[row + 1] - p.rowptr[row]);
+  if (p.cvec && full && p.fin.beta == 0.0f) {
+    float o[2 * T];
+#pragma unroll
+    for (int e = 0; e < 2 * T; ++e) o[e] = count > 0.0f ? p.fin.value(v[e], count, 0.0f) : 0.0f;
+    if constexpr (is16_v<S>) {
+      store16<S, 2 * T>(cp, o);
+    } else {
+#pragma unroll
+      for (int q = 0; q < 2 * T; q += 2) *reinterpret_cast<float2*>(cp + q) = make_float2(o[q], o[q + 1]);
+    }
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < 2 * T; ++e) {
+    if (fl + e >= p.F) break;
+    const float old = p.fin.beta != 0.0f ? widen(cp[e]) : 0.0f;
+    cp[e] = narrow<S>(count > 0.0f ? p.fin.value(v[e], count, old) : p.fin.empty(old));
+  }
+}
+
+// One warp per (part, slice of 16 T features), the slices of a part in adjacent warps (they share its
+// tiles and slot columns through L1). No shared memory: each lane loads its pieces of the block's B
+// rows straight into the registers the mma reads, and the next block's loads are in flight while this
+// block's mma run (its slot columns two blocks ahead). Small register and no shared-memory footprint,
+// so many warps an SM keep many gathers in flight: the kernel is bound by gather latency (the staged
+// kernel it replaced, one warp per part over all of F through shared memory, ran at 18 % occupancy
+// and 0.27-1.16x cuSPARSE; docs/tc_window_next.md).
+template <int T, class I, class S>
+__global__ void __launch_bounds__(kTcWarps * 32) spmm_tc_kernel(TcParams<I, S> p) {
+  constexpr int NW = is16_v<S> ? T : 2 * T;  // 32-bit words a lane reads from one B row
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  const int64_t wid = static_cast<int64_t>(blockIdx.x) * kTcWarps + static_cast<int64_t>(threadIdx.x >> 5);
+  const int64_t part_id = wid / p.slices;
   if (part_id >= p.nparts) return;
+  const int64_t f0 = (wid % p.slices) * 16 * T;
   const TcPart pt = p.parts[part_id];
   const int64_t r0 = pt.window * kTcWindowRows;
   const int g = lane >> 2, t = lane & 3;
-  uint16_t* st0 = stage_all[warp][0];
-  uint16_t* st1 = stage_all[warp][1];
-  const uint2* tiles = reinterpret_cast<const uint2*>(p.tiles);
+  const int64_t fl = f0 + 2 * T * g;  // this lane's first feature
+  const bool full = fl + 2 * T <= p.F;
+  float acc[T][4];
+#pragma unroll
+  for (int j = 0; j < T; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
 
-  for (int64_t f0 = 0; f0 < p.F; f0 += CW) {
-    const int64_t tiles_left = (p.F - f0 + 15) / 16;
-    const int nt = tiles_left < FT ? static_cast<int>(tiles_left) : FT;
-    float acc[FT][4];
+  if (pt.blocks > 0) {
+    const int64_t b0 = pt.first_block;
+    int64_t c[4];
+    unsigned r[4][NW];
+    load_cols(p, b0, t, c);
 #pragma unroll
-    for (int j = 0; j < FT; ++j) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
-    if (pt.blocks > 0) {
-      // Two stages: block k + 1's gathers are in flight while block k's mma run, and (cols ahead)
-      // block k + 2's slot columns are being loaded.
-      I col[FT];
-      load_cols<FT>(p, pt.first_block, lane, col);
-      stage_block<ASYNC, FT, PITCH>(p, col, f0, st0, lane);
-      if constexpr (ASYNC) cp_async_commit();
-      if (p.cols_ahead && pt.blocks > 1) load_cols<FT>(p, pt.first_block + 1, lane, col);
-      uint2 tf = __ldg(tiles + pt.first_block * (kTcTileValues / 4) + lane);
-      for (int k = 0; k < pt.blocks; ++k) {
-        uint16_t* cur = (k & 1) ? st1 : st0;
-        uint16_t* nxt = (k & 1) ? st0 : st1;
-        uint2 tf_next = make_uint2(0u, 0u);
-        if (k + 1 < pt.blocks) {
-          if (!p.cols_ahead) load_cols<FT>(p, pt.first_block + k + 1, lane, col);
-          stage_block<ASYNC, FT, PITCH>(p, col, f0, nxt, lane);
-          if (p.cols_ahead && k + 2 < pt.blocks) load_cols<FT>(p, pt.first_block + k + 2, lane, col);
-          tf_next = __ldg(tiles + (pt.first_block + k + 1) * (kTcTileValues / 4) + lane);
-        }
-        if constexpr (ASYNC) {
-          cp_async_commit();  // an empty group on the last block keeps the count of groups in flight
-          cp_async_wait<1>();  // this lane's copies of block k have landed
-        }
-        __syncwarp();  // ... and every lane's are visible to the warp
+    for (int i = 0; i < 4; ++i) load_row<NW>(p, c[i], fl, full, r[i]);
+    uint4 tf = load_tile(p, b0, lane);
+    if (pt.blocks > 1) load_cols(p, b0 + 1, t, c);
+    for (int k = 0; k < pt.blocks; ++k) {
+      const bool more = k + 1 < pt.blocks;
+      unsigned rn[4][NW];
+      uint4 tn = make_uint4(0u, 0u, 0u, 0u);
+      if (more) {
 #pragma unroll
-        for (int j = 0; j < FT; ++j) {
-          if (j < nt) {
-            unsigned a[4];
-            load_a<PITCH>(cur, j, lane, p.ldm, a);
-            mma16816<S>(acc[j], a, tf.x, tf.y);
-          }
-        }
-        __syncwarp();  // every lane has read `cur` before the next iteration's copies overwrite it
-        tf = tf_next;
+        for (int i = 0; i < 4; ++i) load_row<NW>(p, c[i], fl, full, rn[i]);
+        tn = load_tile(p, b0 + k + 1, lane);
+        if (k + 2 < pt.blocks) load_cols(p, b0 + k + 2, t, c);
       }
-    }
-    // acc[j][q]: feature f0 + 16 j + g + 8 (q >> 1) of window row 2 t + (q & 1).
+      mma_block<T, S>(acc, r, tf);
+      if (more) {
 #pragma unroll
-    for (int j = 0; j < FT; ++j) {
-      if (j >= nt) continue;
+        for (int i = 0; i < 4; ++i)
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const int n = 2 * t + (q & 1);
-        const int64_t row = r0 + n, f = f0 + 16 * j + g + 8 * (q >> 1);
-        if (row >= p.m || f >= p.F) continue;
-        if (pt.split >= 0) {
-          atomicAdd(p.acc + (static_cast<int64_t>(pt.split) * kTcWindowRows + n) * p.F + f, acc[j][q]);
-        } else {
-          const float count = static_cast<float>(p.rowptr[row + 1] - p.rowptr[row]);
-          S* cp = p.c + row * p.ldc + f;
-          const float old = p.fin.beta != 0.0f ? widen(*cp) : 0.0f;
-          *cp = narrow<S>(count > 0.0f ? p.fin.value(acc[j][q], count, old) : p.fin.empty(old));
-        }
+          for (int q = 0; q < NW; ++q) r[i][q] = rn[i][q];
+        tf = tn;
       }
     }
   }
+
+  // acc[j][q]: window row 2t + (q & 1), feature fl + 2 j + (q >> 1).
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int n = 2 * t + h;
+    const int64_t row = r0 + n;
+    if (row >= p.m || fl >= p.F) continue;
+    float v[2 * T];
+#pragma unroll
+    for (int j = 0; j < T; ++j) v[2 * j] = acc[j][h], v[2 * j + 1] = acc[j][2 + h];
+    if (pt.split < 0) {
+      store_row<T>(p, row, fl, full, v);
+    } else {
+      float* dst = p.acc + (static_cast<int64_t>(pt.split) * kTcWindowRows + n) * p.F + fl;
+#pragma unroll
+      for (int e = 0; e < 2 * T; ++e)
+        if (fl + e < p.F) atomicAdd(dst + e, v[e]);
+    }
+  }
   if (pt.split < 0) return;
-  // A split window: the last of its parts to finish writes its 8 rows of C from the accumulator.
+  // A split window: the last of its parts' warps (all slices) to finish writes its 8 rows of C from
+  // the accumulator (the threadFenceReduction pattern).
   __threadfence();
   __syncwarp();
   unsigned ticket = 0;
   if (lane == 0) ticket = atomicAdd(p.tickets + pt.split, 1u);
   ticket = __shfl_sync(0xffffffffu, ticket, 0);
-  if (ticket != static_cast<unsigned>(pt.nparts - 1)) return;
+  if (ticket != static_cast<unsigned>(pt.nparts * p.slices - 1)) return;
   __threadfence();
   const float* accw = p.acc + static_cast<int64_t>(pt.split) * kTcWindowRows * p.F;
   for (int64_t idx = lane; idx < kTcWindowRows * p.F; idx += 32) {
@@ -507,42 +559,49 @@ __global__ void __launch_bounds__(kTcWarps * 32, kTcMinBlocks) spmm_tc_kernel(Tc
   }
 }
 
-// Cross-checks and A/B switches of the timing table: on unless the variable is "0".
-bool env_on(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr || std::string(v) != "0";
+// Features a warp covers (16 T): SPARSEPORT_TC_SLICE (16, 32 or 64) where set, else the smallest
+// that covers F, at most 64 for 16-bit values and 32 for TF32. Wider slices mean fewer warps, each
+// with more bytes a load and fewer instructions a byte; a slice wider than F leaves lanes idle.
+// Measured on an H200 (2026-12-04): slices of 32 and 64 within 2 % of each other at F = 64 and 128 for
+// bf16, 16 up to 1.4x slower; TF32 at 32 1-2 % faster than at 64 (124 registers, 4 CTAs an SM).
+int slice_tiles(int64_t F, bool values16) {
+  if (const char* e = std::getenv("SPARSEPORT_TC_SLICE"); e != nullptr && *e != '\0') {
+    const int v = std::atoi(e);
+    if (v == 16 || v == 32 || v == 64) return v / 16;
+  }
+  return F <= 16 ? 1 : F <= 32 || !values16 ? 2 : 4;
 }
 
-template <bool ASYNC, int FT, class I, class S>
-void launch(const State& s, const TcParams<I, S>& p) {
-  const int64_t grid = ceil_div(p.nparts, kTcWarps);
-  spmm_tc_kernel<ASYNC, FT, I, S><<<static_cast<unsigned>(grid), kTcWarps * 32, 0, s.stream()>>>(p);
+template <int T, class I, class S>
+void launch(const State& s, TcParams<I, S> p) {
+  p.slices = ceil_div(p.F, 16 * T);
+  const int64_t warps = p.nparts * p.slices;
+  const int64_t grid = ceil_div(warps, kTcWarps);
+  if (grid > 2147483647)
+    throw Unsupported("spmm.tc_window: A's " + std::to_string(p.nparts) + " parts x " + std::to_string(p.slices) +
+                      " feature slices need more than one launch of 2^31 - 1 CTAs");
+  spmm_tc_kernel<T, I, S><<<static_cast<unsigned>(grid), kTcWarps * 32, 0, s.stream()>>>(p);
   check_launch("spmm.tc_window");
-}
-
-template <bool ASYNC, class I, class S>
-void launch_ft(const State& s, const TcParams<I, S>& p) {
-  const int64_t tiles = (p.F + 15) / 16;
-  if (tiles <= 1)
-    launch<ASYNC, 1>(s, p);
-  else if (tiles <= 2)
-    launch<ASYNC, 2>(s, p);
-  else if (tiles <= 4)
-    launch<ASYNC, 4>(s, p);
-  else
-    launch<ASYNC, 8>(s, p);
 }
 
 }  // namespace
 
 void spmm_tc_window(const State& s, const sparseport_spmm_args& a) {
   if (s.info().cc_major < 8)
-    throw Unsupported("spmm.tc_window needs mma.sync m16n8k16 on 16-bit values and cp.async (compute capability 8.0 "
-                      "or newer), but device " + std::to_string(s.device()) + " has " +
+    throw Unsupported("spmm.tc_window needs mma.sync m16n8k16 on 16-bit values and m16n8k8 on TF32 (compute "
+                      "capability 8.0 or newer), but device " + std::to_string(s.device()) + " has " +
                       std::to_string(s.info().cc_major) + "." + std::to_string(s.info().cc_minor));
-  dispatch_types16(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
+  // f16 / bf16, or float32 run as TF32 (the plugin offers that only with the caller's consent).
+  const auto dispatch = [&](auto&& f) {
+    if (a.a.value_type == SPARSEPORT_F32)
+      dispatch_index(a.a.index_type, [&](auto i) { f(i, float{}); });
+    else
+      dispatch_types16(a.a.index_type, a.a.value_type, f);
+  };
+  dispatch([&](auto i, auto v) {
     using I = decltype(i);
     using S = decltype(v);
+    using W = tc_word_t<S>;
     const std::string key = "spmm.tc_window|" + std::to_string(reinterpret_cast<uintptr_t>(a.a.rowptr)) + "|" +
                             std::to_string(reinterpret_cast<uintptr_t>(a.a.colind)) + "|" + std::to_string(a.a.rows) +
                             "|" + std::to_string(a.a.cols) + "|" + std::to_string(a.a.nnz) + "|" +
@@ -553,29 +612,32 @@ void spmm_tc_window(const State& s, const sparseport_spmm_args& a) {
       plan = build_plan<I, S>(s, a.a);
       s.plans().insert(key, plan);
     }
+    if (a.b.cols == 0 || plan->parts_n_ == 0) return;  // no output element
     if (a.a.values != nullptr && a.a.nnz > 0) {
-      // Values may have changed since the plan was built (same arrays, new weights): nnz x 12 bytes
-      // a call, against at least nnz x 2 F bytes of B gathered (8% at F = 64 with int64 places).
-      tc_refresh_kernel<<<blocks_for(a.a.nnz), kBlock, 0, s.stream()>>>(
-          static_cast<const uint16_t*>(a.a.values), static_cast<const int64_t*>(plan->pos_), a.a.nnz,
-          static_cast<uint16_t*>(plan->tiles_));
+      // Values may have changed since the plan was built (same arrays, new weights): nnz x (8 + 2
+      // sizeof(W)) bytes a call, against at least nnz x F sizeof(W) bytes of B gathered.
+      tc_refresh_kernel<W><<<blocks_for(a.a.nnz), kBlock, 0, s.stream()>>>(
+          static_cast<const W*>(a.a.values), static_cast<const int64_t*>(plan->pos_), a.a.nnz,
+          static_cast<W*>(plan->tiles_));
       check_launch("spmm.tc_window (values)");
     }
     TcParams<I, S> p;
     p.m = a.a.rows;
     p.F = a.b.cols;
     p.rowptr = static_cast<const I*>(a.a.rowptr);
-    p.b = static_cast<const uint16_t*>(a.b.data);
+    p.b = static_cast<const W*>(a.b.data);
     p.ldb = a.b.ld;
     p.c = static_cast<S*>(a.c.data);
     p.ldc = a.c.ld;
     p.cols = static_cast<const I*>(plan->cols_);
-    p.tiles = static_cast<const uint16_t*>(plan->tiles_);
+    p.tiles = static_cast<const W*>(plan->tiles_);
     p.parts = static_cast<const TcPart*>(plan->parts_);
     p.nparts = plan->parts_n_;
     p.fin = {static_cast<float>(a.alpha), static_cast<float>(a.beta), a.reduce == SPARSEPORT_REDUCE_MEAN};
-    p.ldm = env_on("SPARSEPORT_TC_LDMATRIX");
-    p.cols_ahead = env_on("SPARSEPORT_TC_COLS_AHEAD");
+    // Vector loads and stores: 16-byte aligned rows (a lane's 2 T values then never cross 16 bytes).
+    p.bvec = aligned16(a.b.data) && (a.b.ld * static_cast<int64_t>(sizeof(W))) % 16 == 0;
+    p.cvec = aligned16(a.c.data) && (a.c.ld * static_cast<int64_t>(sizeof(S))) % 16 == 0;
+    const int T = slice_tiles(p.F, is16_v<S>);
     Scratch acc, tickets;
     if (plan->split_ > 0) {
       const size_t n = static_cast<size_t>(plan->split_) * kTcWindowRows * static_cast<size_t>(p.F);
@@ -587,10 +649,11 @@ void spmm_tc_window(const State& s, const sparseport_spmm_args& a) {
       p.acc = acc.as<float>();
       p.tickets = tickets.as<unsigned>();
     }
-    if (aligned16(a.b.data) && a.b.ld % 8 == 0)
-      launch_ft<true>(s, p);
-    else
-      launch_ft<false>(s, p);
+    switch (T) {
+      case 1: return launch<1>(s, p);
+      case 2: return launch<2>(s, p);
+      default: return launch<4>(s, p);
+    }
   });
 }
 

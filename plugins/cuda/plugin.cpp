@@ -34,6 +34,8 @@ constexpr uint32_t kDet = SPARSEPORT_VARIANT_DETERMINISTIC;
 // Writes sparseport_spmm_args.arg for max and min (ABI 1.5). row_warp applies to every input, so
 // the front end always has a recording variant to fall back to.
 constexpr uint32_t kArg = SPARSEPORT_VARIANT_RECORDS_ARG;
+// Rounds float32 inputs to TF32: offered only where the caller allows it (SPARSEPORT_EXEC_ALLOW_TF32).
+constexpr uint32_t kTf32 = SPARSEPORT_VARIANT_TF32;
 // Takes F16 and BF16 values itself (ABI 1.7): 16-bit loads and stores, float32 products and sums,
 // one rounding per stored result. The front end serves every other variant's 16-bit calls through
 // float32 copies; why_not refuses the 16-bit inputs a flagged variant cannot take.
@@ -62,8 +64,11 @@ const sparseport_variant kVariants[] = {
     {SPARSEPORT_OP_SPMM, "spmm.tc_window", k16,
      "tensor cores (mma.m16n8k16, float32 accumulation) for f16 and bf16 values, sum and mean: 8-row windows whose "
      "distinct columns are compacted into blocks of 16 with dense 8 x 16 tiles, built on the GPU once per plan; a warp "
-     "per part of up to 32 blocks, B rows staged by cp.async; windows of several parts summed in float32 scratch "
-     "(atomics), C written once"},
+     "per part of up to 32 blocks and slice of 16-64 features, B rows loaded straight into the mma's registers; "
+     "windows of several parts summed in float32 scratch (atomics), C written once"},
+    {SPARSEPORT_OP_SPMM, "spmm.tc_window_tf32", kTf32,
+     "spmm.tc_window for float32 values on the tensor cores as TF32 (mma.m16n8k8; inputs rounded to 10 mantissa "
+     "bits, float32 accumulation): only where the caller allows TF32"},
     // Two vendor variants: the scheduler's reference for an input is the first that applies to it,
     // so cusparseSpMV (F == 1) comes before cusparseSpMM; PluginInfo::vendor_variant names the last.
     {SPARSEPORT_OP_SPMM, "spmm.cusparse_spmv", kVendor | k16,
@@ -163,22 +168,28 @@ std::string why_not(int32_t op, std::string_view v, const void* args) {
         !(cu::vec4_rows(a.b.data, a.b.ld, F) && cu::vec4_rows(a.c.data, a.c.ld, F)))
       return "spmm.row_warp_vec4 needs F % 4 == 0, B.ld and C.ld multiples of 4 and 16-byte aligned B and C, but F = " +
              std::to_string(F) + ", B has " + dims(a.b) + " and C has " + dims(a.c);
-    if (v == "spmm.tc_window") {
+    if (v == "spmm.tc_window" || v == "spmm.tc_window_tf32") {
+      const std::string n(v);
       if (!tc_window_on())
-        return "spmm.tc_window is off in this build (configure with -DSPARSEPORT_CUDA_TENSOR_CORES=ON or set "
-               "SPARSEPORT_CUDA_TENSOR_CORES=1 to offer it; it has not yet passed its GPU tests)";
+        return n + " is off in this build (configure with -DSPARSEPORT_CUDA_TENSOR_CORES=ON or set "
+                   "SPARSEPORT_CUDA_TENSOR_CORES=1 to offer it)";
       // The reduction first: a 16-bit max or min reaches the plugin as float32 copies (the front
       // end converts for variants that cannot take it), and its reason is the reduction.
       if (a.reduce == SPARSEPORT_REDUCE_MAX || a.reduce == SPARSEPORT_REDUCE_MIN)
-        return std::string("spmm.tc_window computes sums and means only (an mma adds its products), but reduce is ") +
+        return n + " computes sums and means only (an mma adds its products), but reduce is " +
                (a.reduce == SPARSEPORT_REDUCE_MAX ? "max" : "min");
-      if (!is16(a.c.value_type))
-        return "spmm.tc_window runs mma.m16n8k16 on f16 and bf16 values only (float32 accumulation), not " +
-               std::string(a.c.value_type == SPARSEPORT_F64 ? "float64" : "float32") +
-               " (TF32 for float32 needs the caller's consent: issue 33)";
+      const std::string type = is16(a.c.value_type) ? type_name(a.c.value_type)
+                               : a.c.value_type == SPARSEPORT_F64 ? "float64" : "float32";
+      if (v == "spmm.tc_window" && !is16(a.c.value_type))
+        return "spmm.tc_window runs mma.m16n8k16 on f16 and bf16 values only (float32 accumulation), not " + type +
+               (a.c.value_type == SPARSEPORT_F32 ? " (spmm.tc_window_tf32 runs float32 as TF32 where the caller allows it)"
+                                                : "");
+      if (v == "spmm.tc_window_tf32" && a.c.value_type != SPARSEPORT_F32)
+        return "spmm.tc_window_tf32 rounds float32 values to TF32 (mma.m16n8k8), not " + type +
+               (is16(a.c.value_type) ? " (spmm.tc_window takes 16-bit values)" : "");
       if (cu::tc_key_bits(a.a.rows, a.a.cols) > 64)
-        return "spmm.tc_window sorts A's entries by 64-bit (window, column, row) keys, but A is " +
-               std::to_string(a.a.rows) + "x" + std::to_string(a.a.cols) + ", which needs " +
+        return n + " sorts A's entries by 64-bit (window, column, row) keys, but A is " + std::to_string(a.a.rows) +
+               "x" + std::to_string(a.a.cols) + ", which needs " +
                std::to_string(cu::tc_key_bits(a.a.rows, a.a.cols)) + " bits";
     }
     if (v == "spmm.vector_rows" && F > cu::kSmallFMaxF)
@@ -292,7 +303,8 @@ int spmm(const sparseport_exec* x, const char* variant, const sparseport_spmm_ar
     need_dense(s, a->c.data, a->c.rows, a->c.cols, "spmm", "C");
     require_applies(SPARSEPORT_OP_SPMM, v, a);
     if (v != "spmm.row_warp_vec4" && v != "spmm.row_warp" && v != "spmm.hub_split" && v != "spmm.nnz_balanced" &&
-        v != "spmm.vector_rows" && v != "spmm.merge_path" && v != "spmm.tc_window" && v != "spmm.cusparse_spmv" &&
+        v != "spmm.vector_rows" && v != "spmm.merge_path" && v != "spmm.tc_window" && v != "spmm.tc_window_tf32" &&
+        v != "spmm.cusparse_spmv" &&
         v != "spmm.cusparse")
       unknown(v, "spmm");
     // arg (ABI 1.5) is written for max and min only, and only by the variants flagged kArg.
@@ -322,7 +334,7 @@ int spmm(const sparseport_exec* x, const char* variant, const sparseport_spmm_ar
       cu::spmm_vector_rows(s, *a, deterministic(x));
     } else if (v == "spmm.merge_path") {
       cu::spmm_merge_path(s, *a);
-    } else if (v == "spmm.tc_window") {
+    } else if (v == "spmm.tc_window" || v == "spmm.tc_window_tf32") {
       cu::spmm_tc_window(s, *a);
     } else if (v == "spmm.cusparse_spmv") {
       cu::spmm_cusparse_spmv(s, *a);

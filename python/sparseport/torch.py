@@ -22,7 +22,10 @@ Types: float32/float64/float16/bfloat16 values (16-bit: float32 arithmetic in th
 result rounded once; all value operands of one call share one dtype), int32/int64 indices (rowptr
 and col share one index type). Under ``torch.autocast`` (cpu or cuda) the ops cast their floating
 inputs (float64 excepted) to the autocast dtype first, as torch's own lower-precision ops do.
-Errors of the C++ library arrive as sparseport.InvalidArgument (a ValueError), sparseport.Error (a
+TF32: spmm (and its backward) follows ``torch.backends.cuda.matmul.allow_tf32``, read at each call
+(or ``torch.backends.cuda.matmul.fp32_precision == "tf32"`` where torch refuses the legacy read), as
+torch's matmuls do: only with it may a variant that rounds float32 inputs to TF32 run (cuda's
+spmm.tc_window_tf32); off by default. Errors of the C++ library arrive as sparseport.InvalidArgument (a ValueError), sparseport.Error (a
 RuntimeError) and their siblings, with the library's message.
 """
 import atexit
@@ -143,7 +146,8 @@ def set_cpu_backend(backend: Optional[str]) -> None:
 
 def context(device="cpu") -> "_C.Context":
     """The native context that runs ops on tensors of ``device`` (created on first use, then kept).
-    Its settings (``threads``, ``deterministic``, ``validate``) apply to every later op there."""
+    Its settings (``threads``, ``deterministic``, ``validate``) apply to every later op there;
+    ``allow_tf32`` too, except for spmm, which passes torch's own flag (see the module's doc)."""
     device = torch.device(device)
     if device.type == "cuda" and device.index is None:
         device = torch.device("cuda", torch.cuda.current_device())
@@ -244,6 +248,21 @@ def _csr_parts(rowptr: Tensor, col: Tensor, values: Optional[Tensor], device: to
     return rowptr, col, values, itag
 
 
+_MATMUL = torch.backends.cuda.matmul
+
+
+def _allow_tf32() -> bool:
+    """torch's TF32 setting for matmuls, read at each call and passed to the library as the op's
+    allow_tf32 option, so it decides over the context's (``context(...).allow_tf32``,
+    SPARSEPORT_ALLOW_TF32). The attribute exists on CPU-only builds too. torch >= 2.9 raises on
+    reading ``allow_tf32`` after ``fp32_precision`` was set (mixing its two APIs); then the new
+    setting decides."""
+    try:
+        return bool(_MATMUL.allow_tf32)
+    except RuntimeError:
+        return getattr(_MATMUL, "fp32_precision", "") == "tf32"
+
+
 def _same_device(op: str, first: Tensor, *others: Tensor) -> torch.device:
     d = first.device
     for t in others:
@@ -265,7 +284,7 @@ def _spmm(rowptr: Tensor, col: Tensor, values: Optional[Tensor], n_cols: int, B:
     btag = _VALUE_TAG[B.dtype]
     _C.spmm(_ctx(device), rows, n_cols, col.shape[0], rowptr.data_ptr(), col.data_ptr(),
             0 if values is None else values.data_ptr(), itag, btag if values is None else _VALUE_TAG[values.dtype],
-            B.data_ptr(), B.shape[0], b_ld, f, btag, out.data_ptr(), max(f, 1), _REDUCE[reduce])
+            B.data_ptr(), B.shape[0], b_ld, f, btag, out.data_ptr(), max(f, 1), _REDUCE[reduce], _allow_tf32())
     return out
 
 
@@ -613,7 +632,8 @@ def _spmm_arg_run(rowptr: Tensor, col: Tensor, values: Optional[Tensor], n_cols:
     try:
         _C.spmm_arg(ctx, rows, n_cols, col.shape[0], rowptr.data_ptr(), col.data_ptr(),
                     0 if values is None else values.data_ptr(), itag, btag if values is None else _VALUE_TAG[values.dtype],
-                    B.data_ptr(), B.shape[0], b_ld, f, btag, out.data_ptr(), arg.data_ptr(), _REDUCE[reduce])
+                    B.data_ptr(), B.shape[0], b_ld, f, btag, out.data_ptr(), arg.data_ptr(), _REDUCE[reduce],
+                    _allow_tf32())
     except _C.Unsupported:
         if B.dtype not in _HALF or (values is not None and values.dtype != B.dtype):
             raise
@@ -650,7 +670,7 @@ def _spmm_arg_backward(rowptr: Tensor, col: Tensor, values: Optional[Tensor], n_
     _C.spmm_arg_backward(_ctx(device), rowptr.shape[0] - 1, n_cols, col.shape[0], rowptr.data_ptr(), col.data_ptr(),
                          0 if values is None else values.data_ptr(), itag, vtag, B.data_ptr(), max(f, 1), f,
                          grad.data_ptr(), arg.data_ptr(), d_b.data_ptr() if need_b else 0,
-                         d_v.data_ptr() if need_values else 0, _REDUCE[reduce])
+                         d_v.data_ptr() if need_values else 0, _REDUCE[reduce], _allow_tf32())
     return d_b, d_v
 
 
@@ -965,7 +985,8 @@ del _name, _device_type, _key
 def spmm(A, B: Tensor, reduce: str = "sum") -> Tensor:
     """C[i, :] = reduce_j(A[i, j] * B[j, :]) over the entries of row i of A; reduce in sum, mean
     (sum / entries in the row), max, min. A: m x k (CSR), B: k x F, C: m x F; empty rows give 0.
-    Differentiable in B and A.values."""
+    Differentiable in B and A.values. float32 may run as TF32 (on cuda's tensor cores) only where
+    ``torch.backends.cuda.matmul.allow_tf32`` is True at the call, as for torch's matmuls."""
     A = _as_csr(A, "spmm")
     _check_reduce(reduce, "spmm")
     if reduce in ("max", "min"):

@@ -7,6 +7,7 @@
 // current stream and caching allocator, so ops queue behind PyTorch's work and nothing waits; a
 // context on its own stream ends each op with synchronize() instead.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -154,6 +156,8 @@ NB_MODULE(_C, m) {
       .def_prop_ro("device_memory", &sp::Context::device_memory)
       .def_prop_rw("threads", &sp::Context::threads, &sp::Context::set_threads)
       .def_prop_rw("deterministic", &sp::Context::deterministic, &sp::Context::set_deterministic)
+      .def_prop_rw("allow_tf32", &sp::Context::allow_tf32, &sp::Context::set_allow_tf32,
+                   "TF32 consent for ops that pass none (sparseport.torch's spmm passes torch's own flag)")
       .def_prop_rw(
           "validate", [](const sp::Context& c) { return std::string(sp::name(c.validate())); },
           [](sp::Context& c, const std::string& v) {
@@ -193,15 +197,17 @@ NB_MODULE(_C, m) {
       "spmm",
       [](const sp::Context& ctx, int64_t rows, int64_t cols, int64_t nnz, uintptr_t rowptr, uintptr_t colind,
          uintptr_t values, int itype, int vtype, uintptr_t b, int64_t b_rows, int64_t b_ld, int64_t f, int btype,
-         uintptr_t c, int64_t c_ld, int reduce) {
+         uintptr_t c, int64_t c_ld, int reduce, std::optional<bool> allow_tf32) {
         sp::SpmmOptions opt;
         opt.reduce = static_cast<sp::Reduce>(reduce);
+        opt.allow_tf32 = allow_tf32;
         sp::spmm(ctx, csr(rows, cols, nnz, rowptr, colind, values, itype, vtype), dense(b_rows, f, b_ld, b, btype),
                  dense_mut(rows, f, c_ld, c, btype), opt);
         finish(ctx);
       },
       nb::call_guard<nb::gil_scoped_release>(),
-      "spmm(ctx, rows, cols, nnz, rowptr, colind, values, itype, vtype, B, B_rows, B_ld, F, Btype, C, C_ld, reduce)");
+      "spmm(ctx, rows, cols, nnz, rowptr, colind, values, itype, vtype, B, B_rows, B_ld, F, Btype, C, C_ld, reduce, "
+      "allow_tf32): allow_tf32 True/False is the call's TF32 consent, None the context's");
 
   // The C++ side of the per-call overhead measurement (python/tests/bench_overhead.py): the median
   // time of one sparseport::spmm call, timed in C++ over `repeats` calls, in seconds.
@@ -348,16 +354,18 @@ NB_MODULE(_C, m) {
       "spmm_arg",
       [](const sp::Context& ctx, int64_t rows, int64_t cols, int64_t nnz, uintptr_t rowptr, uintptr_t colind,
          uintptr_t values, int itype, int vtype, uintptr_t b, int64_t b_rows, int64_t b_ld, int64_t f, int btype,
-         uintptr_t c, uintptr_t arg, int reduce) {
+         uintptr_t c, uintptr_t arg, int reduce, std::optional<bool> allow_tf32) {
         sp::SpmmOptions opt;
         opt.reduce = static_cast<sp::Reduce>(reduce);
+        opt.allow_tf32 = allow_tf32;
         const int64_t ld = f > 0 ? f : 1;
         sp::spmm_arg(ctx, csr(rows, cols, nnz, rowptr, colind, values, itype, vtype), dense(b_rows, f, b_ld, b, btype),
                      dense_mut(rows, f, ld, c, btype), {rows, f, ld, mptr(arg), index_type(itype)}, opt);
         finish(ctx);
       },
       nb::call_guard<nb::gil_scoped_release>(),
-      "spmm_arg(ctx, rows, cols, nnz, rowptr, colind, values, itype, vtype, B, B_rows, B_ld, F, Btype, C, arg, reduce)");
+      "spmm_arg(ctx, rows, cols, nnz, rowptr, colind, values, itype, vtype, B, B_rows, B_ld, F, Btype, C, arg, reduce, "
+      "allow_tf32)");
 
   // The gradients of spmm max/min through arg (sparseport::spmm_backward): dB (b_rows x F, ld F)
   // and dvalues (nnz), each skipped when its pointer is 0. dC and B are contiguous.
@@ -365,10 +373,11 @@ NB_MODULE(_C, m) {
       "spmm_arg_backward",
       [](const sp::Context& ctx, int64_t rows, int64_t cols, int64_t nnz, uintptr_t rowptr, uintptr_t colind,
          uintptr_t values, int itype, int vtype, uintptr_t b, int64_t b_ld, int64_t f, uintptr_t dc, uintptr_t arg,
-         uintptr_t db, uintptr_t dvalues, int reduce) {
+         uintptr_t db, uintptr_t dvalues, int reduce, std::optional<bool> allow_tf32) {
         const int64_t ld = f > 0 ? f : 1;
         sp::SpmmBackwardOptions opt;
         opt.reduce = static_cast<sp::Reduce>(reduce);
+        opt.allow_tf32 = allow_tf32;
         opt.arg = {rows, f, ld, cptr(arg), index_type(itype)};
         const sp::SpmmGrads grads{db != 0 ? dense_mut(cols, f, ld, db, vtype) : sp::DenseMutView{},
                                   dvalues != 0 ? dense_mut(nnz, 1, 1, dvalues, vtype) : sp::DenseMutView{}};
@@ -378,7 +387,7 @@ NB_MODULE(_C, m) {
       },
       nb::call_guard<nb::gil_scoped_release>(),
       "spmm_arg_backward(ctx, rows, cols, nnz, rowptr, colind, values, itype, vtype, B, B_ld, F, dC, arg, dB, dvalues, "
-      "reduce)");
+      "reduce, allow_tf32)");
 
   // A^T as a pattern and the position in A of each of its entries (sparseport::Transpose), written
   // into caller-allocated arrays in ctx's memory: rowptr (cols + 1), colind (nnz), positions (nnz),

@@ -40,7 +40,7 @@ def main():
     S = torch.sparse_csr_tensor(rowptr.long(), col.long(), values, (4, 4))
     rows = [
         ("C++ sparseport::spmm alone (timed in C++)", _C.spmm_median_seconds(*args, n) * 1e6),
-        ("_C.spmm from Python (raw pointers, nanobind)", median_us(lambda: _C.spmm(*args), n)),
+        ("_C.spmm from Python (raw pointers, nanobind)", median_us(lambda: _C.spmm(*args, None), n)),
         ("torch.ops.sparseport.spmm (custom op)", median_us(lambda: torch.ops.sparseport.spmm(rowptr, col, values, 4, B, "sum"), n)),
         ("sparseport.torch.spmm(A, B)", median_us(lambda: spt.spmm(A, B), n)),
         ("sparseport.torch.spmm(A, B) under no_grad", median_us(lambda: _no_grad(spt.spmm, A, B), n)),

@@ -147,6 +147,75 @@ def test_errors_carry_the_library_message():
     assert issubclass(sparseport.InvalidArgument, sparseport.Error) and issubclass(sparseport.Error, RuntimeError)
 
 
+class _LegacyReadRefused:
+    """torch.backends.cuda.matmul as torch >= 2.9 behaves after fp32_precision was set: reading the
+    legacy allow_tf32 raises."""
+
+    def __init__(self, precision):
+        self.fp32_precision = precision
+
+    @property
+    def allow_tf32(self):
+        raise RuntimeError("mix of the legacy and new APIs to set the TF32 status")
+
+
+def test_spmm_passes_torchs_allow_tf32_at_each_call(monkeypatch):
+    """spmm, spmm_arg and the spmm max/min backward hand torch.backends.cuda.matmul.allow_tf32, as it
+    is at the call, to the library as the call's allow_tf32 option (the last argument)."""
+    seen = {"spmm": [], "spmm_arg": [], "spmm_arg_backward": []}
+    for name in seen:
+        real = getattr(spt._C, name)
+
+        def spy(*args, _real=real, _name=name):
+            seen[_name].append(args[-1])
+            return _real(*args)
+
+        monkeypatch.setattr(spt._C, name, spy)
+    A, B = random_csr(30, 20, seed=5, dtype=torch.float32), rand(20, 4, seed=6, dtype=torch.float32)
+    matmul = torch.backends.cuda.matmul
+    old = matmul.allow_tf32  # (not monkeypatch: its undo deletes what torch's module only emulates)
+    try:
+        for flag in (True, False, True):
+            matmul.allow_tf32 = flag
+            assert matmul.allow_tf32 is flag
+            before = {k: len(v) for k, v in seen.items()}
+            Bg = B.clone().requires_grad_(True)
+            torch.testing.assert_close(spt.spmm(A, Bg, "sum"), ref_spmm(A, B, "sum"))
+            spt.spmm(A, Bg, "max").sum().backward()  # spmm_arg, then spmm_arg_backward
+            for name, calls in seen.items():
+                assert len(calls) > before[name], name
+                assert all(c is flag for c in calls[before[name]:]), (name, flag, calls)
+    finally:
+        matmul.allow_tf32 = old
+    # None (no option: the context's consent) is taken too.
+    out = torch.empty(30, 4)
+    spt._C.spmm(spt.context("cpu"), 30, 20, A.nnz, A.rowptr.data_ptr(), A.col.data_ptr(), A.values.data_ptr(),
+                spt._INDEX_TAG[A.rowptr.dtype], spt._C.F32, B.data_ptr(), 20, 4, 4, spt._C.F32, out.data_ptr(), 4,
+                0, None)
+    torch.testing.assert_close(out, ref_spmm(A, B, "sum"))
+
+
+def test_allow_tf32_follows_fp32_precision_where_torch_refuses_the_legacy_read(monkeypatch):
+    monkeypatch.setattr(spt, "_MATMUL", _LegacyReadRefused("tf32"))
+    assert spt._allow_tf32() is True
+    monkeypatch.setattr(spt, "_MATMUL", _LegacyReadRefused("ieee"))
+    assert spt._allow_tf32() is False
+
+
+def test_context_allow_tf32_property():
+    ctx = spt.context("cpu")
+    old = ctx.allow_tf32
+    try:
+        ctx.allow_tf32 = True
+        assert ctx.allow_tf32 is True
+        A, B = random_csr(20, 10, seed=2), rand(10, 3, seed=3)
+        torch.testing.assert_close(spt.spmm(A, B, "sum"), ref_spmm(A, B, "sum"))
+        ctx.allow_tf32 = False
+        assert ctx.allow_tf32 is False
+    finally:
+        ctx.allow_tf32 = old
+
+
 def test_context_per_device():
     ctx = spt.context("cpu")
     assert ctx is spt.context(torch.device("cpu"))

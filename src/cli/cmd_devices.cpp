@@ -71,11 +71,12 @@ void print_text(const PluginInfo& p) {
     std::printf("  signature: (unavailable: %s)\n", e.what());
   }
   std::printf("  variants:\n");
-  // Tags: default, vendor, deterministic (what deterministic mode may run, SPARSEPORT_DETERMINISTIC=1).
+  // Tags: default, vendor, deterministic (what deterministic mode may run, SPARSEPORT_DETERMINISTIC=1),
+  // tf32 (rounds float32 inputs to TF32: runs only where the caller allows it, SPARSEPORT_ALLOW_TF32=1).
   const auto tags_of = [](const VariantInfo& v) {
     std::string tags;
     for (const auto& [on, tag] : {std::pair{v.is_default, "default"}, std::pair{v.is_vendor, "vendor"},
-                                  std::pair{v.is_deterministic, "deterministic"}})
+                                  std::pair{v.is_deterministic, "deterministic"}, std::pair{v.tf32, "tf32"}})
       if (on) tags += (tags.empty() ? "" : ", ") + std::string(tag);
     return tags.empty() ? tags : "[" + tags + "]";
   };
@@ -105,7 +106,7 @@ void print_json(const PluginInfo& p) {
   for (const VariantInfo& v : p.variants) {
     JsonObject o;
     o.add("op", op_name(v.op)).add("name", v.name).add("default", v.is_default).add("vendor", v.is_vendor);
-    o.add("deterministic", v.is_deterministic).add("doc", v.doc);
+    o.add("deterministic", v.is_deterministic).add("tf32", v.tf32).add("doc", v.doc);
     var_items.push_back(o.str());
   }
   JsonObject o;

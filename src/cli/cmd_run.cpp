@@ -37,7 +37,8 @@ struct RunOptions {
   ValueType dtype = ValueType::f32;
   IndexType itype = IndexType::i32;
   bool json = false, quiet = false;
-  bool dist = false;  // --dist: over the MPI ranks (dist_run.hpp)
+  bool allow_tf32 = false;  // --allow-tf32: the context allows TF32 variants (else SPARSEPORT_ALLOW_TF32 decides)
+  bool dist = false;        // --dist: over the MPI ranks (dist_run.hpp)
   DistOptions dist_options;
 };
 
@@ -206,6 +207,7 @@ int run_typed(const RunOptions& opt, const Args& args, DistSession* dist) {
   on_every_rank([&] { made = Context::create(dist != nullptr ? dist->backend_of_rank(opt.backend) : opt.backend); });
   Context& ctx = *made;
   ctx.set_threads(opt.threads == 0 && dist != nullptr ? dist->default_threads() : opt.threads);
+  if (opt.allow_tf32) ctx.set_allow_tf32(true);
   const PluginInfo& plugin = ctx.plugin();
   const std::vector<std::string> offered = plugin.variants_of(opt.op);
   std::string offered_list;
@@ -214,7 +216,14 @@ int run_typed(const RunOptions& opt, const Args& args, DistSession* dist) {
   if (opt.all_variants) {
     if (offered.empty())
       throw Unsupported("sparseport run: backend '" + plugin.name + "' offers no variant of " + op_name(opt.op));
-    variants = offered;
+    // The TF32 variants only with consent (named without it, the op refuses them).
+    for (const VariantInfo& v : plugin.variants) {
+      if (v.op != opt.op) continue;
+      if (v.tf32 && !ctx.allow_tf32())
+        say("skipping " + v.name + ": it rounds float32 inputs to TF32; pass --allow-tf32 (or SPARSEPORT_ALLOW_TF32=1)");
+      else
+        variants.push_back(v.name);
+    }
   } else if (!opt.variant.empty()) {
     // The full name, or the short one ("merge_path") where it names one offered variant.
     variants = variants_named(offered, opt.variant);
@@ -334,6 +343,10 @@ int cmd_run(const std::vector<std::string>& argv) {
               "                        (default 1024 rows; for the subgraph 3% of the vertices, at least 512)")
       .option("--dtype", "T", "value type: f32, f64, f16 or bf16 (default f32; 16-bit values accumulate in f32)")
       .option("--index", "T", "index type: i32 or i64 (default i32)")
+      .flag("--allow-tf32",
+            "let variants that round float32 inputs to TF32 run (10 mantissa bits, tensor\n"
+            "                        cores; 'sparseport devices' tags them tf32) and verify them within\n"
+            "                        the TF32 bound; default: SPARSEPORT_ALLOW_TF32, else off")
       .flag("--json", "one JSON object per result on stdout (progress and notes go to stderr)")
       .flag("--dist",
             "run over the MPI ranks (mpirun -np P sparseport run --dist ...): rank 0 loads the\n"
@@ -435,6 +448,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   if (itype != "i32" && itype != "i64") args.fail("--index is '" + itype + "' but must be i32 or i64");
   opt.itype = itype == "i32" ? IndexType::i32 : IndexType::i64;
   opt.json = args.has("--json");
+  opt.allow_tf32 = args.has("--allow-tf32");
   opt.quiet = args.has("--quiet");
   opt.dist = args.has("--dist");
   if (opt.dist && !dist_supports(opt.op))

@@ -151,6 +151,9 @@ int cmd_tune(const std::vector<std::string>& argv) {
   args.option("--reduce", "R", "spmm's reduction (default sum); --collect takes a list: sum,max");
   args.option("--reps", "R", "timed repetitions per variant (default 5)");
   args.option("--threads", "T", "threads for CPU backends");
+  args.flag("--allow-tf32",
+            "let variants that round float32 inputs to TF32 be timed and chosen (default:\n"
+            "                        SPARSEPORT_ALLOW_TF32, else off)");
   args.option("--cache-dir", "DIR", "decision cache folder (default: a fresh temporary folder)");
   args.flag("--json", "one JSON object per graph");
   args.positional("graphs", "one or more GRAPH arguments", false);
@@ -160,7 +163,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& a = argv[i];
     const bool takes_value = a.rfind("--", 0) == 0 && a.find('=') == std::string::npos && a != "--oracle" &&
-                             a != "--json" && a != "--help";
+                             a != "--json" && a != "--help" && a != "--allow-tf32";
     if (a.rfind("-", 0) == 0) {
       rest.push_back(a);
       if (takes_value && i + 1 < argv.size()) rest.push_back(argv[++i]);
@@ -205,6 +208,7 @@ int cmd_tune(const std::vector<std::string>& argv) {
   const bool json = args.has("--json");
   Context ctx = Context::create(args.get("--backend"));
   if (args.has("--threads")) ctx.set_threads(static_cast<int>(args.get_int("--threads", 0, 1, 4096)));
+  if (args.has("--allow-tf32")) ctx.set_allow_tf32(true);
   std::string dir = args.get("--cache-dir");
   const bool temp_dir = dir.empty();
   if (temp_dir)
@@ -256,7 +260,9 @@ int cmd_tune(const std::vector<std::string>& argv) {
     const auto graph = load_with_progress<int32_t, float>(g, false);
     auto work = make_workload(ctx, graph, spec);
     std::vector<std::pair<std::string, double>> times;
-    for (const std::string& v : ctx.plugin().variants_of(spec.op)) {
+    for (const VariantInfo& info : ctx.plugin().variants) {
+      if (info.op != spec.op || (info.tf32 && !ctx.allow_tf32())) continue;  // TF32: a candidate with consent only
+      const std::string& v = info.name;
       try {
         times.emplace_back(v, batched_ms(ctx, *work, v, reps));
       } catch (const Unsupported&) {

@@ -75,6 +75,10 @@ constexpr double kRelTol = std::is_same_v<V, float>      ? 1e-4
                            : std::is_same_v<V, double>   ? 1e-10
                            : std::is_same_v<V, half>     ? 4 * 0x1p-11
                                                          : 4 * 0x1p-8;
+// float spmm where the context allows TF32 (a TF32 variant may have run, named or chosen): each
+// product of inputs rounded to TF32 is within 2^-10 (+ 2^-22) of the exact one relative to |a b|
+// (README "TF32"), on top of the float32 sum's error that kRelTol<float> already covers.
+constexpr double kTf32RelTol = 0x1p-10 + 0x1p-22 + kRelTol<float>;
 
 // A NaN of V: the fill that shows an element the op did not write.
 template <class V>
@@ -249,7 +253,8 @@ class DenseOut : public Base<I, V> {
       have_reference_ = true;
     }
     this->stage_.fetch(out_.data, out_dev_);
-    Verdict v = compare_dense(what_, out_.data, out_.cols, want_, bound_, kRelTol<V>);
+    const bool tf32 = std::is_same_v<V, float> && this->spec_.op == SPARSEPORT_OP_SPMM && this->ctx_.allow_tf32();
+    Verdict v = compare_dense(what_, out_.data, out_.cols, want_, bound_, tf32 ? kTf32RelTol : kRelTol<V>);
     v.reference_variant = reference_label(this->spec_.op);
     return v;
   }

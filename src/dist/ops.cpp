@@ -207,7 +207,7 @@ DenseView post_halo(typename DistCsr<I, V>::State& s, const Context& ctx, const 
     t0 = Clock::now();
     if (s.plan.send_total() > 0) {
       sparseport::spmm(ctx, sp.place(s.pack), x, make_dense<V>(s.plan.send_total(), f, f, send),
-                       SpmmOptions{Reduce::sum, 1.0, 0.0, {}});
+                       detail::exact_spmm(Reduce::sum, 1.0, 0.0));
       ctx.synchronize();  // the transport reads the send buffer from here on
     }
     st.pack_ms = ms_since(t0);
@@ -334,7 +334,7 @@ void run_distributed(const Context& ctx, const DistCsr<I, V>& a, const DenseView
         V* o = static_cast<V*>(out.data) + lo * out.ld;
         sparseport::spmm(ctx, k, make_dense<V>(2 * nb, f, f, static_cast<const V*>(p)),
                          make_dense<V>(rows, f, out.ld, o),
-                         SpmmOptions{reduce == Reduce::mean ? Reduce::sum : reduce, has_beta ? alpha : 1.0, 1.0, {}});
+                         detail::exact_spmm(reduce == Reduce::mean ? Reduce::sum : reduce, has_beta ? alpha : 1.0, 1.0));
       });
     }
   } catch (...) {
@@ -363,7 +363,9 @@ void spmm_impl(const Context& ctx, const DistCsr<I, V>& a, const DenseView& b_lo
     // With reduce sum the blocks run are the local one and the remote one (or its in-place copy,
     // which has the same entries in the same order).
     if (values != nullptr) v.values = &blk == &s.local ? values->local : values->remote;
-    sparseport::spmm(ctx, v, x, out, SpmmOptions{r, alpha, beta, opt.variant});
+    SpmmOptions o{r, alpha, beta, opt.variant};
+    o.allow_tf32 = opt.allow_tf32;
+    sparseport::spmm(ctx, v, x, out, o);
     if (local.variant.empty() && blk.nnz() > 0) local = last_decision();
   };
   run_distributed<I, V>(ctx, a, b_local, c_local, opt.reduce, opt.alpha, opt.beta, true, run, &st, w);
@@ -466,7 +468,7 @@ void sddmm_blocks(const Context& ctx, const DistCsr<I, V>& a, const DenseView& x
       timed(ctx, st.remote_ms, [&] { run(remote, ghosts, make_dense<V>(nr, 1, 1, pl + nl)); });
       timed(ctx, st.combine_ms, [&] {
         sparseport::spmm(ctx, s.space.place(merge_matrix<I, V>(s)), make_dense<V>(nl + nr, 1, 1, static_cast<const V*>(pl)),
-                         out_local, SpmmOptions{Reduce::sum, 1.0, 0.0, {}});
+                         out_local, detail::exact_spmm(Reduce::sum, 1.0, 0.0));
       });
     }
   } catch (...) {

@@ -26,6 +26,15 @@ inline void timed(const Context& ctx, double& into, const std::function<void()>&
   into += ms_since(tc);
 }
 
+// The options of a spmm the distributed op runs for itself (packing rows to send, combining partial
+// sums, merging): plain float32 sums whatever the context's TF32 consent, which is for the caller's
+// own blocks only (their calls forward the caller's SpmmOptions::allow_tf32).
+inline SpmmOptions exact_spmm(Reduce r, double alpha, double beta) {
+  SpmmOptions o{r, alpha, beta, {}};
+  o.allow_tf32 = false;
+  return o;
+}
+
 // The checks of one dense operand, as sparseport's front end makes them, named for the distributed
 // op: value type, shape (rows x cols; `rule` says why), ld and data. DimensionMismatch for a shape,
 // InvalidArgument otherwise.

@@ -250,7 +250,7 @@ void transpose_blocks(const Context& ctx, const DistCsr<I, V>& a, const DenseVie
               at != nullptr ? in_place(rv.layers_in_place[l], rv.layers[l], t, rows) : rv.layers[l];
           V* o = static_cast<V*>(out_local.data) + rv.layer_lo[l] * out_local.ld;
           sparseport::spmm(ctx, sp.place(k), received, make_dense<V>(k.rows, f, out_local.ld, o),
-                           SpmmOptions{Reduce::sum, 1.0, 1.0, {}});
+                           detail::exact_spmm(Reduce::sum, 1.0, 1.0));
         }
       });
   } catch (...) {

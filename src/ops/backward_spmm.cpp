@@ -68,7 +68,10 @@ void run_spmm_arg(const Context& ctx, const std::string& w, const CsrView& a, co
   if (!args) return;
   args->arg = arg.data;
   args->arg_ld = arg.ld;
-  // Only variants that record arg may run: a named one must be one; else the first that applies.
+  // Only variants that record arg may run: a named one must be one; else the first that applies
+  // and may run (a TF32 one only with consent; a named one without it is refused by the scheduler).
+  const sparseport_exec exec = ops::exec_for(ctx, opt.allow_tf32);
+  const bool tf32_ok = (exec.flags & SPARSEPORT_EXEC_ALLOW_TF32) != 0;
   std::string variant = opt.variant;
   std::string offered;
   bool named_records = false;
@@ -83,7 +86,9 @@ void run_spmm_arg(const Context& ctx, const std::string& w, const CsrView& a, co
         offered += (offered.empty() ? "" : ", ") + v.name;
         named_records = named_records || v.name == opt.variant;
       }
-      if (variant.empty() && scheduler::applies(ctx.plugin(), SPARSEPORT_OP_SPMM, v.name, probe, nullptr)) variant = v.name;
+      if (variant.empty() && (tf32_ok || !v.tf32) &&
+          scheduler::applies(ctx.plugin(), SPARSEPORT_OP_SPMM, v.name, probe, nullptr))
+        variant = v.name;
     }
     if (!is_16bit(c.value_type)) break;
   }
@@ -94,7 +99,7 @@ void run_spmm_arg(const Context& ctx, const std::string& w, const CsrView& a, co
     throw Unsupported(w + ": no spmm variant of backend '" + ctx.plugin().name +
                       "' that records arg applies to this input (those that record it: " +
                       (offered.empty() ? "none" : offered) + ")");
-  ops::call_plugin(ctx, SPARSEPORT_OP_SPMM, ctx.plugin().table->spmm, *args, variant, w);
+  ops::call_plugin(ctx, exec, SPARSEPORT_OP_SPMM, ctx.plugin().table->spmm, *args, variant, w);
 }
 
 // spmm_backward after its checks: B is read for dvalues only (the caller checked it then), the
@@ -155,7 +160,8 @@ void run_spmm_backward(const Context& ctx, const std::string& w, const CsrView& 
     } else if (mean) {
       at_values = s.inv_deg_at.data();
     }
-    spmm(ctx, with_values(at->pattern(), at_values), dc, grads.db, SpmmOptions{Reduce::sum, 1.0, 0.0, opt.variant});
+    spmm(ctx, with_values(at->pattern(), at_values), dc, grads.db,
+         SpmmOptions{Reduce::sum, 1.0, 0.0, opt.variant, opt.allow_tf32});
   }
   if (want_dv) {
     // sddmm multiplies by A's values: here 1 (sum: a pattern) or 1/deg (mean, built with A^T).

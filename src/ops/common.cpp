@@ -12,6 +12,12 @@ std::string where(const Context& ctx, sparseport_op op) {
   return std::string("sparseport::") + op_name(op) + "[" + ctx.backend() + "]";
 }
 
+sparseport_exec exec_for(const Context& ctx, const std::optional<bool>& allow_tf32) {
+  sparseport_exec x = ctx.exec();
+  if (allow_tf32) x.flags = *allow_tf32 ? (x.flags | SPARSEPORT_EXEC_ALLOW_TF32) : (x.flags & ~SPARSEPORT_EXEC_ALLOW_TF32);
+  return x;
+}
+
 sparseport_csr to_abi(const CsrView& v) {
   return {v.rows, v.cols, v.nnz, v.rowptr, v.colind, v.values, static_cast<int32_t>(v.index_type),
           static_cast<int32_t>(v.value_type)};

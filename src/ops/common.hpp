@@ -67,19 +67,29 @@ std::optional<sparseport_gather_scatter_args> gather_scatter_args(const Context&
 // in A of each entry of the result.
 CsrMatrix transpose(const Context& ctx, const std::string& w, const CsrView& a, void* perm, const std::string& variant);
 
-// Lets the scheduler pick the variant (or honours `requested`) and run it; a failed status
-// becomes the matching exception. Host memory running out on this side of the plugin table (the
-// scheduler's own vectors) is OutOfMemory too; inside a plugin, guarded() already turned it into a
-// status.
+// The exec a call runs with: the context's, with SPARSEPORT_EXEC_ALLOW_TF32 as the call's
+// allow_tf32 option says (unset: as the context says). The scheduler and the plugin see consent
+// only through this flag, so decisions and one-shot plans made with and without it stay apart.
+sparseport_exec exec_for(const Context& ctx, const std::optional<bool>& allow_tf32);
+
+// Lets the scheduler pick the variant (or honours `requested`) and run it, under `exec`
+// (ctx.exec() or exec_for's); a failed status becomes the matching exception. Host memory running
+// out on this side of the plugin table (the scheduler's own vectors) is OutOfMemory too; inside a
+// plugin, guarded() already turned it into a status.
 template <class Args, class Fn>
-void call_plugin(const Context& ctx, sparseport_op op, Fn slot, const Args& args, const std::string& requested,
-                 const std::string& w) {
+void call_plugin(const Context& ctx, const sparseport_exec& exec, sparseport_op op, Fn slot, const Args& args,
+                 const std::string& requested, const std::string& w) {
   if (slot == nullptr) throw Unsupported(w + ": backend '" + ctx.plugin().name + "' does not provide this op");
   try {
-    scheduler::run(ctx.plugin(), ctx.exec(), op, &args, requested, w);
+    scheduler::run(ctx.plugin(), exec, op, &args, requested, w);
   } catch (const std::bad_alloc&) {
     throw OutOfMemory(w + ": ran out of host memory while running the op (std::bad_alloc)", 0, "std::bad_alloc");
   }
+}
+template <class Args, class Fn>
+void call_plugin(const Context& ctx, sparseport_op op, Fn slot, const Args& args, const std::string& requested,
+                 const std::string& w) {
+  call_plugin(ctx, ctx.exec(), op, slot, args, requested, w);
 }
 
 // Bytes for n elements of `size` bytes; OutOfMemory when that does not fit size_t.

@@ -29,6 +29,7 @@ struct Context::Impl {
   int threads = 0;
   ValidateMode validate = ValidateMode::once;
   bool deterministic = false;
+  bool allow_tf32 = false;
   void* state = nullptr;
   sparseport_external external{};  // what the caller lent (stream, scratch allocator)
 
@@ -79,6 +80,14 @@ bool deterministic_from_env() {
   throw InvalidArgument("sparseport: SPARSEPORT_DETERMINISTIC is '" + std::string(v) + "' (want 0 or 1)");
 }
 
+bool allow_tf32_from_env() {
+  const char* env = std::getenv("SPARSEPORT_ALLOW_TF32");
+  const std::string_view v = env != nullptr ? env : "";
+  if (v.empty() || v == "0") return false;
+  if (v == "1") return true;
+  throw InvalidArgument("sparseport: SPARSEPORT_ALLOW_TF32 is '" + std::string(v) + "' (want 0 or 1)");
+}
+
 }  // namespace
 
 Context Context::create(std::string_view backend) {
@@ -119,6 +128,7 @@ Context Context::create(std::string_view backend) {
   auto impl = std::make_shared<Impl>();
   impl->validate = validate_from_env();
   impl->deterministic = deterministic_from_env();
+  impl->allow_tf32 = allow_tf32_from_env();
   impl->plugin = &p;
   impl->device = device;
   impl->backend = p.table->device_count != nullptr ? token + ":" + std::to_string(device) : token;
@@ -162,6 +172,7 @@ void Context::set_validate(ValidateMode mode) {
 ValidateMode Context::validate() const { return impl_->validate; }
 
 void Context::set_deterministic(bool on) { impl_->deterministic = on; }
+void Context::set_allow_tf32(bool on) { impl_->allow_tf32 = on; }
 
 void Context::set_stream(void* stream) {
   impl_->external.stream = stream;
@@ -179,9 +190,11 @@ void Context::set_scratch_allocator(const ScratchAllocator& a) {
   impl_->lend("set_scratch_allocator", a.alloc != nullptr || impl_->external.stream != nullptr);
 }
 bool Context::deterministic() const { return impl_->deterministic; }
+bool Context::allow_tf32() const { return impl_->allow_tf32; }
 
 sparseport_exec Context::exec() const {
-  return {impl_->state, impl_->threads, impl_->deterministic ? SPARSEPORT_EXEC_DETERMINISTIC : 0};
+  return {impl_->state, impl_->threads,
+          (impl_->deterministic ? SPARSEPORT_EXEC_DETERMINISTIC : 0) | (impl_->allow_tf32 ? SPARSEPORT_EXEC_ALLOW_TF32 : 0)};
 }
 
 Buffer::Buffer(Buffer&& o) noexcept { *this = std::move(o); }

@@ -34,14 +34,15 @@ std::shared_ptr<detail::PlanState> requested_state(const std::string& variant) {
 
 // What every plan constructor shares after its sparse operand was checked: F must be >= 0, and a
 // named variant bypasses the scheduler; otherwise `shape` (the op's args with null dense data)
-// goes to scheduler::prepare.
+// goes to scheduler::prepare under `exec` (the context's, with the plan's TF32 consent).
 template <class Args>
-std::shared_ptr<detail::PlanState> plan_state(const Context& ctx, sparseport_op op, const std::string& w,
-                                              int64_t features, const std::string& variant, const Args& shape,
-                                              const SchedulerOptions& sched, bool check_indices = false) {
+std::shared_ptr<detail::PlanState> plan_state(const Context& ctx, const sparseport_exec& exec, sparseport_op op,
+                                              const std::string& w, int64_t features, const std::string& variant,
+                                              const Args& shape, const SchedulerOptions& sched,
+                                              bool check_indices = false) {
   if (features < 0) throw InvalidArgument(w + ": features " + std::to_string(features) + " is negative");
   if (!variant.empty()) return requested_state(variant);
-  return scheduler::prepare(ctx.plugin(), ctx.exec(), op, &shape, sched, check_indices);
+  return scheduler::prepare(ctx.plugin(), exec, op, &shape, sched, check_indices);
 }
 
 // The same for a plan over a CSR A, with A's checks: its sizes and pointers first. Its index
@@ -52,15 +53,16 @@ std::shared_ptr<detail::PlanState> plan_state(const Context& ctx, sparseport_op 
 // prepare() reads A only for its signature (hashes, defined for any contents) and stops at a
 // violation, so nothing reads A by its indices before they are known good.
 template <class Args>
-std::shared_ptr<detail::PlanState> csr_plan_state(const Context& ctx, sparseport_op op, const std::string& w,
-                                                  const CsrView& a, int64_t features, const std::string& variant,
-                                                  const Args& shape, const SchedulerOptions& sched) {
+std::shared_ptr<detail::PlanState> csr_plan_state(const Context& ctx, const sparseport_exec& exec, sparseport_op op,
+                                                  const std::string& w, const CsrView& a, int64_t features,
+                                                  const std::string& variant, const Args& shape,
+                                                  const SchedulerOptions& sched) {
   ops::check_csr_shape(w, "A", a);
   if (!variant.empty() || !ops::csr_check_can_ride(ctx)) {
     ops::check_csr(ctx, w, "A", a, /*plan=*/true);
-    return plan_state(ctx, op, w, features, variant, shape, sched);
+    return plan_state(ctx, exec, op, w, features, variant, shape, sched);
   }
-  std::shared_ptr<detail::PlanState> state = plan_state(ctx, op, w, features, variant, shape, sched, true);
+  std::shared_ptr<detail::PlanState> state = plan_state(ctx, exec, op, w, features, variant, shape, sched, true);
   if (state->index_problem == SPARSEPORT_INDEX_OK) {
     ops::csr_checked(ctx, a);
     return state;
@@ -79,11 +81,12 @@ void check_features(const std::string& w, const char* arg, int64_t got, int64_t 
                             std::to_string(want));
 }
 
+// A named variant runs under `exec` as of this call (the context's, with the plan's TF32 option).
 template <class Args>
-void run_plan(const Context& ctx, const std::shared_ptr<detail::PlanState>& state, sparseport_op op, const Args& args,
-              const std::string& requested, const std::string& w) {
+void run_plan(const Context& ctx, const sparseport_exec& exec, const std::shared_ptr<detail::PlanState>& state,
+              sparseport_op op, const Args& args, const std::string& requested, const std::string& w) {
   if (!requested.empty()) {
-    scheduler::run(ctx.plugin(), ctx.exec(), op, &args, requested, w);
+    scheduler::run(ctx.plugin(), exec, op, &args, requested, w);
     // 16-bit values: whether the named variant took them or ran on float32 copies.
     state->decision.via_f32 = scheduler::last_decision().via_f32;
     return;
@@ -101,14 +104,15 @@ SpmmPlan::SpmmPlan(const Context& ctx, const CsrView& a, int64_t features, const
   const sparseport_spmm_args probe_shape{ops::to_abi(a), {a.cols, features, features, nullptr, vt},
                                          {a.rows, features, features, nullptr, vt}, static_cast<int32_t>(opt.reduce),
                                          opt.alpha, opt.beta, nullptr, 0};
-  state_ = csr_plan_state(ctx, SPARSEPORT_OP_SPMM, w, a, features, opt.variant, probe_shape, sched);
+  state_ = csr_plan_state(ctx, ops::exec_for(ctx, opt.allow_tf32), SPARSEPORT_OP_SPMM, w, a, features, opt.variant,
+                          probe_shape, sched);
 }
 
 void SpmmPlan::run(const DenseView& b, const DenseMutView& c) {
   const std::string w = ops::where(ctx_, SPARSEPORT_OP_SPMM) + " (SpmmPlan)";
   check_features(w, "B", b.cols, features_);
   if (const auto args = ops::spmm_args(ctx_, w, a_, b, c, opt_, false))
-    run_plan(ctx_, state_, SPARSEPORT_OP_SPMM, *args, opt_.variant, w);
+    run_plan(ctx_, ops::exec_for(ctx_, opt_.allow_tf32), state_, SPARSEPORT_OP_SPMM, *args, opt_.variant, w);
 }
 
 const Decision& SpmmPlan::decision() const { return state_->decision; }
@@ -120,14 +124,14 @@ SddmmPlan::SddmmPlan(const Context& ctx, const CsrView& a, int64_t features, con
   const int32_t vt = static_cast<int32_t>(a.value_type);
   const sparseport_sddmm_args probe_shape{ops::to_abi(a), {a.rows, features, features, nullptr, vt},
                                           {a.cols, features, features, nullptr, vt}, {a.nnz, 1, 1, nullptr, vt}};
-  state_ = csr_plan_state(ctx, SPARSEPORT_OP_SDDMM, w, a, features, opt.variant, probe_shape, sched);
+  state_ = csr_plan_state(ctx, ctx.exec(), SPARSEPORT_OP_SDDMM, w, a, features, opt.variant, probe_shape, sched);
 }
 
 void SddmmPlan::run(const DenseView& x, const DenseView& y, const DenseMutView& out) {
   const std::string w = ops::where(ctx_, SPARSEPORT_OP_SDDMM) + " (SddmmPlan)";
   check_features(w, "X", x.cols, features_);
   if (const auto args = ops::sddmm_args(ctx_, w, a_, x, y, out, false))
-    run_plan(ctx_, state_, SPARSEPORT_OP_SDDMM, *args, opt_.variant, w);
+    run_plan(ctx_, ctx_.exec(), state_, SPARSEPORT_OP_SDDMM, *args, opt_.variant, w);
 }
 
 const Decision& SddmmPlan::decision() const { return state_->decision; }
@@ -143,14 +147,15 @@ AttentionPlan::AttentionPlan(const Context& ctx, const CsrView& a, int64_t featu
                                               {a.cols, features, features, nullptr, vt},
                                               {a.rows, features, features, nullptr, vt},
                                               1.0};
-  state_ = csr_plan_state(ctx, SPARSEPORT_OP_CSR_ATTENTION, w, a, features, opt.variant, probe_shape, sched);
+  state_ = csr_plan_state(ctx, ctx.exec(), SPARSEPORT_OP_CSR_ATTENTION, w, a, features, opt.variant, probe_shape,
+                          sched);
 }
 
 void AttentionPlan::run(const DenseView& q, const DenseView& k, const DenseView& v, const DenseMutView& out) {
   const std::string w = ops::where(ctx_, SPARSEPORT_OP_CSR_ATTENTION) + " (AttentionPlan)";
   check_features(w, "Q", q.cols, features_);
   if (const auto args = ops::attention_args(ctx_, w, a_, q, k, v, out, opt_, false))
-    run_plan(ctx_, state_, SPARSEPORT_OP_CSR_ATTENTION, *args, opt_.variant, w);
+    run_plan(ctx_, ctx_.exec(), state_, SPARSEPORT_OP_CSR_ATTENTION, *args, opt_.variant, w);
 }
 
 const Decision& AttentionPlan::decision() const { return state_->decision; }
@@ -166,14 +171,14 @@ GatherScatterPlan::GatherScatterPlan(const Context& ctx, const CooView& edges, i
   const sparseport_gather_scatter_args probe_shape{ops::to_abi(edges), {edges.cols, features, features, nullptr, vt},
                                                    {edges.rows, features, features, nullptr, vt},
                                                    static_cast<int32_t>(opt.reduce)};
-  state_ = plan_state(ctx, SPARSEPORT_OP_GATHER_SCATTER, w, features, opt.variant, probe_shape, sched);
+  state_ = plan_state(ctx, ctx.exec(), SPARSEPORT_OP_GATHER_SCATTER, w, features, opt.variant, probe_shape, sched);
 }
 
 void GatherScatterPlan::run(const DenseView& x, const DenseMutView& out) {
   const std::string w = ops::where(ctx_, SPARSEPORT_OP_GATHER_SCATTER) + " (GatherScatterPlan)";
   check_features(w, "x", x.cols, features_);
   if (const auto args = ops::gather_scatter_args(ctx_, w, edges_, x, out, opt_, false))
-    run_plan(ctx_, state_, SPARSEPORT_OP_GATHER_SCATTER, *args, opt_.variant, w);
+    run_plan(ctx_, ctx_.exec(), state_, SPARSEPORT_OP_GATHER_SCATTER, *args, opt_.variant, w);
 }
 
 const Decision& GatherScatterPlan::decision() const { return state_->decision; }

@@ -373,6 +373,27 @@ TEST(CliRun, NamedVariantIsReportedAndVerified) {
   EXPECT_TRUE(is_true(rows[0], "verified"));
 }
 
+// TF32 consent: --allow-tf32 is taken by run and tune (the reference backend has no TF32 variant, so
+// the run is the plain one, verified), and devices gives each variant's tf32 flag as it gives
+// deterministic.
+TEST(CliRun, AllowTf32IsTakenAndDevicesShowTheTf32Flag) {
+  const Output o = run_cli("run --backend reference --op spmm --allow-tf32 --reps 1 --json rmat:8:4");
+  ASSERT_EQ(o.code, 0) << describe(o);
+  const std::vector<JsonObject> rows = parse_lines(o.out);
+  ASSERT_EQ(rows.size(), 1u) << describe(o);
+  EXPECT_TRUE(is_true(rows[0], "verified")) << describe(o);
+  EXPECT_NE(run_cli("run --help").out.find("--allow-tf32"), std::string::npos);
+  EXPECT_NE(run_cli("tune --help").out.find("--allow-tf32"), std::string::npos);
+  const Output d = run_cli("devices --json");
+  ASSERT_EQ(d.code, 0) << describe(d);
+  for (const sp::VariantInfo& v : sp::plugin("reference").variants)
+    EXPECT_NE(d.out.find("\"name\":\"" + v.name + "\",\"default\":" + (v.is_default ? "true" : "false") +
+                         ",\"vendor\":" + (v.is_vendor ? "true" : "false") + ",\"deterministic\":" +
+                         (v.is_deterministic ? "true" : "false") + ",\"tf32\":" + (v.tf32 ? "true" : "false")),
+              std::string::npos)
+        << v.name << "\n" << d.out;
+}
+
 // The seed decides the operands: the same seed reproduces the run's error exactly, another seed
 // gives other operands and so another error.
 TEST(CliRun, SeedMakesOperandsReproducible) {

@@ -380,12 +380,15 @@ inline std::shared_ptr<Context> context_for(const std::string& plugin) {
   return it->second;
 }
 
-// Every variant of every available plugin that lists op, the reference's own included.
+// Every variant of every available plugin that lists op, the reference's own included, but those that
+// round float32 to TF32 (VariantInfo::tf32): they run only with the caller's consent and are held to
+// the TF32 bound, not the float32 tolerances here (tests/cuda/test_cuda_tc.cpp, CudaTcTf32).
 inline std::vector<Target> targets(sparseport_op op) {
   std::vector<Target> out;
   for (const PluginInfo& p : plugins()) {
     if (p.status != PluginStatus::available) continue;
-    for (const std::string& v : p.variants_of(op)) out.push_back({p.name, v, context_for(p.name)});
+    for (const VariantInfo& v : p.variants)
+      if (v.op == op && !v.tf32) out.push_back({p.name, v.name, context_for(p.name)});
   }
   return out;
 }

@@ -108,7 +108,7 @@ inline void run_family(const sp::Context& ctx, const std::string& family, const 
     const auto bv16 = sp::make_dense<sp::bfloat16>(g.n, F, F, static_cast<const sp::bfloat16*>(b16d.data()));
     const auto cv16 = sp::make_dense<sp::bfloat16>(g.n, F, F, static_cast<sp::bfloat16*>(c16.data()));
     for (const sp::VariantInfo& v : ctx.plugin().variants) {
-      if (v.op != SPARSEPORT_OP_SPMM) continue;
+      if (v.op != SPARSEPORT_OP_SPMM || v.tf32) continue;  // TF32: float32 values only, and only with consent
       sp::SpmmOptions opt;
       opt.variant = v.name;
       try {

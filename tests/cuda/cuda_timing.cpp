@@ -4,7 +4,7 @@
 // are queued behind a "ballast" of other GPU work, so the host's per-call overhead hides behind
 // it, and CUDA events on the context's stream time them: GPU time per call. No input rotation,
 // one run: good for spotting a variant that is far off, not for claims. One table on stdout.
-//   cuda_timing [SPEC...]   (default: the issue's generated suite)
+//   cuda_timing [--tc] [SPEC...]   (default: the issue's generated suite; --tc: only the tensor-core table)
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -126,7 +126,7 @@ void spmm_suite(const Context& ctx, Timer& timer, const std::string& spec) {
     for (const std::string& v : ctx.plugin().variants_of(SPARSEPORT_OP_SPMM)) {
       if (v == "spmm.vector_rows" && F > 16) continue;
       if (v == "spmm.cusparse_spmv") continue;  // F == 1 only
-      if (v == "spmm.tc_window") continue;      // 16-bit values only: bf16_suite
+      if (v == "spmm.tc_window" || v == "spmm.tc_window_tf32") continue;  // tc_suite
       const Timing t = timer.time([&] { spmm(ctx, a, bv, cv, {Reduce::sum, 1.0, 0.0, v}); });
       if (v == "spmm.cusparse") vendor = t.gpu;
       rows.emplace_back(v, t);
@@ -194,17 +194,19 @@ void segment_suite(const Context& ctx, Timer& timer, int64_t E, int64_t F, bool 
   }
 }
 
-// bf16 SpMM (issue 33): spmm.tc_window beside cuSPARSE and our CUDA-core variants at F = 32, 64, 128,
-// all on bf16 A, B and C except the float32 rows. Columns: the time, and the ratio to cuSPARSE's best
-// float32 time (ALG2/ALG3, float32 copies of everything: what the plugin runs for 16-bit calls by
-// default) and to cuSPARSE's own bf16 path (SPARSEPORT_CUSPARSE16=1: partial sums in bf16, the
-// fastest path a cuSPARSE user has for bf16 data). The first tc_window call on a matrix builds its
-// format: its wall time, over a steady call, is the build's cost in calls.
-void bf16_suite(const Context& ctx, Timer& timer, const std::string& spec) {
+// Tensor-core SpMM (issue 33): spmm.tc_window (bf16) and spmm.tc_window_tf32 (float32 as TF32) beside
+// cuSPARSE and our CUDA-core variants at F = 16, 32, 64, 128. Columns: the time, and the ratio to
+// cuSPARSE's best float32 time (ALG2/ALG3, float32 copies of everything: what the plugin runs for
+// 16-bit calls by default) and to cuSPARSE's own bf16 path (SPARSEPORT_CUSPARSE16=1: partial sums in
+// bf16, the fastest path a cuSPARSE user has for bf16 data). The feature slice a warp covers
+// (SPARSEPORT_TC_SLICE = 16, 32, 64) is timed at each width it fits, beside the default. The first
+// call on a matrix builds the format: its wall time over a steady call is the build's cost in calls.
+// Last line per (graph, F): the best float32 CUDA-core variant, bf16 tc_window and TF32 against cuSPARSE.
+void tc_suite(const Context& ctx, Timer& timer, const std::string& spec) {
   const HostCsr<int32_t, float> h = load_graph<int32_t, float>(spec);  // a generator spec or a Matrix Market file
   std::vector<bfloat16> v16(h.values.size());
   for (size_t i = 0; i < v16.size(); ++i) v16[i] = bfloat16(h.values[i]);
-  std::printf("# bf16 %s: %lld x %lld, nnz %lld\n", spec.c_str(), static_cast<long long>(h.rows),
+  std::printf("# tc %s: %lld x %lld, nnz %lld\n", spec.c_str(), static_cast<long long>(h.rows),
               static_cast<long long>(h.cols), static_cast<long long>(h.nnz()));
   const Buffer rp = upload(ctx, h.rowptr), ci = upload(ctx, h.colind), va = upload(ctx, h.values), va16 = upload(ctx, v16);
   const auto* rpp = static_cast<const int32_t*>(rp.data());
@@ -212,7 +214,7 @@ void bf16_suite(const Context& ctx, Timer& timer, const std::string& spec) {
   const CsrView a32 = make_csr<int32_t, float>(h.rows, h.cols, h.nnz(), rpp, cip, static_cast<const float*>(va.data()));
   const CsrView a16 = make_csr<int32_t, bfloat16>(h.rows, h.cols, h.nnz(), rpp, cip, static_cast<const bfloat16*>(va16.data()));
   bool built = false;
-  for (int64_t F : {32, 64, 128}) {
+  for (int64_t F : {16, 32, 64, 128}) {
     const Buffer b32 = random_device_floats(ctx, static_cast<size_t>(h.cols * F), 7);
     const Buffer c32 = ctx.allocate(static_cast<size_t>(h.rows * F) * sizeof(float));
     std::vector<bfloat16> hb(static_cast<size_t>(h.cols * F));
@@ -226,38 +228,58 @@ void bf16_suite(const Context& ctx, Timer& timer, const std::string& spec) {
     const DenseView bv16 = make_dense<bfloat16>(h.cols, F, F, static_cast<const bfloat16*>(b16.data()));
     const DenseMutView cv16 = make_dense<bfloat16>(h.rows, F, F, static_cast<bfloat16*>(c16.data()));
     const auto run16 = [&](const std::string& v) { spmm(ctx, a16, bv16, cv16, {Reduce::sum, 1.0, 0.0, v}); };
+    const auto run32 = [&](const std::string& v) { spmm(ctx, a32, bv32, cv32, {Reduce::sum, 1.0, 0.0, v}); };
     if (!built) {
-      ctx.synchronize();
-      const auto t0 = Clock::now();
-      run16("spmm.tc_window");
-      ctx.synchronize();
-      const double first = std::chrono::duration<double>(Clock::now() - t0).count();
-      const double steady = timer.time([&] { run16("spmm.tc_window"); }).gpu;
-      sparseport_cuda_diagnostics d{};
-      sparseport_cuda_get_diagnostics(ctx.exec().state, &d);
-      std::printf("tcfmt %-28s first call %.3f ms, steady %.4f ms (F %lld): the build costs ~%.0f calls; %s\n",
-                  spec.c_str(), first * 1e3, steady * 1e3, static_cast<long long>(F), (first - steady) / steady, d.note);
+      for (const char* v : {"spmm.tc_window", "spmm.tc_window_tf32"}) {
+        const auto run = [&] { std::string(v) == "spmm.tc_window" ? run16(v) : run32(v); };
+        ctx.synchronize();
+        const auto t0 = Clock::now();
+        run();
+        ctx.synchronize();
+        const double first = std::chrono::duration<double>(Clock::now() - t0).count();
+        const double steady = timer.time(run).gpu;
+        sparseport_cuda_diagnostics d{};
+        sparseport_cuda_get_diagnostics(ctx.exec().state, &d);
+        std::printf("tcfmt %-28s %-20s first call %.3f ms, steady %.4f ms (F %lld): the build costs ~%.0f calls; %s\n",
+                    spec.c_str(), v, first * 1e3, steady * 1e3, static_cast<long long>(F), (first - steady) / steady,
+                    d.note);
+      }
       built = true;
     }
-    const double vendor32 = timer.time([&] { spmm(ctx, a32, bv32, cv32, {Reduce::sum, 1.0, 0.0, "spmm.cusparse"}); }).gpu;
+    const double vendor32 = timer.time([&] { run32("spmm.cusparse"); }).gpu;
     setenv("SPARSEPORT_CUSPARSE16", "1", 1);
     const double vendor16 = timer.time([&] { run16("spmm.cusparse"); }).gpu;
     unsetenv("SPARSEPORT_CUSPARSE16");
     std::vector<std::pair<std::string, double>> rows = {{"f32 spmm.cusparse", vendor32}, {"bf16 spmm.cusparse16", vendor16}};
-    for (const char* v : {"spmm.hub_split", "spmm.merge_path", "spmm.row_warp_vec4"})
-      rows.emplace_back(std::string("f32 ") + v,
-                        timer.time([&] { spmm(ctx, a32, bv32, cv32, {Reduce::sum, 1.0, 0.0, v}); }).gpu);
-    for (const char* v : {"spmm.hub_split", "spmm.merge_path", "spmm.row_warp_vec4", "spmm.tc_window"})
-      rows.emplace_back(std::string("bf16 ") + v, timer.time([&] { run16(v); }).gpu);
-    setenv("SPARSEPORT_TC_LDMATRIX", "0", 1);
-    rows.emplace_back("bf16 spmm.tc_window (plain lds)", timer.time([&] { run16("spmm.tc_window"); }).gpu);
-    unsetenv("SPARSEPORT_TC_LDMATRIX");
-    setenv("SPARSEPORT_TC_COLS_AHEAD", "0", 1);
-    rows.emplace_back("bf16 spmm.tc_window (cols not ahead)", timer.time([&] { run16("spmm.tc_window"); }).gpu);
-    unsetenv("SPARSEPORT_TC_COLS_AHEAD");
+    double best32 = 1e30, best16cc = 1e30, tc16 = 1e30, tf32 = 1e30;
+    for (const char* v : {"spmm.hub_split", "spmm.merge_path", "spmm.row_warp_vec4", "spmm.nnz_balanced"}) {
+      const double t = timer.time([&] { run32(v); }).gpu;
+      best32 = std::min(best32, t);
+      rows.emplace_back(std::string("f32 ") + v, t);
+    }
+    for (const char* v : {"spmm.hub_split", "spmm.merge_path", "spmm.row_warp_vec4"}) {
+      const double t = timer.time([&] { run16(v); }).gpu;
+      best16cc = std::min(best16cc, t);
+      rows.emplace_back(std::string("bf16 ") + v, t);
+    }
+    for (const char* slice : {"", "16", "32", "64"}) {
+      if (*slice != '\0' && std::atoi(slice) > 2 * std::max<int64_t>(F, 16)) continue;  // lanes idle: not a choice
+      if (*slice != '\0') setenv("SPARSEPORT_TC_SLICE", slice, 1);
+      const std::string tag = *slice != '\0' ? std::string(" (slice ") + slice + ")" : std::string();
+      const double t16 = timer.time([&] { run16("spmm.tc_window"); }).gpu;
+      const double t32 = timer.time([&] { run32("spmm.tc_window_tf32"); }).gpu;
+      unsetenv("SPARSEPORT_TC_SLICE");
+      rows.emplace_back("bf16 spmm.tc_window" + tag, t16);
+      rows.emplace_back("tf32 spmm.tc_window_tf32" + tag, t32);
+      if (*slice == '\0') tc16 = t16, tf32 = t32;
+    }
     for (const auto& [v, t] : rows)
-      std::printf("bf16  %-28s F %3lld  %-32s %9.4f ms  %5.2fx cuSPARSE-f32  %5.2fx cuSPARSE-bf16\n", spec.c_str(),
+      std::printf("tc    %-28s F %3lld  %-36s %9.4f ms  %5.2fx cuSPARSE-f32  %5.2fx cuSPARSE-bf16\n", spec.c_str(),
                   static_cast<long long>(F), v.c_str(), t * 1e3, vendor32 / t, vendor16 / t);
+    std::printf("tcsum %-28s F %3lld  best f32 CUDA-core %.2fx, bf16 CUDA-core %.2fx, bf16 tc_window %.2fx, tf32 %.2fx "
+                "cuSPARSE-f32; bf16 tc_window %.2fx our best f32, %.2fx cuSPARSE-bf16\n",
+                spec.c_str(), static_cast<long long>(F), vendor32 / best32, vendor32 / best16cc, vendor32 / tc16,
+                vendor32 / tf32, best32 / tc16, vendor16 / tc16);
   }
 }
 
@@ -267,6 +289,7 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // a run cut short still leaves its finished lines
   try {
     Context ctx = Context::create("cuda");
+    ctx.set_allow_tf32(true);  // spmm.tc_window_tf32 is timed by name
     char line[1024];
     sparseport_status st{};
     ctx.plugin().table->describe_devices(line, sizeof line, &st);
@@ -289,22 +312,22 @@ int main(int argc, char** argv) {
     timer.ballast_s = timer.events(timer.ballast, 10);
     std::printf("# ballast unit %.3f ms\n", timer.ballast_s * 1e3);
     std::vector<std::string> specs;
-    bool bf16_only = false;  // --bf16: only bf16_suite (issue 33's tensor-core table)
+    bool tc_only = false;  // --tc: only tc_suite (issue 33's tensor-core table)
     for (int i = 1; i < argc; ++i) {
-      if (std::string(argv[i]) == "--bf16")
-        bf16_only = true;
+      if (std::string(argv[i]) == "--tc" || std::string(argv[i]) == "--bf16")
+        tc_only = true;
       else
         specs.emplace_back(argv[i]);
     }
-    if (bf16_only) {
+    if (tc_only) {
       if (specs.empty()) specs = {"er:200000:2e-5", "rmat:20:16", "megarow:2000000:16:0.05", "band:1000000:16"};
-      for (const std::string& s : specs) bf16_suite(ctx, timer, s);
+      for (const std::string& s : specs) tc_suite(ctx, timer, s);
       return 0;
     }
     if (specs.empty())
       specs = {"er:200000:2e-5", "rmat:20:16", "megarow:2000000:16:0.05", "er:2000000:8e-6", "band:1000000:16"};
     for (const std::string& s : specs) spmm_suite(ctx, timer, s);
-    for (const std::string& s : specs) bf16_suite(ctx, timer, s);
+    for (const std::string& s : specs) tc_suite(ctx, timer, s);
     segment_suite(ctx, timer, 60000000, 64, false);
     segment_suite(ctx, timer, 60000000, 64, true);
   } catch (const std::exception& e) {

@@ -7,7 +7,7 @@
 #   [CTEST_REGEX=...] [BENCH_ARGS=...] [SAN_*=...] tests/cuda/gpu_check.sh [BUDGET_SECONDS] [STEPS...]
 #   (steps: configure build ctest repeat stress memcheck racecheck initcheck synccheck sanitize timing bench;
 #   BUILD_TARGETS: the build step's ninja targets, default all; sanitize = all four tools;
-#   TIMING_ARGS: cuda_timing's arguments (e.g. "--bf16": only the bf16 / tensor-core table);
+#   TIMING_ARGS: cuda_timing's arguments (e.g. "--tc": only the tensor-core table; --bf16 is its old name);
 #   CTEST_REGEX narrows the CTest step; bench runs sparseport_bench_cuda at full size on SPARSEPORT_DATA_DIR, default .device-data, with
 #   BENCH_ARGS, and writes $OUT/cuda.json and the report $OUT/report.md; benchmarks/run_gpu.sh is
 #   the same suite in a build of its own)

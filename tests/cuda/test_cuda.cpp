@@ -23,8 +23,12 @@ using namespace cuda_test;
 constexpr uint64_t kSeed = 20261122;
 constexpr Reduce kReduces[] = {Reduce::sum, Reduce::mean, Reduce::max, Reduce::min};
 
+// Every variant of op but those that round float32 to TF32: they run only with the caller's consent
+// and meet a TF32 tolerance (test_cuda_tc.cpp), not this file's float32 one.
 std::vector<std::string> variants(sparseport_op op) {
-  std::vector<std::string> v = plugin("cuda").variants_of(op);
+  std::vector<std::string> v;
+  for (const VariantInfo& x : plugin("cuda").variants)
+    if (x.op == op && !x.tf32) v.push_back(x.name);
   EXPECT_FALSE(v.empty()) << "the cuda plugin lists no variant of " << op_name(op);
   return v;
 }

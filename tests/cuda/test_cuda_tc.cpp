@@ -9,8 +9,11 @@
 //    indices, rectangular A (rows != cols both ways), a pattern A, F in {1, 7, 8, 15, 16, 33, 64, 100,
 //    128}, alpha / beta (beta 0 with NaN in C, which must not leak in), sum and mean, B and C with
 //    ld > F and misaligned starts (the path without cp.async); A's values changed in place between
-//    calls (the plan's tiles are refreshed); ldmatrix and plain shared loads giving the same bits; the
+//    calls (the plan's tiles are refreshed); feature slices of 16, 32 and 64 giving the same bits; the
 //    plan's sizes (its note) equal to the host model's; max / min and float32 refused with reasons.
+//  - CudaTcTf32 (GPU): spmm.tc_window_tf32, float32 as TF32, only with the caller's consent, within
+//    the TF32 bound below on random, power-law (split windows), padded and misaligned inputs, int32
+//    and int64; without consent refused by name and never chosen.
 //  - Accuracy on rows of 10^5 entries: bf16 ones sum to bf16(100000) exactly (a 16-bit accumulator
 //    would stop at 256), f16 halves to f16(50000), random values within the bound below.
 // Tolerance (derived): every product of two 16-bit values is exact in float32 (11 + 11 significant bits
@@ -216,7 +219,7 @@ void check_matrix(const Context& ctx, const HostCsr<I, H>& a, const std::vector<
         k.reduce = r;
         k.beta = beta;
         k.alpha = beta == 0.0 ? 1.0 : 1.25;
-        // Every other call with padded rows (ld > F) and misaligned starts: no cp.async.
+        // Every other call with padded rows (ld > F) and misaligned starts: no vector loads or stores.
         if (run++ % 2 == 1) k.ldb_pad = 3, k.ldc_pad = 1, k.b_offset = 1, k.c_offset = 1;
         SCOPED_TRACE(what + ": F " + std::to_string(F) + ", " + name(r) + ", beta " + std::to_string(beta) +
                      (k.ldb_pad != 0 ? ", padded and misaligned" : "") + (sizeof(I) == 8 ? ", int64" : ", int32") +
@@ -418,19 +421,25 @@ TEST(CudaTc, ValuesChangedInPlaceAreUsed) {
   expect_close(a, b, c0, run_tc(ctx, da, a, b, c0, Call{}), Reduce::sum, 1.0, 0.0);
 }
 
-// ldmatrix.trans and plain shared loads read the same fragments: the same bits.
-TEST(CudaTc, LdmatrixAndPlainLoadsAgree) {
+// A warp covers a slice of 16, 32 or 64 features (SPARSEPORT_TC_SLICE): each output is the same
+// sequence of mma over the same blocks whatever the slice, so the same bits (no split windows here:
+// rows of at most 40 entries, 5 x 16 slot columns a window at most).
+TEST(CudaTc, FeatureSlicesOf16To64GiveTheSameBits) {
   TC_REQUIRE_GPU_AND_ON();
   Context ctx = Context::create("cuda");
   const auto a = random_csr<int32_t, half>(700, 900, 40, kSeed + 23);
   const DevCsr<int32_t, half> da = to_device(ctx, a);
-  for (const int64_t F : {8, 100}) {
+  for (const int64_t F : {8, 40, 100, 128}) {
     const HostDense<half> b = dense16<half>(900, F, F, kSeed + 24), c0(700, F);
+    setenv("SPARSEPORT_TC_SLICE", "16", 1);
     const HostDense<half> x = run_tc(ctx, da, a, b, c0, Call{});
-    setenv("SPARSEPORT_TC_LDMATRIX", "0", 1);
-    const HostDense<half> y = run_tc(ctx, da, a, b, c0, Call{});
-    unsetenv("SPARSEPORT_TC_LDMATRIX");
-    for (size_t i = 0; i < x.data.size(); ++i) ASSERT_EQ(x.data[i].bits, y.data[i].bits) << "F " << F << ", element " << i;
+    for (const char* slice : {"32", "64"}) {
+      setenv("SPARSEPORT_TC_SLICE", slice, 1);
+      const HostDense<half> y = run_tc(ctx, da, a, b, c0, Call{});
+      for (size_t i = 0; i < x.data.size(); ++i)
+        ASSERT_EQ(x.data[i].bits, y.data[i].bits) << "F " << F << ", slice " << slice << ", element " << i;
+    }
+    unsetenv("SPARSEPORT_TC_SLICE");
     expect_close(a, b, c0, x, Reduce::sum, 1.0, 0.0);
   }
 }
@@ -484,6 +493,162 @@ TEST(CudaTc, RefusesMaxMinAndFloat32WithReasons) {
     ADD_FAILURE() << "float32 ran";
   } catch (const Unsupported& e) {
     EXPECT_NE(std::string(e.what()).find("f16 and bf16 values only"), std::string::npos) << e.what();
+  }
+}
+
+// ---- TF32 (spmm.tc_window_tf32) ----------------------------------------------------------------
+// Tolerance (README "TF32"): A's and B's float32 values are rounded to TF32 (to nearest, 10 stored
+// mantissa bits: relative error 2^-11 each), so each product is within 2^-10 + 2^-22 of the exact
+// one relative to |a b|; the float32 accumulation then adds the 16-bit tests' (n + P + 2) 2^-23, and
+// the float32 result one rounding:
+//   |got - want| <= (2^-10 + 2^-22 + (n + 2 + n / 16) 2^-23) sum |a_k b_k| (alpha, beta included)
+//                   + ulp32(|want|) + the smallest normal float.
+
+// C from spmm.tc_window_tf32 on device copies, with consent on the context.
+template <class I>
+HostDense<float> run_tf32(const Context& ctx, const DevCsr<I, float>& da, const HostDense<float>& b,
+                          const HostDense<float>& c0, const Call& k) {
+  const DevDense<float> db = to_device(ctx, b, k.b_offset);
+  DevDense<float> dc = to_device(ctx, c0, k.c_offset);
+  SpmmOptions opt;
+  opt.reduce = k.reduce;
+  opt.alpha = k.alpha;
+  opt.beta = k.beta;
+  opt.variant = "spmm.tc_window_tf32";
+  spmm(ctx, da.view, db.view(), dc.mut(), opt);
+  EXPECT_EQ(last_decision().variant, "spmm.tc_window_tf32");
+  return to_host(ctx, dc);
+}
+
+// The largest error seen, over the bound's sum |a b| (the measured relative error; the bound's
+// leading term is 2^-10 = 9.8e-4), kept for the report line each test prints.
+double g_tf32_worst = 0.0;
+
+template <class I>
+void expect_close_tf32(const HostCsr<I, float>& a, const HostDense<float>& b, const HostDense<float>& c0,
+                       const HostDense<float>& got, Reduce r, double alpha, double beta) {
+  int bad = 0;
+  for (int64_t i = 0; i < a.rows && bad < 5; ++i) {
+    const int64_t e0 = a.rowptr[static_cast<size_t>(i)], e1 = a.rowptr[static_cast<size_t>(i) + 1], n = e1 - e0;
+    for (int64_t f = 0; f < b.cols && bad < 5; ++f) {
+      double acc = 0.0, mag = 0.0;
+      for (int64_t e = e0; e < e1; ++e) {
+        const double w = a.is_pattern() ? 1.0 : static_cast<double>(a.values[static_cast<size_t>(e)]);
+        const double p = w * static_cast<double>(b(a.colind[static_cast<size_t>(e)], f));
+        acc += p;
+        mag += std::abs(p);
+      }
+      if (r == Reduce::mean && n > 0) acc /= static_cast<double>(n), mag /= static_cast<double>(n);
+      const double old = beta != 0.0 ? static_cast<double>(c0(i, f)) : 0.0;
+      const double want = alpha * acc + beta * old;
+      const double bound = std::abs(alpha) * mag + std::abs(beta * old);
+      const double tol = (std::ldexp(1.0, -10) + std::ldexp(1.0, -22) +
+                          static_cast<double>(n + 2 + n / 16) * std::ldexp(1.0, -23)) * bound +
+                         std::ldexp(std::abs(want), -23) + static_cast<double>(std::numeric_limits<float>::min());
+      const double g = static_cast<double>(got(i, f));
+      if (bound > 0.0 && std::isfinite(g)) g_tf32_worst = std::max(g_tf32_worst, std::abs(g - want) / bound);
+      if (!(std::isfinite(g) && std::abs(g - want) <= tol)) {
+        ++bad;
+        ADD_FAILURE() << "C[" << i << "," << f << "] = " << g << ", want " << want << " (tolerance " << tol
+                      << ", row of " << n << " entries)";
+      }
+    }
+  }
+}
+
+template <class I>
+void check_tf32(const Context& ctx, const HostCsr<I, float>& a, const std::vector<int64_t>& widths, uint64_t seed,
+                const std::string& what) {
+  ASSERT_EQ(a.rowptr.size(), static_cast<size_t>(a.rows) + 1) << what;
+  const DevCsr<I, float> da = to_device(ctx, a);
+  for (const int64_t F : widths) {
+    int run = 0;
+    for (const Reduce r : {Reduce::sum, Reduce::mean}) {
+      for (const double beta : {0.0, 0.5}) {
+        Call k;
+        k.reduce = r;
+        k.beta = beta;
+        k.alpha = beta == 0.0 ? 1.0 : 1.25;
+        if (run++ % 2 == 1) k.ldb_pad = 3, k.ldc_pad = 1, k.b_offset = 1, k.c_offset = 1;
+        SCOPED_TRACE(what + ": F " + std::to_string(F) + ", " + name(r) + ", beta " + std::to_string(beta) +
+                     (k.ldb_pad != 0 ? ", padded and misaligned" : "") + (sizeof(I) == 8 ? ", int64" : ", int32"));
+        const HostDense<float> b = random_dense<float>(a.cols, F, F + k.ldb_pad, seed + 10 * static_cast<uint64_t>(F));
+        HostDense<float> c0 = random_dense<float>(a.rows, F, F + k.ldc_pad, seed + 10 * static_cast<uint64_t>(F) + 1);
+        if (beta == 0.0)
+          for (auto& x : c0.data) x = std::numeric_limits<float>::quiet_NaN();
+        expect_close_tf32(a, b, c0, run_tf32(ctx, da, b, c0, k), r, k.alpha, beta);
+      }
+    }
+  }
+}
+
+template <class I>
+HostCsr<I, float> to_f32(const HostCsr<I, bfloat16>& h, uint64_t seed) {
+  HostCsr<I, float> a;
+  a.rows = h.rows;
+  a.cols = h.cols;
+  a.rowptr = h.rowptr;
+  a.colind = h.colind;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> val(-1.0, 1.0);
+  if (!h.is_pattern())
+    for (size_t e = 0; e < h.colind.size(); ++e) a.values.push_back(static_cast<float>(val(rng)));
+  return a;
+}
+
+Context tf32_context() {
+  Context ctx = Context::create("cuda");
+  ctx.set_allow_tf32(true);
+  return ctx;
+}
+
+TEST(CudaTcTf32, RandomInt32AndInt64WithinTheTf32Bound) {
+  TC_REQUIRE_GPU_AND_ON();
+  const Context ctx = tf32_context();
+  g_tf32_worst = 0.0;
+  check_tf32(ctx, to_f32(random_csr<int32_t, bfloat16>(1000, 800, 20, kSeed + 40), kSeed + 41), kWidths, kSeed + 42,
+             "random 1000 x 800");
+  check_tf32(ctx, to_f32(random_csr<int64_t, bfloat16>(3001, 50, 40, kSeed + 43), kSeed + 44), {1, 16, 33}, kSeed + 45,
+             "random 3001 x 50 int64");
+  check_tf32(ctx, to_f32(random_csr<int32_t, bfloat16>(500, 700, 12, kSeed + 46, true), kSeed + 47), {8, 100},
+             kSeed + 48, "pattern");
+  std::printf("[ tf32     ] largest |error| / sum |a b| seen: %.3g (bound's leading term 2^-10 = %.3g)\n",
+              g_tf32_worst, std::ldexp(1.0, -10));
+}
+
+TEST(CudaTcTf32, PowerLawWithMegaRowWithinTheTf32Bound) {
+  TC_REQUIRE_GPU_AND_ON();
+  const Context ctx = tf32_context();
+  g_tf32_worst = 0.0;
+  const auto a = scaled_skewed_csr<int32_t, float>({30000, 200000, 200000}, {3000, 8000, 8000}, 0.5, kSeed + 49);
+  check_tf32(ctx, a, {8, 33, 64}, kSeed + 50, "power law");
+  std::printf("[ tf32     ] largest |error| / sum |a b| seen: %.3g\n", g_tf32_worst);
+}
+
+// Without consent: requested by name it does not apply (and says how to allow it); the scheduler's
+// own choice never lands on it, even with the tensor cores offered.
+TEST(CudaTcTf32, WithoutConsentRefusedAndNeverChosen) {
+  TC_REQUIRE_GPU_AND_ON();
+  Context ctx = Context::create("cuda");
+  ctx.set_allow_tf32(false);
+  const auto a = to_f32(random_csr<int32_t, bfloat16>(2000, 2000, 30, kSeed + 51), kSeed + 52);
+  const DevCsr<int32_t, float> da = to_device(ctx, a);
+  const HostDense<float> b = random_dense<float>(2000, 64, 64, kSeed + 53), c0(2000, 64);
+  const DevDense<float> db = to_device(ctx, b);
+  DevDense<float> dc = to_device(ctx, c0);
+  SpmmOptions opt;
+  opt.variant = "spmm.tc_window_tf32";
+  try {
+    spmm(ctx, da.view, db.view(), dc.mut(), opt);
+    ADD_FAILURE() << "spmm.tc_window_tf32 ran without the caller's consent";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("TF32"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("set_allow_tf32"), std::string::npos) << e.what();
+  }
+  opt.variant.clear();
+  for (int call = 0; call < 3; ++call) {
+    spmm(ctx, da.view, db.view(), dc.mut(), opt);
+    EXPECT_NE(last_decision().variant, "spmm.tc_window_tf32");
   }
 }
 

@@ -127,9 +127,11 @@ double total(const Context& ctx, const DevDense<float>& d) {
 }
 
 // Every variant of op, and "" (the scheduler's choice).
+// (TF32 variants left out: they run only with the caller's consent; test_cuda_tc.cpp.)
 std::vector<std::string> variants_and_auto(sparseport_op op) {
-  std::vector<std::string> v = plugin("cuda").variants_of(op);
-  v.insert(v.begin(), "");
+  std::vector<std::string> v = {""};
+  for (const VariantInfo& x : plugin("cuda").variants)
+    if (x.op == op && !x.tf32) v.push_back(x.name);
   return v;
 }
 

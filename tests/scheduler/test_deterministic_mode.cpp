@@ -5,6 +5,12 @@
 // a requested unflagged variant refused with InvalidArgument, an op without a deterministic variant
 // refused with Unsupported, decisions and one-shot plans kept apart from default mode's, and the
 // openmp plugin's results bitwise the same for any thread count and run.
+//
+// TF32 consent (Context::set_allow_tf32, SpmmOptions::allow_tf32, SPARSEPORT_ALLOW_TF32=1) is
+// plumbed as deterministic mode is (an exec flag the scheduler reads), so it is tested here too, on
+// a fake plugin with a variant flagged SPARSEPORT_VARIANT_TF32: never a candidate, the static choice,
+// a replayed decision or the vendor without consent, refused by name with the remedy, a candidate
+// with consent (the context's or the call's), and decisions and one-shot plans kept apart by it.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -24,6 +30,7 @@
 #include "scheduler/cache.hpp"
 #include "scheduler/select.hpp"
 #include "sparseport/sparseport.hpp"
+#include "src/ops/common.hpp"
 #include "../common/scoped.hpp"
 
 namespace {
@@ -513,6 +520,365 @@ TEST(DeterministicOpenMP, PlansHonourTheModeAndNamedUnflaggedVariantsAreRefused)
                                  {Reduce::sum, "scatter_reduce.sort_then_segment"}));
   ctx.set_deterministic(false);
   EXPECT_NO_THROW(spmm(ctx, a.view(), b.view(), c.mut(), {Reduce::sum, 1.0, 0.0, "spmm.merge_path"}));
+}
+
+// ---- TF32 consent ----------------------------------------------------------------------------------
+//
+// "fake-tf32" copies the reference plugin's table. spmm.tf32 rounds to TF32 (flagged), is the
+// fastest and the op's default (so the static choice must skip it); spmm.vendor is the vendor and
+// slow; spmm.plain is neither. Its spmm slot refuses spmm.tf32 under an exec without
+// SPARSEPORT_EXEC_ALLOW_TF32, so a run that reaches it proves that the consent reached the plugin.
+// sddmm has two variants and none flagged: consent must not change its keys.
+
+std::map<std::string, int> g_tf32_calls;
+std::string g_tf32_last;  // the variant the fake's spmm slot last ran
+
+int tf32_fake_spmm(const sparseport_exec* x, const char* variant, const sparseport_spmm_args* a,
+                   sparseport_status* st) {
+  const std::string v = variant;
+  ++g_tf32_calls[v];
+  g_tf32_last = v;
+  if (v == "spmm.tf32" && (x == nullptr || (x->flags & SPARSEPORT_EXEC_ALLOW_TF32) == 0)) {
+    st->code = SPARSEPORT_ERR_INVALID_ARGUMENT;
+    std::snprintf(st->message, sizeof st->message, "spmm.tf32 reached the plugin without SPARSEPORT_EXEC_ALLOW_TF32");
+    return st->code;
+  }
+  spin(v == "spmm.tf32" ? 0.00005 : v == "spmm.plain" ? 0.001 : 0.002);
+  return plugin("reference").table->spmm(x, "spmm.serial", a, st);
+}
+
+const sparseport_variant kTf32Variants[] = {
+    {SPARSEPORT_OP_SPMM, "spmm.tf32", SPARSEPORT_VARIANT_TF32 | SPARSEPORT_VARIANT_DEFAULT, "TF32, fastest, the default"},
+    {SPARSEPORT_OP_SPMM, "spmm.vendor", SPARSEPORT_VARIANT_VENDOR, "vendor"},
+    {SPARSEPORT_OP_SPMM, "spmm.plain", 0, "plain"},
+    {SPARSEPORT_OP_SDDMM, "sddmm.a", SPARSEPORT_VARIANT_DEFAULT, "no TF32 variant of sddmm"},
+    {SPARSEPORT_OP_SDDMM, "sddmm.b", 0, "no TF32 variant of sddmm"},
+    {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.serial", SPARSEPORT_VARIANT_DEFAULT, "slice"},
+};
+
+PluginInfo tf32_plugin() {
+  static sparseport_plugin table = [] {
+    sparseport_plugin t = *plugin("reference").table;
+    t.name = "fake-tf32";
+    t.variants = kTf32Variants;
+    t.n_variants = static_cast<int32_t>(sizeof kTf32Variants / sizeof kTf32Variants[0]);
+    t.spmm = &tf32_fake_spmm;
+    t.device_signature = [](void*, char* buf, size_t len, sparseport_status*) {
+      std::snprintf(buf, len,
+                    "kind=cpu\nmodel=fake-tf32\nthreads=1\nhardware_threads=4\nl3_bytes=1000000\nfake_version=1\n");
+      return 0;
+    };
+    return t;
+  }();
+  // As the registry fills it (core/registry.cpp), the TF32 flag included.
+  PluginInfo p;
+  p.name = "fake-tf32";
+  p.status = PluginStatus::available;
+  p.table = &table;
+  for (const sparseport_variant& v : kTf32Variants) {
+    VariantInfo info{static_cast<sparseport_op>(v.op), v.name, (v.flags & SPARSEPORT_VARIANT_DEFAULT) != 0,
+                     (v.flags & SPARSEPORT_VARIANT_VENDOR) != 0, v.doc};
+    info.tf32 = (v.flags & SPARSEPORT_VARIANT_TF32) != 0;
+    p.variants.push_back(info);
+  }
+  return p;
+}
+
+constexpr sparseport_exec kTf32Exec{nullptr, 1, SPARSEPORT_EXEC_ALLOW_TF32};
+
+bool has_candidate(const sparseport::Decision& d, const std::string& v) {
+  for (const sparseport::Decision::Candidate& c : d.candidates)
+    if (c.variant == v) return true;
+  return false;
+}
+
+TEST(Tf32Flags, NoCpuPluginFlagsTf32AndCudaFlagsOnlyItsTf32Variant) {
+  for (const PluginInfo& p : plugins()) {
+    if (p.table == nullptr) continue;
+    for (const VariantInfo& v : p.variants) {
+      if (p.name == "cuda" && v.name == "spmm.tc_window_tf32")
+        EXPECT_TRUE(v.tf32) << v.name;
+      else
+        EXPECT_FALSE(v.tf32) << p.name << ": " << v.name << " is flagged TF32";
+    }
+  }
+}
+
+TEST(Tf32Context, EnvironmentSetterCopiesAndTheExecFlag) {
+  {
+    ScopedEnv env("SPARSEPORT_ALLOW_TF32", nullptr);
+    Context ctx = Context::create("reference");
+    EXPECT_FALSE(ctx.allow_tf32()) << "off by default";
+    EXPECT_EQ(ctx.exec().flags & SPARSEPORT_EXEC_ALLOW_TF32, 0);
+    Context copy = ctx;  // copies share it, as they share deterministic mode
+    copy.set_allow_tf32(true);
+    EXPECT_TRUE(ctx.allow_tf32());
+    EXPECT_NE(ctx.exec().flags & SPARSEPORT_EXEC_ALLOW_TF32, 0);
+    EXPECT_EQ(ctx.exec().flags & SPARSEPORT_EXEC_DETERMINISTIC, 0) << "the flags are independent";
+    ctx.set_deterministic(true);
+    EXPECT_EQ(ctx.exec().flags, SPARSEPORT_EXEC_ALLOW_TF32 | SPARSEPORT_EXEC_DETERMINISTIC);
+  }
+  {
+    ScopedEnv env("SPARSEPORT_ALLOW_TF32", "1");
+    Context ctx = Context::create("reference");
+    EXPECT_TRUE(ctx.allow_tf32());
+    EXPECT_NE(ctx.exec().flags & SPARSEPORT_EXEC_ALLOW_TF32, 0);
+    ctx.set_allow_tf32(false);
+    EXPECT_EQ(ctx.exec().flags & SPARSEPORT_EXEC_ALLOW_TF32, 0);
+  }
+  {
+    ScopedEnv env("SPARSEPORT_ALLOW_TF32", "0");
+    EXPECT_FALSE(Context::create("reference").allow_tf32());
+  }
+  for (const char* bad : {"yes", "true", "2"}) {
+    ScopedEnv env("SPARSEPORT_ALLOW_TF32", bad);
+    try {
+      (void)Context::create("reference");
+      ADD_FAILURE() << "SPARSEPORT_ALLOW_TF32=" << bad << " was accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("SPARSEPORT_ALLOW_TF32"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The front end's translation of the op option (src/ops/common.hpp): unset follows the context,
+// true and false override it either way; nothing else in the exec changes.
+TEST(Tf32Context, TheOpOptionOverridesTheContext) {
+  ScopedEnv env("SPARSEPORT_ALLOW_TF32", nullptr);
+  Context off = Context::create("reference");
+  Context on = Context::create("reference");
+  on.set_allow_tf32(true);
+  on.set_deterministic(true);
+  on.set_threads(3);
+  const auto flag = [](const sparseport_exec& x) { return (x.flags & SPARSEPORT_EXEC_ALLOW_TF32) != 0; };
+  EXPECT_FALSE(flag(ops::exec_for(off, std::nullopt)));
+  EXPECT_TRUE(flag(ops::exec_for(off, true)));
+  EXPECT_FALSE(flag(ops::exec_for(off, false)));
+  EXPECT_TRUE(flag(ops::exec_for(on, std::nullopt)));
+  EXPECT_TRUE(flag(ops::exec_for(on, true)));
+  EXPECT_FALSE(flag(ops::exec_for(on, false)));
+  const sparseport_exec x = ops::exec_for(on, false);
+  EXPECT_EQ(x.state, on.exec().state);
+  EXPECT_EQ(x.threads, 3);
+  EXPECT_NE(x.flags & SPARSEPORT_EXEC_DETERMINISTIC, 0);
+
+  // Through the public API on the reference backend (no TF32 variant there): every setting runs
+  // and gives the same result, one-shot and planned (the default variant: the same bits).
+  TempDir dir;
+  ScopedEnv cache("SPARSEPORT_CACHE_DIR", dir.path.c_str());
+  ScopedEnv mode("SPARSEPORT_SCHEDULER", "off");
+  Problem pb = make_problem(400);
+  HostDense<float> want(pb.a.rows, 8);
+  spmm(off, pb.a.view(), pb.b.view(), want.mut());
+  for (const Context* ctx : {&off, &on})
+    for (const std::optional<bool> opt : {std::optional<bool>{}, std::optional<bool>{true}, std::optional<bool>{false}}) {
+      SpmmOptions o;
+      o.allow_tf32 = opt;
+      HostDense<float> c(pb.a.rows, 8), d(pb.a.rows, 8);
+      spmm(*ctx, pb.a.view(), pb.b.view(), c.mut(), o);
+      SpmmPlan plan(*ctx, pb.a.view(), 8, o);
+      plan.run(pb.b.view(), d.mut());
+      EXPECT_EQ(c.data, want.data);
+      EXPECT_EQ(d.data, want.data);
+    }
+}
+
+// (a) Without consent the TF32 variant is no candidate, never chosen, never timed, never the
+// static choice (it is the default) and never the vendor.
+TEST(Tf32Scheduler, WithoutConsentNeverACandidateNorChosenNorTimed) {
+  TempDir dir;
+  const PluginInfo fake = tf32_plugin();
+  Problem pb = make_problem(3000);
+  sparseport_spmm_args args = pb.args();
+  g_tf32_calls.clear();
+  for (SchedulerMode mode : {SchedulerMode::automatic, SchedulerMode::probe}) {
+    auto plan = prepare(fake, kDefaultExec, SPARSEPORT_OP_SPMM, &args, options(dir, mode));
+    execute(plan, &args, "test");
+    EXPECT_NE(plan->decision.variant, "spmm.tf32") << plan->decision.reason;
+    EXPECT_FALSE(plan->decision.variant.empty()) << plan->decision.reason;
+    EXPECT_FALSE(has_candidate(plan->decision, "spmm.tf32"));
+    EXPECT_TRUE(has_candidate(plan->decision, "spmm.plain")) << "the others are candidates: " << plan->decision.reason;
+    EXPECT_EQ(plan->decision.vendor, "spmm.vendor");
+  }
+  // The static choice skips the flagged default: SPARSEPORT_SCHEDULER=off runs the first other one.
+  TempDir empty;
+  auto off = prepare(fake, kDefaultExec, SPARSEPORT_OP_SPMM, &args, options(empty, SchedulerMode::off));
+  execute(off, &args, "test");
+  EXPECT_EQ(g_tf32_last, "spmm.vendor");
+  EXPECT_EQ(scheduler::select(fake, SPARSEPORT_OP_SPMM, &args, "", "test"), "spmm.vendor");
+  // A replay miss runs the vendor.
+  auto miss = prepare(fake, kDefaultExec, SPARSEPORT_OP_SPMM, &args, options(empty, SchedulerMode::replay));
+  execute(miss, &args, "test");
+  EXPECT_EQ(miss->decision.variant, "spmm.vendor");
+  // The one-shot path, named nothing.
+  run(fake, kDefaultExec, SPARSEPORT_OP_SPMM, &args, "", "test");
+  EXPECT_NE(sparseport::last_decision().variant, "spmm.tf32");
+  EXPECT_EQ(g_tf32_calls["spmm.tf32"], 0) << "the TF32 variant ran (or was timed) without consent";
+  // The guardrail's reference is never a TF32 variant, even where it is the only default.
+  EXPECT_EQ(vendor_of(fake, SPARSEPORT_OP_SPMM, {"spmm.tf32", "spmm.plain"}), "spmm.plain");
+  EXPECT_EQ(vendor_of(fake, SPARSEPORT_OP_SPMM, {"spmm.tf32", "spmm.plain", "spmm.vendor"}), "spmm.vendor");
+}
+
+// (b) With the context's consent it is a candidate, timed, and may be chosen; the vendor stays the
+// vendor; named, it runs, and the plugin sees the flag.
+TEST(Tf32Scheduler, WithConsentACandidateTimedAndRunnableByName) {
+  TempDir dir;
+  const PluginInfo fake = tf32_plugin();
+  Problem pb = make_problem(3000);
+  sparseport_spmm_args args = pb.args();
+  g_tf32_calls.clear();
+  auto plan = prepare(fake, kTf32Exec, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe));
+  execute(plan, &args, "test");
+  EXPECT_TRUE(has_candidate(plan->decision, "spmm.tf32")) << plan->decision.reason;
+  EXPECT_GT(g_tf32_calls["spmm.tf32"], 0) << "timed as a candidate";
+  EXPECT_EQ(plan->decision.vendor, "spmm.vendor") << "the guardrail's reference is never a TF32 variant";
+  // 40x faster than the others (a spin of 0.05 against 1-2 ms): timing picks it.
+  EXPECT_EQ(plan->decision.variant, "spmm.tf32") << plan->decision.reason;
+  // The static choice with consent is the op's default, the TF32 variant.
+  TempDir empty;
+  auto off = prepare(fake, kTf32Exec, SPARSEPORT_OP_SPMM, &args, options(empty, SchedulerMode::off));
+  execute(off, &args, "test");
+  EXPECT_EQ(g_tf32_last, "spmm.tf32");
+  const int before = g_tf32_calls["spmm.tf32"];
+  EXPECT_NO_THROW(run(fake, kTf32Exec, SPARSEPORT_OP_SPMM, &args, "spmm.tf32", "sparseport::spmm[fake-tf32]"));
+  EXPECT_EQ(g_tf32_calls["spmm.tf32"], before + 1);
+  EXPECT_EQ(sparseport::last_decision().variant, "spmm.tf32");
+}
+
+// (c) The call's option against the context's consent, as the front end turns it into the exec.
+TEST(Tf32Scheduler, TheOpOptionAllowsOnAnOffContextAndRefusesOnAnOnContext) {
+  ScopedEnv env("SPARSEPORT_ALLOW_TF32", nullptr);
+  const PluginInfo fake = tf32_plugin();
+  Problem pb = make_problem(500);
+  sparseport_spmm_args args = pb.args();
+  Context off = Context::create("reference");
+  Context on = Context::create("reference");
+  on.set_allow_tf32(true);
+  // The exec of a call on `off` with allow_tf32 = true, on `on` with false (only the flag matters
+  // to the fake plugin: the state is the reference's, which its slots ignore).
+  const sparseport_exec yes = ops::exec_for(off, true), no = ops::exec_for(on, false);
+  g_tf32_calls.clear();
+  EXPECT_NO_THROW(run(fake, yes, SPARSEPORT_OP_SPMM, &args, "spmm.tf32", "sparseport::spmm[fake-tf32]"));
+  EXPECT_EQ(g_tf32_calls["spmm.tf32"], 1);
+  EXPECT_THROW(run(fake, no, SPARSEPORT_OP_SPMM, &args, "spmm.tf32", "sparseport::spmm[fake-tf32]"), InvalidArgument);
+  TempDir dir;
+  auto with = prepare(fake, yes, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe));
+  execute(with, &args, "test");
+  EXPECT_TRUE(has_candidate(with->decision, "spmm.tf32"));
+  auto without = prepare(fake, no, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe));
+  const int before = g_tf32_calls["spmm.tf32"];
+  execute(without, &args, "test");
+  EXPECT_FALSE(has_candidate(without->decision, "spmm.tf32"));
+  EXPECT_NE(without->decision.variant, "spmm.tf32");
+  EXPECT_EQ(g_tf32_calls["spmm.tf32"], before) << "timed although the call said no";
+  EXPECT_NE(with->key, without->key);
+}
+
+// (d) Named without consent: InvalidArgument naming the op, the variant and every remedy; before the
+// plugin is reached. Unknown names stay Unsupported.
+TEST(Tf32Scheduler, NamedWithoutConsentIsRefusedWithTheRemedy) {
+  const PluginInfo fake = tf32_plugin();
+  Problem pb = make_problem(300);
+  sparseport_spmm_args args = pb.args();
+  g_tf32_calls.clear();
+  try {
+    run(fake, kDefaultExec, SPARSEPORT_OP_SPMM, &args, "spmm.tf32", "sparseport::spmm[fake-tf32]");
+    ADD_FAILURE() << "spmm.tf32 ran without consent";
+  } catch (const InvalidArgument& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("sparseport::spmm[fake-tf32]"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("'spmm.tf32' of spmm"), std::string::npos) << "names the variant and the op: " << msg;
+    EXPECT_NE(msg.find("TF32"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Context::set_allow_tf32(true)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("SpmmOptions::allow_tf32 = true"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("SPARSEPORT_ALLOW_TF32=1"), std::string::npos) << msg;
+  }
+  // In deterministic mode too (spmm.tf32 is not flagged deterministic: that reason comes first).
+  EXPECT_THROW(run(fake, kDetExec, SPARSEPORT_OP_SPMM, &args, "spmm.tf32", "x"), InvalidArgument);
+  EXPECT_EQ(g_tf32_calls["spmm.tf32"], 0);
+  EXPECT_THROW(run(fake, kDefaultExec, SPARSEPORT_OP_SPMM, &args, "spmm.nope", "x"), Unsupported);
+  EXPECT_NO_THROW(run(fake, kDefaultExec, SPARSEPORT_OP_SPMM, &args, "spmm.plain", "x"));
+}
+
+// (e) Decisions made with and without consent are cached under different keys and never replayed
+// across a change of consent; an op without a TF32 variant keeps one key. A cached decision naming
+// a TF32 variant under a key without consent (a variant flagged since) is not replayed.
+TEST(Tf32Scheduler, DecisionsAreNotReusedAcrossAConsentChange) {
+  TempDir dir;
+  const PluginInfo fake = tf32_plugin();
+  Problem pb = make_problem(3000);
+  sparseport_spmm_args args = pb.args();
+  g_tf32_calls.clear();
+  auto plain = prepare(fake, kDefaultExec, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::automatic));
+  execute(plain, &args, "test");
+  ASSERT_NE(plain->decision.variant, "spmm.tf32");
+
+  auto with = prepare(fake, kTf32Exec, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::automatic));
+  EXPECT_FALSE(with->decided) << "replayed a decision made without consent: " << with->decision.source;
+  EXPECT_EQ(with->key, plain->key + "/tf32");
+  execute(with, &args, "test");
+  EXPECT_EQ(with->decision.variant, "spmm.tf32") << with->decision.reason;
+
+  // Both are cached, each under its own key; the consent one says so.
+  std::map<std::string, Record> by_key;
+  for (Record& r : CacheFile(dir.path).read()) by_key[r["key"]] = r;
+  ASSERT_EQ(by_key.count(plain->key), 1u);
+  ASSERT_EQ(by_key.count(with->key), 1u);
+  EXPECT_EQ(by_key[with->key]["variant"], "spmm.tf32");
+  EXPECT_EQ(by_key[with->key]["allow_tf32"], "true");
+  EXPECT_EQ(by_key[plain->key].count("allow_tf32"), 0u);
+
+  // Replays keep to their own side, in both directions.
+  auto again_without = prepare(fake, kDefaultExec, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::replay));
+  EXPECT_TRUE(again_without->decided);
+  EXPECT_EQ(again_without->decision.variant, plain->decision.variant);
+  auto again_with = prepare(fake, kTf32Exec, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::replay));
+  EXPECT_TRUE(again_with->decided);
+  EXPECT_EQ(again_with->decision.variant, "spmm.tf32");
+
+  // A record naming the TF32 variant under the key without consent is not replayed without it.
+  Record forged = by_key[plain->key];
+  forged["variant"] = "spmm.tf32";
+  CacheFile(dir.path).append(forged);
+  g_tf32_calls.clear();
+  auto guarded = prepare(fake, kDefaultExec, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::replay));
+  execute(guarded, &args, "test");
+  EXPECT_NE(guarded->decision.variant, "spmm.tf32");
+  EXPECT_EQ(g_tf32_calls["spmm.tf32"], 0);
+
+  // sddmm has no TF32 variant: consent leaves its key (and so its decisions) alone.
+  HostDense<float> x(pb.a.rows, 8, 8, 1.0f), y(pb.a.cols, 8, 8, 1.0f), out(pb.a.nnz(), 1, 1, 0.0f);
+  const sparseport_sddmm_args sd{args.a,
+                                 {x.rows, x.cols, x.ld, x.data.data(), SPARSEPORT_F32},
+                                 {y.rows, y.cols, y.ld, y.data.data(), SPARSEPORT_F32},
+                                 {out.rows, out.cols, out.ld, out.data.data(), SPARSEPORT_F32}};
+  auto sd_plain = prepare(fake, kDefaultExec, SPARSEPORT_OP_SDDMM, &sd, options(dir, SchedulerMode::replay));
+  auto sd_with = prepare(fake, kTf32Exec, SPARSEPORT_OP_SDDMM, &sd, options(dir, SchedulerMode::replay));
+  EXPECT_FALSE(sd_plain->key.empty());
+  EXPECT_EQ(sd_plain->key, sd_with->key);
+}
+
+// The one-shot path keeps a plan per call site: a call with consent must not reuse one without.
+TEST(Tf32Scheduler, OneShotCallsKeepConsentApart) {
+  TempDir dir;
+  ScopedEnv cache("SPARSEPORT_CACHE_DIR", dir.path.c_str());
+  ScopedEnv mode("SPARSEPORT_SCHEDULER", "auto");
+  ScopedEnv repeats("SPARSEPORT_PROBE_REPEATS", "3");
+  clear_memo();
+  const PluginInfo fake = tf32_plugin();
+  Problem pb = make_problem(3000);
+  sparseport_spmm_args args = pb.args();
+  g_tf32_calls.clear();
+  run(fake, kDefaultExec, SPARSEPORT_OP_SPMM, &args, "", "test");
+  const std::string first = sparseport::last_decision().variant;
+  EXPECT_NE(first, "spmm.tf32");
+  run(fake, kTf32Exec, SPARSEPORT_OP_SPMM, &args, "", "test");
+  EXPECT_EQ(sparseport::last_decision().variant, "spmm.tf32") << sparseport::last_decision().reason;
+  const int calls = g_tf32_calls["spmm.tf32"];
+  run(fake, kDefaultExec, SPARSEPORT_OP_SPMM, &args, "", "test");
+  EXPECT_EQ(sparseport::last_decision().variant, first);
+  EXPECT_EQ(g_tf32_calls["spmm.tf32"], calls);
+  clear_memo();
 }
 
 }  // namespace
