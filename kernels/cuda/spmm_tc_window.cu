@@ -2,19 +2,22 @@
 // spmm.tc_window: SpMM on the tensor cores for f16 and bf16 values (float32 accumulation), sum and
 // mean, over the condensed row-window format of tc_window_format.hpp (8-row windows, their distinct
 // columns compacted into blocks of 16, dense 8 x 16 tiles, heavy windows split into parts of 32
-// blocks). The format is built on the GPU once per plan (a radix sort of (window, column, row) keys,
-// scans, a scatter) and held by the plan cache; every call re-reads A's values into the tiles (A's
-// values may change between calls at the same address, as a GAT layer's do; the structure may not,
-// as for every plan here), then one warp per part runs mma.m16n8k16 with the window on the n = 8
-// side.
+// blocks); spmm.tc_window_tf32 runs float32 values the same way as TF32 (m16n8k8, 32-bit tiles), only
+// where the caller allows TF32. The format is built on the GPU once per plan (a radix sort of
+// (window, column, row) keys, scans, a scatter) and held by the plan cache; every call re-reads A's
+// values into the tiles (A's values may change between calls at the same address, as a GAT layer's
+// do; the structure may not, as for every plan here), then one warp per (part, feature slice) runs
+// the mma with the window on the n = 8 side.
 //
-// Why this shape (H200 numbers from the datasheet, not measured here yet):
+// Why this shape:
 //  - The CUDA-core 16-bit kernels are bound by chains of dependent gathers, not by bytes: 16-bit SpMM
-//    runs at 1.06x of float32 (issue 33), so halving the bytes bought nothing. Here a warp gathers the
-//    16 B rows of a block with cp.async (16 rows x F x 2 bytes, 16-byte requests, up to 8 a lane in
-//    flight for F = 128) straight into shared memory, with the next block's copies in flight while the
-//    current block's mma run: a part of n blocks is n overlapped round trips, where row_warp walks a
-//    row of d entries as d / U dependent rounds per lane.
+//    ran at 1.06x of float32 (issue 33), so halving the bytes bought nothing. Here each lane of a warp
+//    loads its features of a block's 16 B rows straight into the registers the mma reads, with the
+//    next block's loads in flight while the current block's mma run; a part of n blocks is n
+//    overlapped round trips. An earlier version staged the rows through shared memory with cp.async,
+//    one warp per part over all of F: 18 % occupancy and 0.27-1.16x cuSPARSE on an H200; this one
+//    1.1-1.4x faster (benchmarks/results/2026-12-04-h200-issue33-tc-registers.md), still bound by the
+//    gathers in flight per SM (docs/tc_window_next.md).
 //  - Bytes per output element: each block moves 16 F x 2 bytes of B (mostly L2 hits on graphs with
 //    reuse), 256 bytes of tile and 64 (int32) or 128 (int64) of column indices, for 8 x F outputs,
 //    i.e. 4 + 40 / F bytes of B per output per block; CSR row_warp moves 2 bytes of B per entry and
