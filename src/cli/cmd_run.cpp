@@ -359,9 +359,10 @@ int cmd_run(const std::vector<std::string>& argv) {
               "                        when the graph is square with skewed degrees (max/mean >= 8)\n"
               "                        and METIS's predicted halo is at least 10% lower, else rows")
       .flag("--rebalance",
-            "with --dist and the rows partition: time 3 calls, fit what a row costs against an\n"
-            "                        entry from the ranks' compute times, and scatter again with that\n"
-            "                        row weight where it predicts the slowest rank >= 5% faster")
+            "with --dist and the rows partition (the default): time 3 calls, fit what a row costs\n"
+            "                        against an entry from the ranks' compute times, and scatter again\n"
+            "                        with that row weight where it predicts the slowest rank >= 5% faster")
+      .flag("--no-rebalance", "with --dist: keep the entry-balanced rows (no timed calls before the run)")
       .flag("--quiet", "no progress on stderr", "-q")
       .positional("GRAPH", "a Matrix Market file or a generator spec (default: powerlaw)", false)
       .epilog(
@@ -459,9 +460,13 @@ int cmd_run(const std::vector<std::string>& argv) {
     if (p != "auto" && p != "rows" && p != "metis") args.fail("--partition is '" + p + "' but must be auto, rows or metis");
     if (!opt.dist) note("--partition applies with --dist only; ignored");
   }
-  opt.dist_options.rebalance = args.has("--rebalance");
+  // Rebalancing is the default: on the GPU machine's 16 cores it took rmat:22:16 at F = 64 from
+  // 1.09x of one rank's time to 0.93x at 2 x 8 (benchmarks/results/2026-12-04-h200-issue37-rebalance-16core.md).
+  if (args.has("--rebalance") && args.has("--no-rebalance")) args.fail("--rebalance and --no-rebalance contradict");
+  opt.dist_options.rebalance = !args.has("--no-rebalance");
   if (!opt.all_variants) opt.dist_options.variant = opt.variant;
-  if (opt.dist_options.rebalance && !opt.dist) note("--rebalance applies with --dist only; ignored");
+  if ((args.has("--rebalance") || args.has("--no-rebalance")) && !opt.dist)
+    note("--rebalance and --no-rebalance apply with --dist only; ignored");
 
   // Flags that do not apply to the op are accepted (scripts loop over ops with one flag set) but
   // said so, on stderr, so nobody reads a result as "max" that was not.

@@ -46,10 +46,11 @@ struct DistOptions {
   // --partition: "auto", "rows" or "metis" (dist::PartitionPolicy); empty: SPARSEPORT_DIST_PARTITION,
   // else auto.
   std::string partition;
-  // --rebalance: with the entry-balanced rows, time three calls after a warm-up, fit what a row costs
-  // against an entry from the ranks' compute times (dist::fit_row_weight) and scatter again with
-  // dist::partition_rows_by_cost where that predicts the slowest rank kRebalanceGain faster.
-  bool rebalance = false;
+  // With the entry-balanced rows, time three calls after a warm-up, fit what a row costs against an
+  // entry from the ranks' compute times (dist::fit_row_weight) and scatter again with
+  // dist::partition_rows_by_cost where that predicts the slowest rank kRebalanceGain faster. On by
+  // default (`run --dist`); --no-rebalance turns it off.
+  bool rebalance = true;
   std::string variant;  // the variant those calls run (empty: the scheduler's)
 };
 

@@ -5,8 +5,8 @@
 # one predicted from the partition (none for segment_reduce). The partition: auto's choice on the
 # skewed graph (METIS only where its predicted halo is 10% lower), then --partition rows and
 # --partition metis forced (the operands permuted and the result put back: still verified, for
-# sddmm's per-entry out too), and --rebalance (the rows scattered again with a fitted row weight, or
-# kept, said either way, verified either way). Then `--dist` with an op it does not run, or a --partition that does
+# sddmm's per-entry out too), and the rebalancing that runs by default (the rows scattered again with
+# a fitted row weight, or kept, said either way, verified either way; --no-rebalance turns it off). Then `--dist` with an op it does not run, or a --partition that does
 # not exist, is a usage error (exit 2).
 # -DLAUNCHER=mpiexec|-n|2|flags... (| for ;)  -DCLI=path/to/sparseport  -DHAVE_METIS=ON|OFF
 string(REPLACE "|" ";" launcher "${LAUNCHER}")
@@ -37,7 +37,7 @@ function(check_dist_run op reduce halo partition)
   if(NOT partition STREQUAL "-")
     set(partition_args --partition ${partition})
   endif()
-  run_cli(out rc run --dist --op ${op} ${reduce_args} ${partition_args} --F 16 --reps 3 --backend openmp --json
+  run_cli(out rc run --dist --no-rebalance --op ${op} ${reduce_args} ${partition_args} --F 16 --reps 3 --backend openmp --json
           --quiet rmat:10:8)
   expect("rc EQUAL 0" "run --dist --op ${op} ${partition_args} exited with ${rc}")
   string(STRIP "${out}" out)
@@ -130,11 +130,11 @@ function(check_dist_run op reduce halo partition)
       expect("j_partition STREQUAL metis" "${op}: METIS's 10% lower halo not taken: ${j_partition_reason}")
     endif()
   endif()
-  # Not asked to rebalance: neither field says anything.
+  # --no-rebalance: neither field says anything.
   string(JSON t_rebalance TYPE "${out}" rebalance)
   string(JSON t_row_weight TYPE "${out}" row_weight)
   expect("t_rebalance STREQUAL NULL AND t_row_weight STREQUAL NULL"
-         "${op}: rebalance (${t_rebalance}) or row_weight (${t_row_weight}) set without --rebalance")
+         "${op}: rebalance (${t_rebalance}) or row_weight (${t_row_weight}) set with --no-rebalance")
   if(partition STREQUAL "rows")
     expect("j_partition STREQUAL rows" "${op}: --partition rows used ${j_partition}")
     expect("t_metis_ms STREQUAL NULL" "${op}: --partition rows ran METIS")
@@ -170,11 +170,11 @@ else()
   run_cli(out rc run --dist --op spmm --partition metis --quiet rmat:8:4)
   expect("rc EQUAL 1" "--partition metis without METIS exited with ${rc}, expected 1")
 endif()
-# --rebalance: a warm-up and a timed call on the entry-balanced rows, a row weight fitted from the
-# ranks' times, and a second scatter where it predicts the slowest rank 5% faster. Which happens
-# depends on this machine's timings; each outcome says so, and the result is verified either way,
-# with the measured halo equal to the one predicted for the partition used.
-run_cli(out rc run --dist --rebalance --op spmm --partition rows --F 16 --reps 3 --backend openmp --json --quiet rmat:12:8)
+# The default (no flag): a warm-up and timed calls on the entry-balanced rows, a row weight fitted
+# from the ranks' times, and a second scatter where it predicts the slowest rank 5% faster. Which
+# happens depends on this machine's timings; each outcome says so, and the result is verified either
+# way, with the measured halo equal to the one predicted for the partition used.
+run_cli(out rc run --dist --op spmm --partition rows --F 16 --reps 3 --backend openmp --json --quiet rmat:12:8)
 expect("rc EQUAL 0" "run --dist --rebalance exited with ${rc}")
 string(STRIP "${out}" out)
 foreach(key verified rebalance row_weight partition_reason halo_bytes halo_bytes_predicted)
