@@ -1328,6 +1328,8 @@ int real_main(int argc, char** argv) {
                             Reduce reduce = Reduce::sum, Selection select = Selection::none) {
     for (const VariantInfo& v : cuda.variants) {
       if (v.op != op) continue;
+      // TF32 runs only with the caller's consent, at TF32's accuracy: cuda_timing --tc times it.
+      if (v.tf32) continue;
       // cuSPARSE computes sums only: spmm's mean and max rows leave the vendor variants out.
       if (reduce != Reduce::sum && v.is_vendor) continue;
       const std::string& variant = v.name;

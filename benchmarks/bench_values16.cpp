@@ -318,7 +318,7 @@ std::string shown(const std::string& requested) { return requested.empty() ? "au
 std::vector<std::string> requested_variants(const PluginInfo& cuda, sparseport_op op, const Options& o) {
   std::vector<std::string> v = {""};
   for (const VariantInfo& info : cuda.variants) {
-    if (info.op != op) continue;
+    if (info.op != op || info.tf32) continue;  // TF32: only with consent (cuda_timing --tc times it)
     if (op == SPARSEPORT_OP_SPMM || info.is_vendor) v.push_back(info.name);
   }
   if (!o.variant_regex.empty()) {
