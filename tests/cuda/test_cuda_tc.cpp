@@ -172,6 +172,29 @@ struct Call {
   int64_t ldb_pad = 0, ldc_pad = 0, b_offset = 0, c_offset = 0;
 };
 
+// The calls each width gets: sum and mean, beta 0 (C full of NaN, which must not leak in) and 0.5
+// (alpha 1.25); every other one with padded rows (ld > F) and misaligned starts (no vector loads or
+// stores).
+std::vector<Call> call_mix() {
+  std::vector<Call> out;
+  for (const Reduce r : {Reduce::sum, Reduce::mean}) {
+    for (const double beta : {0.0, 0.5}) {
+      Call k;
+      k.reduce = r;
+      k.beta = beta;
+      k.alpha = beta == 0.0 ? 1.0 : 1.25;
+      if (out.size() % 2 == 1) k.ldb_pad = 3, k.ldc_pad = 1, k.b_offset = 1, k.c_offset = 1;
+      out.push_back(k);
+    }
+  }
+  return out;
+}
+
+std::string describe(const Call& k) {
+  return std::string(name(k.reduce)) + ", beta " + std::to_string(k.beta) +
+         (k.ldb_pad != 0 ? ", padded and misaligned" : "");
+}
+
 // One spmm.tc_window call on device copies of a, b, c0; returns C.
 template <class I, class H>
 HostDense<H> run_tc(const Context& ctx, const DevCsr<I, H>& da, const HostCsr<I, H>& a, const HostDense<H>& b,
@@ -212,26 +235,16 @@ void check_matrix(const Context& ctx, const HostCsr<I, H>& a, const std::vector<
   const DevCsr<I, H> da = to_device(ctx, a);
   expect_structure_intact(ctx, da, a, "after the upload");
   for (const int64_t F : widths) {
-    int run = 0;
-    for (const Reduce r : {Reduce::sum, Reduce::mean}) {
-      for (const double beta : {0.0, 0.5}) {
-        Call k;
-        k.reduce = r;
-        k.beta = beta;
-        k.alpha = beta == 0.0 ? 1.0 : 1.25;
-        // Every other call with padded rows (ld > F) and misaligned starts: no vector loads or stores.
-        if (run++ % 2 == 1) k.ldb_pad = 3, k.ldc_pad = 1, k.b_offset = 1, k.c_offset = 1;
-        SCOPED_TRACE(what + ": F " + std::to_string(F) + ", " + name(r) + ", beta " + std::to_string(beta) +
-                     (k.ldb_pad != 0 ? ", padded and misaligned" : "") + (sizeof(I) == 8 ? ", int64" : ", int32") +
-                     (std::is_same_v<H, half> ? ", f16" : ", bf16"));
-        const HostDense<H> b = dense16<H>(a.cols, F, F + k.ldb_pad, seed + 10 * static_cast<uint64_t>(F));
-        HostDense<H> c0 = dense16<H>(a.rows, F, F + k.ldc_pad, seed + 10 * static_cast<uint64_t>(F) + 1);
-        if (beta == 0.0)
-          for (auto& x : c0.data) x = H(std::numeric_limits<float>::quiet_NaN());
-        const HostDense<H> got = run_tc(ctx, da, a, b, c0, k);
-        expect_structure_intact(ctx, da, a, "after the call");
-        expect_close(a, b, c0, got, r, k.alpha, beta);
-      }
+    for (const Call& k : call_mix()) {
+      SCOPED_TRACE(what + ": F " + std::to_string(F) + ", " + describe(k) + (sizeof(I) == 8 ? ", int64" : ", int32") +
+                   (std::is_same_v<H, half> ? ", f16" : ", bf16"));
+      const HostDense<H> b = dense16<H>(a.cols, F, F + k.ldb_pad, seed + 10 * static_cast<uint64_t>(F));
+      HostDense<H> c0 = dense16<H>(a.rows, F, F + k.ldc_pad, seed + 10 * static_cast<uint64_t>(F) + 1);
+      if (k.beta == 0.0)
+        for (auto& x : c0.data) x = H(std::numeric_limits<float>::quiet_NaN());
+      const HostDense<H> got = run_tc(ctx, da, a, b, c0, k);
+      expect_structure_intact(ctx, da, a, "after the call");
+      expect_close(a, b, c0, got, k.reduce, k.alpha, k.beta);
     }
   }
 }
@@ -562,22 +575,13 @@ void check_tf32(const Context& ctx, const HostCsr<I, float>& a, const std::vecto
   ASSERT_EQ(a.rowptr.size(), static_cast<size_t>(a.rows) + 1) << what;
   const DevCsr<I, float> da = to_device(ctx, a);
   for (const int64_t F : widths) {
-    int run = 0;
-    for (const Reduce r : {Reduce::sum, Reduce::mean}) {
-      for (const double beta : {0.0, 0.5}) {
-        Call k;
-        k.reduce = r;
-        k.beta = beta;
-        k.alpha = beta == 0.0 ? 1.0 : 1.25;
-        if (run++ % 2 == 1) k.ldb_pad = 3, k.ldc_pad = 1, k.b_offset = 1, k.c_offset = 1;
-        SCOPED_TRACE(what + ": F " + std::to_string(F) + ", " + name(r) + ", beta " + std::to_string(beta) +
-                     (k.ldb_pad != 0 ? ", padded and misaligned" : "") + (sizeof(I) == 8 ? ", int64" : ", int32"));
-        const HostDense<float> b = random_dense<float>(a.cols, F, F + k.ldb_pad, seed + 10 * static_cast<uint64_t>(F));
-        HostDense<float> c0 = random_dense<float>(a.rows, F, F + k.ldc_pad, seed + 10 * static_cast<uint64_t>(F) + 1);
-        if (beta == 0.0)
-          for (auto& x : c0.data) x = std::numeric_limits<float>::quiet_NaN();
-        expect_close_tf32(a, b, c0, run_tf32(ctx, da, b, c0, k), r, k.alpha, beta);
-      }
+    for (const Call& k : call_mix()) {
+      SCOPED_TRACE(what + ": F " + std::to_string(F) + ", " + describe(k) + (sizeof(I) == 8 ? ", int64" : ", int32"));
+      const HostDense<float> b = random_dense<float>(a.cols, F, F + k.ldb_pad, seed + 10 * static_cast<uint64_t>(F));
+      HostDense<float> c0 = random_dense<float>(a.rows, F, F + k.ldc_pad, seed + 10 * static_cast<uint64_t>(F) + 1);
+      if (k.beta == 0.0)
+        for (auto& x : c0.data) x = std::numeric_limits<float>::quiet_NaN();
+      expect_close_tf32(a, b, c0, run_tf32(ctx, da, b, c0, k), k.reduce, k.alpha, k.beta);
     }
   }
 }
