@@ -13,6 +13,9 @@
 # GPU machine with OMP_PROC_BIND=spread: P = 2 took 7.3 s per call instead of about 0.1 s.
 # STRONG_GRAPH replaces the strong graph (issue 37's target: rmat:22:16); WEAK_BASE the weak graph's
 # scale at P = 1 (default 18); WEAK_THREADS fixes the threads per rank of the weak runs (issue 37: 4).
+# WEAK_GRAPHS replaces the weak graphs, one per entry of RANKS (e.g. "band:1048576:16 band:2097152:16"):
+# a larger RMAT is also more skewed and its B no longer fits the caches, so a family whose work per
+# rank keeps its locality (band, mesh) separates the node's memory system from the exchange.
 # Env: BACKEND (default openmp), OPS (default "spmm:sum"), REPS (default 20), KINDS (default
 # "strong weak"), EXTRA (more flags). Each run's line is appended as soon as it ends.
 set -euo pipefail
@@ -29,12 +32,18 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 : >"$OUT"
 log2() { local n=$1 l=0; while [ "$n" -gt 1 ]; do n=$((n / 2)); l=$((l + 1)); done; echo $l; }
 for kind in ${KINDS:-strong weak}; do
+  run_index=-1
   for P in $RANKS; do
+    run_index=$((run_index + 1))
     T=$((CORES / P > 0 ? CORES / P : 1))
     for opred in $OPS; do
       op=${opred%%:*}
       reduce=${opred#*:}
       if [ "$kind" = strong ]; then graph=${STRONG_GRAPH:-rmat:20:16}; else graph=rmat:$((${WEAK_BASE:-18} + $(log2 "$P"))):16; fi
+      if [ "$kind" = weak ] && [ -n "${WEAK_GRAPHS:-}" ]; then
+        read -r -a weak_graphs <<<"$WEAK_GRAPHS"
+        graph=${weak_graphs[$run_index]}
+      fi
       [ "$kind" = weak ] && [ -n "${WEAK_THREADS:-}" ] && T=$WEAK_THREADS
       echo "scaling.sh: $kind P=$P threads=$T $op $reduce $graph" >&2
       line=$(OMP_NUM_THREADS=$T "${MPIRUN[@]}" -np "$P" "$CLI" run --dist \
