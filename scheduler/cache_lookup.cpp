@@ -66,7 +66,7 @@ struct KeyLines {
   // looks up the same few class keys for every sampled subgraph). Forgotten with the index when the
   // file is cleared or replaced.
   size_t hit_start = std::string::npos;
-  Record hit;
+  std::shared_ptr<const Record> hit;  // shared, not copied: lookup_shared() hands it out as it is
 };
 
 // A process that looks up this many keys has every line indexed by key in one pass instead (then
@@ -304,22 +304,28 @@ CacheStats cache_stats() { return {g_lookups.load(), g_opens.load(), g_bytes_rea
 
 std::optional<Record> CacheFile::lookup(const std::string& key, const std::string& versions, bool* stale,
                                         bool reread) const {
+  const std::shared_ptr<const Record> r = lookup_shared(key, versions, stale, reread);
+  return r ? std::optional<Record>(*r) : std::nullopt;
+}
+
+std::shared_ptr<const Record> CacheFile::lookup_shared(const std::string& key, const std::string& versions, bool* stale,
+                                                       bool reread) const {
   ++g_lookups;
   *stale = false;
   std::lock_guard<std::mutex> lock(g_indexes_mu);  // lookups are per decision, not per call: no contention
   Index& ix = g_indexes[path];
   if (reread || !ix.known) refresh(path, ix);
-  if (ix.length == 0) return std::nullopt;
+  if (ix.length == 0) return nullptr;
   if (!ix.full_index && ix.keys.size() >= kKeysBeforeFullIndex && ix.keys.count(key) == 0) start_full_index(ix);
   if (ix.full_index && ix.indexed < ix.length) index_lines(ix);
   const auto found = ix.full_index ? ix.keys.find(key) : ix.keys.try_emplace(key).first;
-  if (found == ix.keys.end()) return std::nullopt;
+  if (found == ix.keys.end()) return nullptr;
   KeyLines& lines = found->second;
   if (!ix.full_index) search(ix, key, &lines);
   const std::string_view text = ix.bytes();
   // Newest first: the last valid line with these versions wins.
   for (auto start = lines.starts.rbegin(); start != lines.starts.rend(); ++start) {
-    if (*start == lines.hit_start && lines.hit.at("versions") == versions) {
+    if (*start == lines.hit_start && lines.hit->at("versions") == versions) {
       *stale = false;
       return lines.hit;
     }
@@ -333,10 +339,10 @@ std::optional<Record> CacheFile::lookup(const std::string& key, const std::strin
     }
     *stale = false;
     lines.hit_start = *start;
-    lines.hit = *r;
-    return r;
+    lines.hit = std::make_shared<const Record>(std::move(*r));
+    return lines.hit;
   }
-  return std::nullopt;
+  return nullptr;
 }
 
 bool CacheFile::holds_prefix(const std::string& prefix) const {

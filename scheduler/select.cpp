@@ -36,6 +36,17 @@ namespace sparseport::scheduler {
 
 using detail::PlanState;
 
+namespace {
+
+// A record's field, empty where it has none (the record is shared and const: no operator[]).
+const std::string& field(const Record& r, const char* name) {
+  static const std::string none;
+  const auto it = r.find(name);
+  return it == r.end() ? none : it->second;
+}
+
+}  // namespace
+
 std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op,
                                    const void* args, const SchedulerOptions& given, bool check_indices) {
   const Clock::time_point t0 = Clock::now();
@@ -125,28 +136,28 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   } else if (looks_up) {
     bool stale = false;
     const double t_summary = since(t0);
-    std::optional<Record> hit;
-    if (exact_possible) hit = CacheFile(p->opt.cache_dir).lookup(p->key, p->versions, &stale, !p->cache_read);
+    std::shared_ptr<const Record> hit;  // this process's copy of the record, shared (not copied per hit)
+    if (exact_possible) hit = CacheFile(p->opt.cache_dir).lookup_shared(p->key, p->versions, &stale, !p->cache_read);
     const double t_lookup = since(t0);
     // An entry naming a variant the backend no longer offers (one since retired) is not replayed,
     // nor a deterministic-mode entry naming a variant no longer flagged deterministic, nor one
     // naming a TF32 variant without consent (one flagged TF32 since it was recorded).
-    if (hit && !offers(plugin, op, (*hit)["variant"])) {
-      log(p->opt, label(*p) + ": ignored a cached decision for " + (*hit)["variant"] + ", which backend '" +
+    if (hit && !offers(plugin, op, field(*hit, "variant"))) {
+      log(p->opt, label(*p) + ": ignored a cached decision for " + field(*hit, "variant") + ", which backend '" +
                       plugin.name + "' no longer offers");
       hit.reset();
     }
-    if (hit && !may_run(plugin, op, (*hit)["variant"], exec)) hit.reset();
+    if (hit && !may_run(plugin, op, field(*hit, "variant"), exec)) hit.reset();
     if (stale) log(p->opt, label(*p) + ": ignored cached decisions made under other versions (now " + p->versions + ")");
     if (hit) {
-      Record r = *hit;
+      const Record& r = *hit;
       p->decided = true;
-      p->decision.variant = r["variant"];
-      p->decision.vendor = r["vendor"];
+      p->decision.variant = field(r, "variant");
+      p->decision.vendor = field(r, "vendor");
       p->decision.source = p->opt.mode == SchedulerMode::replay ? "replay" : "cache hit";
-      p->decision.reason = "replayed: " + r["reason"];
-      p->decision.verified = r["verified"] == "true";
-      p->decision.reverted = r["reverted"] == "true";
+      p->decision.reason = "replayed: " + field(r, "reason");
+      p->decision.verified = field(r, "verified") == "true";
+      p->decision.reverted = field(r, "reverted") == "true";
       // A hit recorded before its full-size check (the process ended first) still gets one, except
       // in deterministic mode, which keeps timings out of its choices.
       p->verify_pending = !p->decision.verified && p->opt.mode == SchedulerMode::automatic && !deterministic(exec);
@@ -154,7 +165,7 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
         char took[160];
         std::snprintf(took, sizeof took, " [%.0f us: options and device signature %.0f, operand summary %.0f, cache lookup %.0f]",
                       since(t0) * 1e6, t_signature * 1e6, (t_summary - t_signature) * 1e6, (t_lookup - t_summary) * 1e6);
-        log(p->opt, label(*p) + ": " + p->decision.source + " -> " + p->decision.variant + " (" + r["reason"] + ")" + took);
+        log(p->opt, label(*p) + ": " + p->decision.source + " -> " + p->decision.variant + " (" + field(r, "reason") + ")" + took);
       }
     } else if (exact_possible && csr != nullptr && (!check_indices || p->index_problem == 0) &&
                class_hit(*p, *csr, dev.hash)) {
