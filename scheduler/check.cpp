@@ -59,8 +59,8 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
   }
   // A device backend builds per-matrix state on a first call (cuSPARSE descriptors and buffers,
   // hub partitions): the vendor is warmed up there (the chosen variant's state is built by the
-  // call that times it; if that makes it lose, the runner-up rule below still picks a measured
-  // winner). Host variants keep no such state.
+  // call that times it; if that makes it lose, it is timed once more below). Host variants keep no
+  // such state.
   if (plugin.table->memory_space == SPARSEPORT_MEMORY_DEVICE) timed(vendor);
   const double t_vendor = timed(vendor);
   if (t_chosen < 0) {
@@ -70,6 +70,24 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
     r.measured.emplace_back(vendor, t_vendor);
   }
   r.op_seconds = t_chosen;
+  if (t_chosen > t_vendor &&
+      std::count_if(r.measured.begin(), r.measured.end(), [&](const auto& m) { return m.first == chosen; }) == 1) {
+    // The chosen variant lost on its first full-size call, which also built its per-matrix state
+    // (a plan: hub_split's partition, tc_window's format) or paid first touches. That cost is spent
+    // whatever is decided now, and the plan's later calls do not pay it: timed once more before it
+    // is judged, one call more only where it lost. (Issue 33: hub_split's first full-size call on a
+    // products-sized graph took 213 ms against cuSPARSE's 8 ms and was reverted; its plan is built
+    // in that call, how much of the 213 ms that was is not measured.)
+    const double again = timed(chosen);
+    r.measured.emplace_back(chosen, again);
+    if (again < t_chosen) {
+      std::snprintf(buf, sizeof buf, "; %s timed twice at full size: %.4g ms, then %.4g ms (its first call built its state)",
+                    chosen.c_str(), t_chosen * 1e3, again * 1e3);
+      r.note += buf;
+      t_chosen = again;
+    }
+    r.op_seconds = again;
+  }
   if (t_chosen <= t_vendor) {
     // Kept: the final variant's call must be the last one, so the output is its result.
     if (r.measured.back().first != chosen) r.op_seconds = timed(chosen);
