@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Stage 5 (DESIGN.md section 4, step 5, second half): a choice made on the probe sample is timed
-// once at full size against the vendor on its first call. A choice that loses there is reverted to
-// the fastest variant measured at full size (the vendor, or the probe's runner-up when it is
-// faster still), not always to the vendor. The last call that runs is the final variant's, so the
+// once at full size against the vendor on its first call. A choice that loses there is timed once
+// more (its first call built its per-matrix state, which later calls do not pay) and, if it still
+// loses, reverted to the fastest variant measured at full size (the vendor, or the probe's runner-up
+// when it is faster still), not always to the vendor. The last call that runs is the final variant's, so the
 // caller's output is the op's result whichever way the check goes.
 //
 // The vendor's full-size call is the check's whole overhead (the chosen variant's call is the op's
