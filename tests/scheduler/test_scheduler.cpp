@@ -544,6 +544,20 @@ const sparseport_variant kFakeVariants[] = {
     {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.serial", SPARSEPORT_VARIANT_DEFAULT, "slice"},
 };
 
+// The registry's view of a fake table: available, its variants as the table lists them.
+PluginInfo info_of(const sparseport_plugin& table) {
+  PluginInfo p;
+  p.name = table.name;
+  p.status = PluginStatus::available;
+  p.table = &table;
+  for (int32_t i = 0; i < table.n_variants; ++i) {
+    const sparseport_variant& v = table.variants[i];
+    p.variants.push_back({static_cast<sparseport_op>(v.op), v.name, (v.flags & SPARSEPORT_VARIANT_DEFAULT) != 0,
+                          (v.flags & SPARSEPORT_VARIANT_VENDOR) != 0, v.doc});
+  }
+  return p;
+}
+
 PluginInfo fake_plugin() {
   static sparseport_plugin table = [] {
     sparseport_plugin t = *plugin("reference").table;
@@ -557,14 +571,7 @@ PluginInfo fake_plugin() {
     };
     return t;
   }();
-  PluginInfo p;
-  p.name = "fake";
-  p.status = PluginStatus::available;
-  p.table = &table;
-  for (const sparseport_variant& v : kFakeVariants)
-    p.variants.push_back({static_cast<sparseport_op>(v.op), v.name, (v.flags & SPARSEPORT_VARIANT_DEFAULT) != 0,
-                          (v.flags & SPARSEPORT_VARIANT_VENDOR) != 0, v.doc});
-  return p;
+  return info_of(table);
 }
 
 struct Problem {
@@ -759,13 +766,7 @@ TEST(SchedulerPipeline, AChoiceThatLosesOnlyItsFirstFullSizeCallIsTimedAgainAndK
     t.spmm = &stateful_spmm;
     return t;
   }();
-  PluginInfo stateful;
-  stateful.name = "stateful";
-  stateful.status = PluginStatus::available;
-  stateful.table = &table;
-  for (const sparseport_variant& v : kStatefulVariants)
-    stateful.variants.push_back({static_cast<sparseport_op>(v.op), v.name, (v.flags & SPARSEPORT_VARIANT_DEFAULT) != 0,
-                                 (v.flags & SPARSEPORT_VARIANT_VENDOR) != 0, v.doc});
+  const PluginInfo stateful = info_of(table);
   g_stateful_built = false;
   TempDir dir;
   Problem pb = make_problem(20000);
