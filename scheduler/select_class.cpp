@@ -214,16 +214,8 @@ bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_
     f = features_of(s, p.info, p.opt.hub_threshold);
   }
   p.class_text = shape_class(f);
-  // The key and the reason below are built in place, without the temporaries of a chain of +: a
-  // class decision is per sampled subgraph (with the record shared rather than copied, 8-10 us of its
-  // ~45 on the 2-core CPU).
-  const std::string features = std::to_string(p.info.features);
-  const std::string types = type_suffix(p.info);
-  const bool tf32 = tf32_in_play(*p.plugin, p.op, p.exec);
-  p.class_key.clear();
-  p.class_key.reserve(device_hash.size() + p.class_text.size() + types.size() + 48);
-  p.class_key.append(device_hash).append("/class:").append(p.class_text).append("/").append(op_name(p.op));
-  p.class_key.append("/F").append(features).append("/").append(types).append(tf32 ? "/tf32" : "");
+  p.class_key = device_hash + "/class:" + p.class_text + "/" + op_name(p.op) + "/F" + std::to_string(p.info.features) +
+                "/" + type_suffix(p.info) + (tf32_in_play(*p.plugin, p.op, p.exec) ? "/tf32" : "");
   bool stale = false;
   const std::shared_ptr<const Record> r =
       CacheFile(p.opt.cache_dir).lookup_shared(p.class_key, p.versions, &stale, !p.cache_read);
@@ -244,13 +236,9 @@ bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_
   p.decision.variant = variant->second;
   p.decision.vendor = vendor->second;
   p.decision.source = "class";
-  const char* tail = is_ready ? (recheck ? "; this member is checked again" : "") : "; this member is checked too";
-  std::string& why = p.decision.reason;
-  why.clear();
-  why.reserve(p.class_text.size() + variant->second.size() + 128);
-  why.append("shape class ").append(p.class_text).append(": ").append(variant->second).append(" kept in ");
-  why.append(std::to_string(checks)).append(" full-size check(s) against the vendor on other matrices of this shape");
-  why.append(tail);
+  p.decision.reason = "shape class " + p.class_text + ": " + variant->second + " kept in " + std::to_string(checks) +
+                      " full-size check(s) against the vendor on other matrices of this shape" +
+                      (is_ready ? (recheck ? "; this member is checked again" : "") : "; this member is checked too");
   p.verify_pending = !is_ready || recheck;
   return true;
 }

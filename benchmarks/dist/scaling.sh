@@ -42,7 +42,8 @@ for kind in ${KINDS:-strong weak}; do
       if [ "$kind" = strong ]; then graph=${STRONG_GRAPH:-rmat:20:16}; else graph=rmat:$((${WEAK_BASE:-18} + $(log2 "$P"))):16; fi
       if [ "$kind" = weak ] && [ -n "${WEAK_GRAPHS:-}" ]; then
         read -r -a weak_graphs <<<"$WEAK_GRAPHS"
-        graph=${weak_graphs[$run_index]}
+        graph=${weak_graphs[$run_index]:-}
+        [ -n "$graph" ] || { echo "scaling.sh: WEAK_GRAPHS names no graph for the run at P=$P" >&2; exit 2; }
       fi
       [ "$kind" = weak ] && [ -n "${WEAK_THREADS:-}" ] && T=$WEAK_THREADS
       echo "scaling.sh: $kind P=$P threads=$T $op $reduce $graph" >&2
