@@ -496,6 +496,27 @@ TEST(CudaRowOrder, PowerLawRowsSortedWithinWindowsUniformLeftAlone) {
   EXPECT_TRUE(ro::regular_order(uniform, T).empty());
 }
 
+// The same order where a window holds a regular row of 4 windows' length or more (a threshold
+// raised by SPARSEPORT_HUB_T or a dense graph's mean floor), which the comparison sort takes
+// instead of the counting sort: rows of lengths 1..3 and 0 with a 5000-entry row every 700 rows.
+TEST(CudaRowOrder, WindowsWithVeryLongRegularRowsSortTheSameWay) {
+  namespace ro = sparseport::cuda::row_order;
+  std::vector<int32_t> rowptr{0};
+  for (int32_t r = 0; r < 3000; ++r) rowptr.push_back(rowptr.back() + (r % 700 == 5 ? 5000 : r % 4));
+  const std::vector<int32_t> order = ro::regular_order(rowptr, 10000);
+  ASSERT_EQ(order.size(), 3000u) << "every row is regular, and the long rows make sorting pay";
+  auto deg = [&](int32_t r) { return rowptr[static_cast<size_t>(r) + 1] - rowptr[static_cast<size_t>(r)]; };
+  for (size_t i = 0; i < order.size(); ++i) {
+    const size_t w = i / static_cast<size_t>(ro::kOrderWindow);
+    ASSERT_EQ(static_cast<size_t>(order[i]) / static_cast<size_t>(ro::kOrderWindow), w) << "row " << order[i] << " left its window";
+    if (i % static_cast<size_t>(ro::kOrderWindow) != 0) {
+      const int32_t d0 = deg(order[i - 1]), d1 = deg(order[i]);
+      ASSERT_TRUE(d0 > d1 || (d0 == d1 && order[i - 1] < order[i])) << "position " << i;
+    }
+  }
+  EXPECT_EQ(deg(order[0]), 5000) << "a window starts with its longest row";
+}
+
 // spmm.hub_split on power-law inputs that it takes in the sorted order (checked on the host with
 // both thresholds its lane shapes use here), every reduction and width, padding untouched; empty
 // rows too (runs of them sort to the end of each window).
