@@ -56,14 +56,14 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   p->op = op;
   p->opt = resolve(given);
   p->info = problem_info(op, args);
-  if (!p->info.scheduled || p->opt.mode == SchedulerMode::off || plugin.variants_of(op).size() <= 1) {
+  if (!p->info.scheduled || p->opt.mode == SchedulerMode::off || !offers_choice(plugin, op)) {
     p->decided = true;
     p->decision.source = p->opt.mode == SchedulerMode::off ? "off" : "single";
     p->decision.reason = p->opt.mode == SchedulerMode::off ? "SPARSEPORT_SCHEDULER=off: the default variant"
                                                            : "one variant offered for this op";
     return p;
   }
-  const DeviceSignature dev = device_signature(plugin, exec);
+  const DeviceSignature& dev = device_signature(plugin, exec);
   const double t_signature = since(t0);
   p->versions = dev.versions_text();
   const sparseport_csr* csr = csr_of(op, args);
@@ -196,7 +196,7 @@ void warm_up(const PluginInfo& plugin, const sparseport_exec& exec) noexcept {
   try {
     const SchedulerOptions o = resolve({});
     if (o.mode == SchedulerMode::off) return;
-    const DeviceSignature dev = device_signature(plugin, exec);  // memoised: made just before
+    const DeviceSignature& dev = device_signature(plugin, exec);  // memoised: made just before
     static const int32_t rowptr[] = {0, 1, 3}, colind[] = {1, 0, 1};
     const sparseport_csr tiny{2, 2, 3, rowptr, colind, nullptr, SPARSEPORT_I32, SPARSEPORT_F32};
     const sparseport_csr_summary s = summarize_host(tiny, SPARSEPORT_SUMMARY_SIGNATURE);

@@ -141,7 +141,7 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
                                       : features_of(p.structure, p.info, p.opt.hub_threshold);
 
   // 2. The model ranks (the hand-written estimate where no model predicts; model.hpp).
-  const DeviceSignature dev = device_signature(*p.plugin, p.exec);
+  const DeviceSignature& dev = device_signature(*p.plugin, p.exec);
   const Machine m = det ? deterministic_machine(*p.plugin, p.exec) : machine(dev);
   p.floor_s = floor_seconds(m, f, p.info);
   p.device_hash = dev.hash;

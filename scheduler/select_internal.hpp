@@ -28,6 +28,9 @@ bool tf32_in_play(const PluginInfo& plugin, sparseport_op op, const sparseport_e
 // Whether exec lets variant run: deterministic mode only flagged ones, TF32 ones only with consent.
 bool may_run(const PluginInfo& plugin, sparseport_op op, const std::string& variant, const sparseport_exec& exec);
 bool offers(const PluginInfo& plugin, sparseport_op op, const std::string& variant);
+// More than one variant of op, so that there is something to decide (no list of names built: every
+// call and every decision asks).
+bool offers_choice(const PluginInfo& plugin, sparseport_op op);
 std::string select_in(const PluginInfo& plugin, sparseport_op op, const void* args, std::string_view requested,
                       const std::string& where, const sparseport_exec& exec);
 std::vector<std::string> applicable_variants(const PluginInfo& plugin, sparseport_op op, const void* args,

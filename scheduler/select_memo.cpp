@@ -109,7 +109,7 @@ void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op
     run_via_f32(plan, args, requested, where);
     return;
   }
-  if (!requested.empty() || (!v16 && (!info.scheduled || opt.mode == SchedulerMode::off || plugin.variants_of(op).size() <= 1))) {
+  if (!requested.empty() || (!v16 && (!info.scheduled || opt.mode == SchedulerMode::off || !offers_choice(plugin, op)))) {
     const std::string variant = select_in(plugin, op, args, requested, where, exec);
     sparseport_status st{};
     if (call_slot(plugin.table, op, exec, variant, args, &st) != SPARSEPORT_OK)

@@ -77,6 +77,13 @@ bool offers(const PluginInfo& plugin, sparseport_op op, const std::string& varia
   return false;
 }
 
+bool offers_choice(const PluginInfo& plugin, sparseport_op op) {
+  int n = 0;
+  for (const VariantInfo& v : plugin.variants)
+    if (v.op == op && ++n > 1) return true;
+  return false;
+}
+
 namespace {
 
 const char* const kDetMode = "deterministic mode (Context::set_deterministic or SPARSEPORT_DETERMINISTIC=1)";

@@ -48,12 +48,6 @@ std::string hex64(uint64_t h) {
   return buf;
 }
 
-std::string DeviceSignature::versions_text() const {
-  std::string s;
-  for (const auto& [k, v] : versions) s += (s.empty() ? "" : ";") + k + "=" + v;
-  return s;
-}
-
 std::string DeviceSignature::text() const {
   std::string s;
   for (const auto& [k, v] : hardware) s += k + "=" + v + "\n";
@@ -86,10 +80,12 @@ DeviceSignature make_signature(std::vector<std::pair<std::string, std::string>> 
   std::string hw;
   for (const auto& [k, v] : s.hardware) hw += k + "=" + v + "\n";
   s.hash = hex64(hash_bytes(hw.data(), hw.size()));
+  for (const auto& [k, v] : s.versions) s.versions_line += (s.versions_line.empty() ? "" : ";") + k + "=" + v;
   return s;
 }
 
-DeviceSignature device_signature(const PluginInfo& plugin, const sparseport_exec& exec) {
+const DeviceSignature& device_signature(const PluginInfo& plugin, const sparseport_exec& exec) {
+  // Entries are never erased, and a std::map's nodes do not move: the references handed out stay valid.
   static std::mutex mu;
   static std::map<std::tuple<const sparseport_plugin*, void*, int32_t>, DeviceSignature> memo;
   const auto key = std::make_tuple(plugin.table, exec.state, exec.threads);

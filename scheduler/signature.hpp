@@ -22,7 +22,8 @@ struct DeviceSignature {
   std::vector<std::pair<std::string, std::string>> hardware;  // stable keys (model, cores, SMs ...)
   std::vector<std::pair<std::string, std::string>> versions;  // *_version keys, library and ABI included
   std::string hash;                                            // of the hardware keys only
-  std::string versions_text() const;                           // "k=v;k=v"
+  std::string versions_line;                                   // versions as "k=v;k=v" (make_signature)
+  const std::string& versions_text() const { return versions_line; }
   std::string text() const;                                    // "key=value" lines, then hash=
   double number(const std::string& key, double fallback) const;
   std::string value(const std::string& key) const;
@@ -30,8 +31,10 @@ struct DeviceSignature {
 
 // Parses the plugin's "key=value" lines, overriding `threads` with the context's thread count
 // when it sets one, and appends library_version and abi_version. Null slot: backend name plus
-// describe_devices(). Kept per (plugin, state, threads) for the life of the process.
-DeviceSignature device_signature(const PluginInfo& plugin, const sparseport_exec& exec);
+// describe_devices(). Kept per (plugin, state, threads) for the life of the process: the reference
+// stays valid as long as the process runs. Every decision reads it, and a copy of its ~20 string
+// pairs was a measurable part of a mini-batch's class decision (issue 35).
+const DeviceSignature& device_signature(const PluginInfo& plugin, const sparseport_exec& exec);
 // For tests: a signature from explicit fields.
 DeviceSignature make_signature(std::vector<std::pair<std::string, std::string>> fields);
 

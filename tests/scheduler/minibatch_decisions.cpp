@@ -2,7 +2,7 @@
 // What the scheduler's decisions cost a mini-batch GNN loop (issue 35), measured, not asserted.
 //
 //   minibatch_decisions [--backend B] [--graph SPEC] [--batches N] [--seeds S] [--hops H] [--fanout K]
-//                       [--F N] [--threads T] [--cache-dir DIR] [--per-batch] [--expect-class]
+//                       [--F N] [--threads T] [--cache-dir DIR] [--per-batch] [--expect-class] [--variant V]
 //   e.g. build/default/tests/scheduler/minibatch_decisions --backend openmp   (the issue's target run)
 //
 // Generates GRAPH (default chunglu:2000000:10:2.5@1: 2M vertices, power-law degrees), then for each
@@ -20,6 +20,9 @@
 //              op, measured from outside (includes a full-size check's extra calls, the memo)
 //   decisions  by source (cache hit, class, timed, probe, model, ...), with each source's median
 //              decide time; "cold" counts the decisions that were neither a cache nor a class hit
+// --variant V names the variant for every call (no decision): the control for "wall", whose first
+// calls pay what is not the scheduler's too (the index check, B and C not yet in the caches), so
+// the scheduler's share of the first calls is wall (auto) - wall (--variant the class's choice).
 // The seeds are a function of the batch number: two runs sample the same batches. Exit 1 with
 // --expect-class when no decision came from a shape class (the CTest smoke run's check), 2 for a
 // usage error, 77 when the backend is not usable here.
@@ -62,6 +65,7 @@ struct Options {
   std::string backend = "openmp", graph = "chunglu:2000000:10:2.5@1", cache_dir;
   int64_t batches = 1000, seeds = 1024, hops = 2, fanout = 10, F = 64, threads = 0;
   bool per_batch = false, expect_class = false;
+  std::string variant;  // empty: the scheduler decides
 };
 
 struct Batch {
@@ -127,7 +131,7 @@ Batch sample(const sp::HostCsr<int32_t, float>& g, const Options& o, uint64_t se
   std::fprintf(stderr,
                "minibatch_decisions: %s\nusage: minibatch_decisions [--backend B] [--graph SPEC] [--batches N] "
                "[--seeds S] [--hops H] [--fanout K] [--F N] [--threads T] [--cache-dir DIR] [--per-batch] "
-               "[--expect-class]\n",
+               "[--expect-class] [--variant V]\n",
                why.c_str());
   std::exit(2);
 }
@@ -160,6 +164,7 @@ int main(int argc, char** argv) {
     else if (a == "--cache-dir") o.cache_dir = value();
     else if (a == "--per-batch") o.per_batch = true;
     else if (a == "--expect-class") o.expect_class = true;
+    else if (a == "--variant") o.variant = value();
     else usage("unknown argument " + a);
   }
   if (o.seeds < 1 || o.F < 1 || o.batches < 1) usage("--seeds, --F and --batches must be at least 1");
@@ -217,12 +222,14 @@ int main(int argc, char** argv) {
     sp::clear_plan_memo();
     ctx.synchronize();
     Clock::time_point t0 = Clock::now();
-    sp::spmm(ctx, av, bv, cv);
+    sp::SpmmOptions so;
+    so.variant = o.variant;
+    sp::spmm(ctx, av, bv, cv, so);
     ctx.synchronize();
     const double first = since(t0);
     const sp::Decision d = sp::last_decision();
     t0 = Clock::now();
-    sp::spmm(ctx, av, bv, cv);
+    sp::spmm(ctx, av, bv, cv, so);
     ctx.synchronize();
     const double op = since(t0);
     rows.push_back({b.n, nnz, d.source, d.variant, d.decide_seconds, first, op});
