@@ -26,7 +26,8 @@
 #   BUDGET               seconds for the whole script (default 570, for a 600 s limit)
 #   STEPS                the steps to run (default "kokkos configure build ctest memcheck bench")
 #   SPARSEPORT_DATA_DIR  real matrices (*.mtx, *.mtx.gz) for the benchmark (default .device-data)
-#   BENCH_GRAPHS         generated inputs (default "rmat:18:16 mesh2d:1024:1024:0 er:262144:6e-5")
+#   BENCH_GRAPHS         generated inputs (default "rmat:18:16 mesh2d:1024:1024:0 er:262144:6e-5"; set but
+#                        empty: none, only the real matrices)
 #   BENCH_F              feature widths (default "32 64 128 256")
 #   BENCH_REPS           timed calls per variant (default 20)
 #   BENCH_REAL           0: no real matrices (default 1)
@@ -49,7 +50,7 @@ if [ -z "$PACK" ]; then
   PACK=$(ls -t .device-data/sparseport-kokkos-*.tar.* 2>/dev/null | head -n 1)
 fi
 DATA=${SPARSEPORT_DATA_DIR:-.device-data}
-BENCH_GRAPHS=${BENCH_GRAPHS:-rmat:18:16 mesh2d:1024:1024:0 er:262144:6e-5}
+BENCH_GRAPHS=${BENCH_GRAPHS-rmat:18:16 mesh2d:1024:1024:0 er:262144:6e-5}
 BENCH_F=${BENCH_F:-32 64 128 256}
 BENCH_REPS=${BENCH_REPS:-20}
 BENCH_REAL=${BENCH_REAL:-1}
