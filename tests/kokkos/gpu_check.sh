@@ -24,7 +24,11 @@
 # .device-data/, which a call that carries .device-data replaces as a whole).
 # Environment:
 #   BUDGET               seconds for the whole script (default 570, for a 600 s limit)
-#   STEPS                the steps to run (default "kokkos configure build ctest memcheck bench")
+#   STEPS                the steps to run (default "kokkos configure build ctest memcheck bench"; also
+#                        "oracle": `sparseport tune --oracle --backend kokkos` over the real matrices at
+#                        each BENCH_F, the scheduler's choice judged against every kokkos variant timed
+#                        in the same process (bench's auto column compares two processes' timings, which
+#                        on 20-60 us calls differ by more than 5 %); writes oracle.jsonl)
 #   SPARSEPORT_DATA_DIR  real matrices (*.mtx, *.mtx.gz) for the benchmark (default .device-data)
 #   BENCH_GRAPHS         generated inputs (default "rmat:18:16 mesh2d:1024:1024:0 er:262144:6e-5"; set but
 #                        empty: none, only the real matrices)
@@ -328,6 +332,31 @@ if wanted bench; then
     [ -s "$OUT/bench.jsonl" ] && bench_table
   else
     skip bench "$CLI is not built"
+  fi
+fi
+
+# --- the scheduler on kokkos, judged in one process ------------------------------------------------
+oracle_all() {
+  local f
+  local -a mats=()
+  while IFS= read -r g; do mats+=("$g"); done < <(ls -Sr "$DATA"/*.mtx "$DATA"/*.mtx.gz 2>/dev/null)
+  for f in $BENCH_F; do
+    if (($(left) < 20)); then
+      echo "budget spent: stopped before F=$f" >&2
+      return 0
+    fi
+    timeout -k 5 $(($(left) - 5)) "$CLI" tune --oracle --op spmm --backend kokkos --F "$f" --reps 10 --json "${mats[@]}" \
+      >>"$OUT/oracle.jsonl" || echo "rc $? for the oracle at F=$f" >&2
+  done
+}
+export -f oracle_all
+if wanted oracle; then
+  if [ -x "$CLI" ]; then
+    : >"$OUT/oracle.jsonl"
+    RESERVE=5 run_step oracle 100000 "$OUT/oracle.err.log" oracle_all
+    tail -n 3 "$OUT/oracle.err.log"
+  else
+    skip oracle "$CLI is not built"
   fi
 fi
 
