@@ -1434,6 +1434,62 @@ TEST(SchedulerSummary, TheHashesAreTheAbisDefinition) {
   }
 }
 
+// The block counts are plugin_abi.h's definition (the cuda plugin's kernel must give the same
+// numbers): the 32-row blocks b = floor(j * nblocks / B), each one's first BLOCK_CAP entries, their
+// distinct columns and distinct 32-column segments, written here as the definition (each block
+// sorted). summarize_host counts them with stamps while the columns are few against the sampled
+// entries, else by sorting: inputs on both sides of that, with duplicates, unsorted rows, empty
+// rows, blocks over the cap, more blocks than are sampled, both index types.
+TEST(SchedulerSummary, TheBlockCountsAreTheAbisDefinition) {
+  std::mt19937_64 rng(11);
+  const auto check = [&](auto index, int64_t rows, int64_t cols, int64_t max_degree, const std::string& what) {
+    using I = decltype(index);
+    std::vector<I> rowptr{0}, colind;
+    for (int64_t i = 0; i < rows; ++i) {
+      const int64_t d = rng() % 4 == 0 ? 0 : static_cast<int64_t>(rng() % static_cast<uint64_t>(max_degree + 1));
+      for (int64_t k = 0; k < d; ++k) {
+        // Near the diagonal with repeats (shared segments and duplicates), or anywhere.
+        const int64_t c = rng() % 2 == 0 ? (i * cols / rows + static_cast<int64_t>(rng() % 64)) % cols
+                                         : static_cast<int64_t>(rng() % static_cast<uint64_t>(cols));
+        colind.push_back(static_cast<I>(c));
+      }
+      rowptr.push_back(static_cast<I>(colind.size()));
+    }
+    const auto nnz = static_cast<int64_t>(colind.size());
+    const sparseport_csr a{rows, cols, nnz, rowptr.data(), colind.data(), nullptr,
+                           sizeof(I) == 8 ? SPARSEPORT_I64 : SPARSEPORT_I32, SPARSEPORT_F32};
+    const sparseport_csr_summary got = summarize_host(a, SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_FEATURES);
+    const int64_t nblocks = (rows + 31) / 32, blocks = std::min<int64_t>(nblocks, SPARSEPORT_SUMMARY_BLOCKS);
+    int64_t entries = 0, distinct = 0, segments = 0;
+    for (int64_t j = 0; j < blocks; ++j) {
+      const int64_t b = j * nblocks / blocks;
+      const int64_t first = rowptr[static_cast<size_t>(32 * b)];
+      const int64_t last = rowptr[static_cast<size_t>(std::min<int64_t>(32 * b + 32, rows))];
+      std::vector<int64_t> c(colind.begin() + first,
+                             colind.begin() + first + std::min<int64_t>(last - first, SPARSEPORT_SUMMARY_BLOCK_CAP));
+      std::sort(c.begin(), c.end());
+      entries += static_cast<int64_t>(c.size());
+      c.erase(std::unique(c.begin(), c.end()), c.end());
+      distinct += static_cast<int64_t>(c.size());
+      for (int64_t& x : c) x >>= 5;
+      segments += static_cast<int64_t>(std::unique(c.begin(), c.end()) - c.begin());
+    }
+    EXPECT_EQ(got.blocks, blocks) << what;
+    EXPECT_EQ(got.block_entries, entries) << what;
+    EXPECT_EQ(got.block_distinct, distinct) << what;
+    EXPECT_EQ(got.block_segments, segments) << what;
+  };
+  for (const int64_t rows : {1, 31, 33, 1000, 32 * 2048 + 77, 200000})
+    for (const int64_t cols : {int64_t{1}, int64_t{40}, int64_t{5000}, int64_t{1} << 30})
+      for (const int64_t degree : {3, 40, 300}) {
+        if (rows * degree > 4'000'000) continue;
+        const std::string what = std::to_string(rows) + " rows, " + std::to_string(cols) + " columns, degree <= " +
+                                 std::to_string(degree);
+        check(int32_t{}, rows, cols, degree, what + ", int32");
+        if (rows <= 1000) check(int64_t{}, rows, cols, degree, what + ", int64");
+      }
+}
+
 // The class's row-length pass: up to 4096 rows it gives summarize_host's degree histogram and
 // maximum degree exactly (empty rows, rows of every bucket up to 2^17 entries, both index types);
 // above, the maximum stays exact, the histogram of 4096 evenly spaced rows adds up to the row count,
