@@ -13,9 +13,9 @@
 namespace sparseport::scheduler {
 namespace {
 
-// The block counts use stamps (2 bytes a column, zero pages from the allocator) while the columns
-// are at most this many times the sampled entries, so that the stamps never cost much more than
-// the sorting they replace (a sort costs log2 of a block's entries, 8-10 compares, an entry).
+// The block counts use stamps (2 bytes a column, zeroed once) while the columns are at most this
+// many times the sampled entries: zeroing then costs at most 16 bytes a sampled entry, about what
+// the sort it replaces costs an entry (log2 of a block's entries, 8-10 compares).
 constexpr int64_t kStampsPerEntry = 8;
 
 template <class I>
