@@ -36,17 +36,6 @@ namespace sparseport::scheduler {
 
 using detail::PlanState;
 
-namespace {
-
-// A record's field, empty where it has none (the record is shared and const: no operator[]).
-const std::string& field(const Record& r, const char* name) {
-  static const std::string none;
-  const auto it = r.find(name);
-  return it == r.end() ? none : it->second;
-}
-
-}  // namespace
-
 std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op,
                                    const void* args, const SchedulerOptions& given, bool check_indices) {
   const Clock::time_point t0 = Clock::now();
@@ -308,6 +297,12 @@ std::string label(const PlanState& p) {
   return std::string(op_name(p.op)) + "[" + p.plugin->name + "]" + (deterministic(p.exec) ? " deterministic" : "") +
          (tf32_in_play(*p.plugin, p.op, p.exec) ? " tf32" : "") +
          " F=" + std::to_string(p.info.features) + " " + (p.graph.empty() ? "" : p.graph);
+}
+
+const std::string& field(const Record& r, const char* name) {
+  static const std::string none;
+  const auto it = r.find(name);
+  return it == r.end() ? none : it->second;
 }
 
 const sparseport_csr* csr_of(sparseport_op op, const void* args) {

@@ -76,16 +76,10 @@ namespace {
 
 int log2_floor(double x) { return x > 0 ? static_cast<int>(std::floor(std::log2(x))) : -1; }
 
-int checks_of(const Record& r) {
-  const auto it = r.find("checks");
-  return it == r.end() ? 0 : std::atoi(it->second.c_str());
-}
+int checks_of(const Record& r) { return std::atoi(field(r, "checks").c_str()); }
 
 // The class record's last full-size margin (0: none recorded).
-double margin_of(const Record& r) {
-  const auto it = r.find("margin");
-  return it == r.end() ? 0 : std::atof(it->second.c_str());
-}
+double margin_of(const Record& r) { return std::atof(field(r, "margin").c_str()); }
 
 // This plan's full-size lead of its final variant over the vendor, t_vendor / t_variant (0 where
 // the two were not both timed at full size).
@@ -220,9 +214,8 @@ bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_
   const std::shared_ptr<const Record> r =
       CacheFile(p.opt.cache_dir).lookup_shared(p.class_key, p.versions, &stale, !p.cache_read);
   if (r == nullptr) return false;
-  const auto variant = r->find("variant"), vendor = r->find("vendor");
-  if (variant == r->end() || vendor == r->end() || !offers(*p.plugin, p.op, variant->second) ||
-      !may_run(*p.plugin, p.op, variant->second, p.exec))
+  const std::string &variant = field(*r, "variant"), &vendor = field(*r, "vendor");
+  if (variant.empty() || vendor.empty() || !offers(*p.plugin, p.op, variant) || !may_run(*p.plugin, p.op, variant, p.exec))
     return false;
   const int checks = checks_of(*r);
   const double margin = margin_of(*r);
@@ -231,12 +224,12 @@ bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_
   // A class holding the vendor has nothing to check (the check compares a variant with the vendor):
   // its rechecks are cold decisions instead, which relearn the class when a native wins (one noisy
   // probe on a loaded machine had put a class on spmm.graphblas, 4-5x merge_path, for good).
-  if (recheck && variant->second == vendor->second) return false;
+  if (recheck && variant == vendor) return false;
   p.decided = true;
-  p.decision.variant = variant->second;
-  p.decision.vendor = vendor->second;
+  p.decision.variant = variant;
+  p.decision.vendor = vendor;
   p.decision.source = "class";
-  p.decision.reason = "shape class " + p.class_text + ": " + variant->second + " kept in " + std::to_string(checks) +
+  p.decision.reason = "shape class " + p.class_text + ": " + variant + " kept in " + std::to_string(checks) +
                       " full-size check(s) against the vendor on other matrices of this shape" +
                       (is_ready ? (recheck ? "; this member is checked again" : "") : "; this member is checked too");
   p.verify_pending = !is_ready || recheck;

@@ -41,6 +41,8 @@ double since(Clock::time_point t0);
 std::string ms(double s);
 std::string label(const detail::PlanState& p);
 const sparseport_csr* csr_of(sparseport_op op, const void* args);
+// A record's field, empty where it has none (records are shared and const: no operator[]).
+const std::string& field(const Record& r, const char* name);
 // Makes `plan` the one last_decision() reports on this thread.
 void remember_last(const std::shared_ptr<detail::PlanState>& plan);
 
