@@ -231,28 +231,37 @@ using Dynamic = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>
 // ---------------------------------------------------------------------------------------------
 // team_rows
 
-// team_rows on a device space, compiled for NK lane columns (lane_slots).
+// team_rows on a device space, compiled for NK lane columns (lane_slots). One row a team thread (vl
+// vector lanes: a warp at F >= 32 on CUDA) in teams of the size Kokkos recommends for this kernel,
+// as hub_split_device does. It gave each team kRowsPerTeam (16) rows at Kokkos's AUTO team size, so
+// a team thread walked several rows one after the other: on a matrix of a few thousand rows
+// (bcsstk16: 4884) an SM then held a fraction of the warps it can, and this kernel lives on the
+// latency of its gathers (H200, 2026-12-04: team_rows 0.4-0.5x the cuda plugin's best there).
 template <int NK, Op op, class I, class V>
 void team_rows_device(const Spmm<I, V>& p, int64_t vl) {
-  Kokkos::parallel_for(
-      "sparseport::kokkos::spmm.team_rows", row_blocks(p.m, p.f), KOKKOS_LAMBDA(const Member& t) {
-        const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
-        const int64_t r1 = r0 + kRowsPerTeam < p.m ? r0 + kRowsPerTeam : p.m;
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t i) {
-          const int64_t begin = static_cast<int64_t>(p.rp[i]), end = static_cast<int64_t>(p.rp[i + 1]);
-          for (int64_t j0 = 0; j0 < p.f; j0 += NK * vl) {
-            Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, vl), [&](const int64_t lane) {
-              const int64_t j = j0 + lane;
-              const int nk = lane_cols<NK>(p.f, j, vl);
-              V acc[kLaneCols];
-              for (int k = 0; k < NK; ++k) acc[k] = V(0);
-              if (end > begin) lane_fold<NK, op>(p, begin, end, j, vl, nk, acc);
-              for (int k = 0; k < NK; ++k)
-                if (k < nk) store(p, p.c + i * p.ldc + j + k * vl, acc[k], end - begin);
-            });
-          }
+  const auto body = KOKKOS_LAMBDA(const Member& t) {
+    const int64_t r0 = static_cast<int64_t>(t.league_rank()) * t.team_size();
+    const int64_t r1 = r0 + t.team_size() < p.m ? r0 + t.team_size() : p.m;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t i) {
+      const int64_t begin = static_cast<int64_t>(p.rp[i]), end = static_cast<int64_t>(p.rp[i + 1]);
+      for (int64_t j0 = 0; j0 < p.f; j0 += NK * vl) {
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, vl), [&](const int64_t lane) {
+          const int64_t j = j0 + lane;
+          const int nk = lane_cols<NK>(p.f, j, vl);
+          V acc[kLaneCols];
+          for (int k = 0; k < NK; ++k) acc[k] = V(0);
+          if (end > begin) lane_fold<NK, op>(p, begin, end, j, vl, nk, acc);
+          for (int k = 0; k < NK; ++k)
+            if (k < nk) store(p, p.c + i * p.ldc + j + k * vl, acc[k], end - begin);
         });
-      });
+      }
+    });
+  };
+  if (p.m == 0) return;
+  const int ts = Policy(1, Kokkos::AUTO, static_cast<int>(vl)).team_size_recommended(body, Kokkos::ParallelForTag());
+  const int64_t league = (p.m + ts - 1) / ts;
+  Kokkos::parallel_for("sparseport::kokkos::spmm.team_rows", Policy(static_cast<int>(league), ts, static_cast<int>(vl)),
+                       body);
 }
 
 // Host spaces: 8 NV columns of row i from j0, in NV 8-wide vectors of GCC's vector extension held in
@@ -526,12 +535,18 @@ void team_rows(const sparseport_spmm_args& args) {
 // gathered loads, which T >= 32 keeps under 1/32 of the gathered traffic; the chunk's fixed costs
 // (a binary search, its row's offsets) stay as small. SPARSEPORT_HUB_T overrides T (tuning and
 // tests), as it sets the cuda plugin's hub threshold.
+// Never below kHubMeanMultiple x the mean row either, the cuda plugin's floor (kernels/cuda/
+// spmm_hub.cu, mean_floor): a row a few times the mean does not unbalance the workers, and on a
+// small matrix of even rows the fair share fell under them, so every row split and paid the scratch
+// row, its atomics and the finishing pass (H200, bcsstk16, 4884 rows of ~59 entries, T = 32:
+// hub_split 0.39-0.48x the cuda plugin's best, 2026-12-04).
 // Examples: H200, rmat:18:16 (3.9 M entries) at F = 64: T = 117; Kokkos-OpenMP on 2 threads,
 // rmat:16:16 (0.96 M): T = 119,402, so only rows of more than an eighth of the entries split.
 constexpr int64_t kWaves = 4;
 constexpr int64_t kMinChunk = 32;
+constexpr int64_t kHubMeanMultiple = 4;
 
-int64_t chunk_length(int64_t nnz, int64_t f) {
+int64_t chunk_length(int64_t nnz, int64_t rows, int64_t f) {
   if (const char* v = std::getenv("SPARSEPORT_HUB_T"); v != nullptr && *v != '\0') {
     char* end = nullptr;
     const long long t = std::strtoll(v, &end, 10);
@@ -543,7 +558,7 @@ int64_t chunk_length(int64_t nnz, int64_t f) {
   const int64_t threads = std::max<int64_t>(1, ExecSpace().concurrency());
   const int64_t workers = kDeviceMemory ? std::max<int64_t>(1, threads / vector_length(f)) : threads;
   const int64_t per_chunk = (nnz + kWaves * workers - 1) / (kWaves * workers);
-  return std::max(kMinChunk, per_chunk);
+  return std::max({kMinChunk, per_chunk, kHubMeanMultiple * (nnz / std::max<int64_t>(rows, 1))});
 }
 
 // The scratch rows that hub_split reuses from call to call (a cudaMalloc per call would cost more
@@ -797,7 +812,7 @@ template <Op op, class I, class V>
 void hub_split_op(const sparseport_spmm_args& args) {
   const Spmm<I, V> p = unpack<I, V>(args);
   if (p.m == 0 || p.f == 0) return;
-  const int64_t t = chunk_length(args.a.nnz, p.f);
+  const int64_t t = chunk_length(args.a.nnz, p.m, p.f);
   // Held by this call: an invalidation from another thread cannot free the hub list under it.
   const std::shared_ptr<HubPlan> plan = hub_plan(p.rp, p.m, args.a.nnz, t);
   const Hubs h = plan->hubs;
