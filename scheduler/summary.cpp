@@ -73,32 +73,31 @@ sparseport_csr_summary summarize_typed(const sparseport_csr& a, uint32_t want) {
   int64_t entries = 0;
   for (int64_t j = 0; j < sampled; ++j) entries += block_range(j).second;
   static_assert(SPARSEPORT_SUMMARY_BLOCKS < 65536, "a block's number fits a 16-bit stamp");
-  if (a.cols <= kStampsPerEntry * entries) {
-    std::vector<uint16_t> col_seen(static_cast<size_t>(a.cols)), seg_seen(static_cast<size_t>(a.cols / 32 + 1));
-    for (int64_t j = 0; j < sampled; ++j) {
-      const auto [first, n] = block_range(j);
+  const bool stamps = a.cols <= kStampsPerEntry * entries;
+  std::vector<uint16_t> col_seen(stamps ? static_cast<size_t>(a.cols) : 0), seg_seen(stamps ? static_cast<size_t>(a.cols / 32 + 1) : 0);
+  std::vector<int64_t> cols;
+  for (int64_t j = 0; j < sampled; ++j) {
+    const auto [first, n] = block_range(j);
+    const I* c = colind + first;
+    // A column out of range happens only where FEATURES was asked before the index check (the ABI
+    // forbids it); the plugins' summaries then still count it as a value of its own, as the sort
+    // does, so such a block is sorted (a stamp has no slot for it).
+    if (stamps && std::all_of(c, c + n, [&](I x) { return x >= 0 && static_cast<int64_t>(x) < a.cols; })) {
       const auto stamp = static_cast<uint16_t>(j + 1);
       for (int64_t k = 0; k < n; ++k) {
-        const auto c = static_cast<int64_t>(colind[first + k]);
-        // Out of range only where FEATURES was asked before the index check (the ABI forbids it):
-        // the numbers are then undefined, but nothing is written outside the stamps.
-        if (c < 0 || c >= a.cols) continue;
-        s.block_distinct += col_seen[static_cast<size_t>(c)] != stamp;
-        col_seen[static_cast<size_t>(c)] = stamp;
-        s.block_segments += seg_seen[static_cast<size_t>(c >> 5)] != stamp;
-        seg_seen[static_cast<size_t>(c >> 5)] = stamp;
+        const auto x = static_cast<size_t>(c[k]);
+        s.block_distinct += col_seen[x] != stamp;
+        col_seen[x] = stamp;
+        s.block_segments += seg_seen[x >> 5] != stamp;
+        seg_seen[x >> 5] = stamp;
       }
+      continue;
     }
-  } else {
-    std::vector<int64_t> cols;
-    for (int64_t j = 0; j < sampled; ++j) {
-      const auto [first, n] = block_range(j);
-      cols.assign(colind + first, colind + first + n);
-      std::sort(cols.begin(), cols.end());
-      for (int64_t k = 0; k < n; ++k) {
-        s.block_distinct += k == 0 || cols[k] != cols[k - 1];
-        s.block_segments += k == 0 || (cols[k] >> 5) != (cols[k - 1] >> 5);
-      }
+    cols.assign(c, c + n);
+    std::sort(cols.begin(), cols.end());
+    for (int64_t k = 0; k < n; ++k) {
+      s.block_distinct += k == 0 || cols[k] != cols[k - 1];
+      s.block_segments += k == 0 || (cols[k] >> 5) != (cols[k - 1] >> 5);
     }
   }
   s.block_entries = entries;
