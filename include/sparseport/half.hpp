@@ -10,22 +10,30 @@
 #include <cstdint>
 #include <cstring>
 
+// The bit conversions below are also device code where a GPU compiler includes this header (the
+// kokkos plugin's convert slot on a device space, kernels/kokkos/convert.cpp).
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define SPARSEPORT_HOST_DEVICE __host__ __device__
+#else
+#define SPARSEPORT_HOST_DEVICE
+#endif
+
 namespace sparseport {
 
 namespace detail {
-inline uint32_t bits_of(float f) {
+SPARSEPORT_HOST_DEVICE inline uint32_t bits_of(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
   return u;
 }
-inline float float_of(uint32_t u) {
+SPARSEPORT_HOST_DEVICE inline float float_of(uint32_t u) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
 }
 
 // Round-to-nearest-even float -> binary16 (F. Giesen's float_to_half_fast3_rtne).
-inline uint16_t half_bits_from(float f) {
+SPARSEPORT_HOST_DEVICE inline uint16_t half_bits_from(float f) {
   uint32_t x = bits_of(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   x &= 0x7fffffffu;
@@ -42,7 +50,7 @@ inline uint16_t half_bits_from(float f) {
   return static_cast<uint16_t>(sign | (x >> 13));
 }
 
-inline float float_from_half_bits(uint16_t h) {
+SPARSEPORT_HOST_DEVICE inline float float_from_half_bits(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
   if (e == 0) {
@@ -53,12 +61,12 @@ inline float float_from_half_bits(uint16_t h) {
   return float_of(sign | ((e + 112u) << 23) | (m << 13));
 }
 
-inline uint16_t bf16_bits_from(float f) {
+SPARSEPORT_HOST_DEVICE inline uint16_t bf16_bits_from(float f) {
   const uint32_t x = bits_of(f);
   if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
   return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
-inline float float_from_bf16_bits(uint16_t b) { return float_of(static_cast<uint32_t>(b) << 16); }
+SPARSEPORT_HOST_DEVICE inline float float_from_bf16_bits(uint16_t b) { return float_of(static_cast<uint32_t>(b) << 16); }
 }  // namespace detail
 
 struct half {

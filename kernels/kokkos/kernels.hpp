@@ -44,5 +44,7 @@ void csr_transpose(const sparseport_transpose_args& args);
 void spmm_arg_backward(const sparseport_spmm_arg_backward_args& args, bool deterministic);
 // ABI 1.6: csr_attention_backward's row softmax in place, a thread per row, in the value type.
 void csr_softmax(const sparseport_csr_softmax_args& args);
+// ABI 1.7: dst = src converted element by element (the front end's float32 path for 16-bit values).
+void convert(const sparseport_dense& src, const sparseport_dense_mut& dst);
 
 }  // namespace sparseport::kokkos

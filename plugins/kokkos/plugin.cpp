@@ -287,7 +287,11 @@ const sparseport_plugin kTable = {
     [](const sparseport_exec*, const sparseport_csr_softmax_args* a, sparseport_status* st) {
       return serialised(st, [&] { kk::csr_softmax(*a); });
     },
-    nullptr,  // convert: host memory, the front end converts 16-bit values itself
+    // convert: the front end's float32 path for 16-bit values; without it a device space's memory
+    // could not take them (kernels/kokkos/convert.cpp)
+    [](const sparseport_exec*, const sparseport_dense* src, const sparseport_dense_mut* dst, sparseport_status* st) {
+      return serialised(st, [&] { kk::convert(*src, *dst); });
+    },
 };
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <barrier>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <random>
@@ -552,6 +553,85 @@ TEST(KokkosThreads, TwoThreadsSharingAContextRunEveryOpFamilyAtOnce) {
   t1.join();
   EXPECT_EQ(errors[0], "");
   EXPECT_EQ(errors[1], "");
+}
+
+// ---- the convert slot (ABI 1.7): the front end's float32 path for 16-bit values -----------------
+
+// The source values as each ABI value type stores them (16-bit ones rounded by half.hpp), and each
+// stored value read back as double: the definition the slot must meet bit for bit.
+std::vector<unsigned char> encode(int32_t type, const std::vector<double>& v) {
+  const size_t width = type == SPARSEPORT_F64 ? 8 : type == SPARSEPORT_F32 ? 4 : 2;
+  std::vector<unsigned char> out(v.size() * width);
+  for (size_t k = 0; k < v.size(); ++k) {
+    const float f = static_cast<float>(v[k]);
+    const uint16_t h = type == SPARSEPORT_F16 ? sparseport::half(f).bits : sparseport::bfloat16(f).bits;
+    const void* from = type == SPARSEPORT_F64 ? static_cast<const void*>(&v[k])
+                       : type == SPARSEPORT_F32 ? static_cast<const void*>(&f)
+                                                : static_cast<const void*>(&h);
+    std::memcpy(out.data() + k * width, from, width);
+  }
+  return out;
+}
+
+double decode(int32_t type, const unsigned char* p) {
+  if (type == SPARSEPORT_F64) return *reinterpret_cast<const double*>(p);
+  if (type == SPARSEPORT_F32) return *reinterpret_cast<const float*>(p);
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return type == SPARSEPORT_F16 ? static_cast<float>(sparseport::half::from_bits(h))
+                                : static_cast<float>(sparseport::bfloat16::from_bits(h));
+}
+
+// Every pair of value types, strided on both sides, in the space's own memory (so on Kokkos-CUDA
+// this is device code; on a host space the front end never calls the slot, which is why it is
+// called here directly): rounding ties to even, overflow to infinity, subnormals, signed zero, NaN;
+// the padding between rows untouched.
+TEST(KokkosConvert, EveryPairOfValueTypesRoundsAsHalfHpp) {
+  auto ctx = sparseport::Context::create("kokkos");
+  const std::vector<double> special{0.0, -0.0, 1.0, 1.0 + std::ldexp(1.0, -11), 1.0 + 3 * std::ldexp(1.0, -11),
+                                    1.0 + std::ldexp(1.0, -8), 1.0 + 3 * std::ldexp(1.0, -8), 65504.0, 65520.0,
+                                    -70000.0, 1e-8, -6e-8, 3e-39, 3.4e38, 1e300,
+                                    std::numeric_limits<double>::infinity(),
+                                    -std::numeric_limits<double>::infinity(),
+                                    std::numeric_limits<double>::quiet_NaN(), 3.14159265358979, -2.5e-5, 0.1};
+  const int64_t rows = 3, cols = 7, src_ld = 9, dst_ld = 8;
+  std::vector<double> v(static_cast<size_t>(rows * src_ld), 0.0);
+  for (size_t k = 0; k < v.size(); ++k) v[k] = special[k % special.size()];
+  const int32_t types[] = {SPARSEPORT_F32, SPARSEPORT_F64, SPARSEPORT_F16, SPARSEPORT_BF16};
+  const auto width = [](int32_t t) -> size_t { return t == SPARSEPORT_F64 ? 8 : t == SPARSEPORT_F32 ? 4 : 2; };
+  for (const int32_t st : types)
+    for (const int32_t dt : types) {
+      SCOPED_TRACE("from type " + std::to_string(st) + " to type " + std::to_string(dt));
+      const std::vector<unsigned char> src = encode(st, v);
+      std::vector<unsigned char> dst(static_cast<size_t>(rows * dst_ld) * width(dt), 0xab);
+      Kokkos::View<unsigned char*> src_dev("convert src", src.size()), dst_dev("convert dst", dst.size());
+      Kokkos::deep_copy(src_dev, Kokkos::View<const unsigned char*, Kokkos::HostSpace>(src.data(), src.size()));
+      Kokkos::deep_copy(dst_dev, Kokkos::View<const unsigned char*, Kokkos::HostSpace>(dst.data(), dst.size()));
+      const sparseport_dense s{rows, cols, src_ld, src_dev.data(), st};
+      const sparseport_dense_mut d{rows, cols, dst_ld, dst_dev.data(), dt};
+      const sparseport_exec exec{};
+      sparseport_status status{};
+      ASSERT_EQ(ctx.plugin().table->convert(&exec, &s, &d, &status), SPARSEPORT_OK) << status.message;
+      Kokkos::deep_copy(Kokkos::View<unsigned char*, Kokkos::HostSpace>(dst.data(), dst.size()), dst_dev);
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < dst_ld; ++j) {
+          const unsigned char* got = dst.data() + static_cast<size_t>(i * dst_ld + j) * width(dt);
+          if (j >= cols) {
+            for (size_t b = 0; b < width(dt); ++b) ASSERT_EQ(got[b], 0xab) << "padding of row " << i << " written";
+            continue;
+          }
+          const double x = decode(st, src.data() + static_cast<size_t>(i * src_ld + j) * width(st));
+          const std::vector<unsigned char> want = encode(dt, {x});
+          const double w = decode(dt, want.data()), g = decode(dt, got);
+          // A NaN's payload is the hardware's (a GPU's double -> float gives its canonical NaN).
+          if (std::isnan(w)) {
+            ASSERT_TRUE(std::isnan(g)) << "row " << i << " column " << j << ": NaN became " << g;
+            continue;
+          }
+          ASSERT_EQ(std::memcmp(got, want.data(), width(dt)), 0)
+              << "row " << i << " column " << j << ": " << x << " became " << g << ", want " << w;
+        }
+    }
 }
 
 }  // namespace
