@@ -112,12 +112,26 @@ KOKKOS_INLINE_FUNCTION void store(const Spmm<I, V>& p, V* cij, V acc, int64_t co
   *cij = p.read_c ? p.alpha * r + p.beta * *cij : p.alpha * r;
 }
 
-// Device spaces: how many of the columns j, j + vl, ... (at most NK) are below f.
-template <int NK>
-KOKKOS_INLINE_FUNCTION int lane_cols(int64_t f, int64_t j, int64_t vl) {
-  if (j >= f) return 0;
-  const int64_t n = (f - j + vl - 1) / vl;
-  return n < NK ? static_cast<int>(n) : NK;
+// Device spaces: W adjacent columns of C or of a row of B, one load or store (16 bytes at W = 16 /
+// sizeof(V), where F, the lds and the pointers allow: wide_columns). The cuda plugin's row kernels
+// get most of their lead at F <= 64 from these loads: each lane's gather moves 16 bytes instead of
+// 4, so a warp has 4x the bytes in flight (mdual at F = 32, 1M entries of ~4 a row: team_rows 0.13 ms
+// against row_warp_vec4's 0.045; H200, 2026-12-04). W = 1 is the scalar kernel.
+template <class V, int W>
+struct alignas(sizeof(V) * W) Cols {
+  V v[W];
+};
+
+template <int W, class I, class V>
+KOKKOS_INLINE_FUNCTION void store(const Spmm<I, V>& p, V* cij, const Cols<V, W>& acc, int64_t count) {
+  Cols<V, W>* out = reinterpret_cast<Cols<V, W>*>(cij);
+  Cols<V, W> r;
+  const Cols<V, W> old = p.read_c ? *out : Cols<V, W>{};
+  for (int w = 0; w < W; ++w) {
+    const V x = count == 0 ? V(0) : p.mean ? acc.v[w] / static_cast<V>(count) : acc.v[w];
+    r.v[w] = p.read_c ? p.alpha * x + p.beta * old.v[w] : p.alpha * x;
+  }
+  *out = r;
 }
 
 // The lane columns a device kernel is compiled for: 1, 2, 4 or 8, the fewest that cover F with
@@ -129,40 +143,67 @@ inline int lane_slots(int64_t f, int64_t vl) {
   return n <= 1 ? 1 : n <= 2 ? 2 : n <= 4 ? 4 : 8;
 }
 
+// The width in columns of a device kernel's loads for this call: 16 / sizeof(V) where F, B's and C's
+// lds are multiples of it and B and C start on 16 bytes, and F fits two such loads a lane (the
+// accumulators of kLaneCols scalar columns), else 1.
+template <class I, class V>
+int wide_columns(const Spmm<I, V>& p) {
+  constexpr int w = static_cast<int>(16 / sizeof(V));
+  const bool aligned = reinterpret_cast<uintptr_t>(p.b) % 16 == 0 && reinterpret_cast<uintptr_t>(p.c) % 16 == 0;
+  const bool fits = p.f % w == 0 && p.ldb % w == 0 && p.ldc % w == 0 && aligned;
+  const int64_t fw = p.f / w, vl = vector_length(fw);
+  return w > 1 && fits && lane_slots(fw, vl) * w <= kLaneCols ? w : 1;
+}
+
+// Device spaces: how many of the columns j, j + vl, ... (at most NK) are below f.
+template <int NK>
+KOKKOS_INLINE_FUNCTION int lane_cols(int64_t f, int64_t j, int64_t vl) {
+  if (j >= f) return 0;
+  const int64_t n = (f - j + vl - 1) / vl;
+  return n < NK ? static_cast<int>(n) : NK;
+}
+
 // Device spaces: acc[k] (k < nk) = the fold, entry by entry, of A[e] * B[col(e), j + k * vl] over
 // the entries [eb, ee) (eb < ee), with NK >= nk slots: the loop over the entries then holds exactly
 // NK loads of B per entry. With one loop for every nk (8 predicated slots) nvcc did not unroll the
 // entry loop, so at F <= 32 (nk = 1) one entry's two dependent loads (column, then B) were in
 // flight at a time: team_rows ran 3x slower on an H200 than the one-column loop before it.
-template <int NK, Op op, class I, class V>
+// (j, vl and the slots count W-column groups: group g is columns g * W .. g * W + W - 1.)
+template <int NK, int W, Op op, class I, class V>
 KOKKOS_INLINE_FUNCTION void lane_fold_n(const Spmm<I, V>& p, int64_t eb, int64_t ee, int64_t j, int64_t vl, int nk,
-                                        V (&acc)[kLaneCols]) {
+                                        Cols<V, W> (&acc)[kLaneCols]) {
   {
     const V a = p.av != nullptr ? p.av[eb] : V(1);
-    const V* brow = p.b + static_cast<int64_t>(p.ci[eb]) * p.ldb + j;
+    const auto* brow = reinterpret_cast<const Cols<V, W>*>(p.b + static_cast<int64_t>(p.ci[eb]) * p.ldb) + j;
     for (int k = 0; k < NK; ++k)
-      if (NK == 1 || k < nk) acc[k] = a * brow[k * vl];
+      if (NK == 1 || k < nk) {
+        const Cols<V, W> b = brow[k * vl];
+        for (int w = 0; w < W; ++w) acc[k].v[w] = a * b.v[w];
+      }
   }
   for (int64_t e = eb + 1; e < ee; ++e) {
     const V a = p.av != nullptr ? p.av[e] : V(1);
-    const V* brow = p.b + static_cast<int64_t>(p.ci[e]) * p.ldb + j;
+    const auto* brow = reinterpret_cast<const Cols<V, W>*>(p.b + static_cast<int64_t>(p.ci[e]) * p.ldb) + j;
     for (int k = 0; k < NK; ++k)
-      if (NK == 1 || k < nk) acc[k] = fold<op>(acc[k], a * brow[k * vl]);
+      if (NK == 1 || k < nk) {
+        const Cols<V, W> b = brow[k * vl];
+        for (int w = 0; w < W; ++w) acc[k].v[w] = fold<op>(acc[k].v[w], a * b.v[w]);
+      }
   }
 }
 
-template <int NK, Op op, class I, class V>
+template <int NK, int W, Op op, class I, class V>
 KOKKOS_INLINE_FUNCTION void lane_fold(const Spmm<I, V>& p, int64_t eb, int64_t ee, int64_t j, int64_t vl, int nk,
-                                      V (&acc)[kLaneCols]) {
+                                      Cols<V, W> (&acc)[kLaneCols]) {
   static_assert(NK == 1 || NK == 2 || NK == 4 || NK == 8, "the slot counts of lane_slots");
   if (nk <= 0) return;
   if constexpr (NK == 1) {
-    lane_fold_n<1, op>(p, eb, ee, j, vl, nk, acc);
+    lane_fold_n<1, W, op>(p, eb, ee, j, vl, nk, acc);
   } else {
     if (nk <= NK / 2)
-      lane_fold<NK / 2, op>(p, eb, ee, j, vl, nk, acc);  // the last pass over a narrower tail
+      lane_fold<NK / 2, W, op>(p, eb, ee, j, vl, nk, acc);  // the last pass over a narrower tail
     else
-      lane_fold_n<NK, op>(p, eb, ee, j, vl, nk, acc);
+      lane_fold_n<NK, W, op>(p, eb, ee, j, vl, nk, acc);
   }
 }
 
@@ -237,22 +278,25 @@ using Dynamic = Kokkos::RangePolicy<ExecSpace, Kokkos::Schedule<Kokkos::Dynamic>
 // a team thread walked several rows one after the other: on a matrix of a few thousand rows
 // (bcsstk16: 4884) an SM then held a fraction of the warps it can, and this kernel lives on the
 // latency of its gathers (H200, 2026-12-04: team_rows 0.4-0.5x the cuda plugin's best there).
-template <int NK, Op op, class I, class V>
+// W > 1: each lane loads and stores W adjacent columns at once (wide_columns).
+template <int NK, int W, Op op, class I, class V>
 void team_rows_device(const Spmm<I, V>& p, int64_t vl) {
+  const int64_t fw = p.f / W;
   const auto body = KOKKOS_LAMBDA(const Member& t) {
     const int64_t r0 = static_cast<int64_t>(t.league_rank()) * t.team_size();
     const int64_t r1 = r0 + t.team_size() < p.m ? r0 + t.team_size() : p.m;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t i) {
       const int64_t begin = static_cast<int64_t>(p.rp[i]), end = static_cast<int64_t>(p.rp[i + 1]);
-      for (int64_t j0 = 0; j0 < p.f; j0 += NK * vl) {
+      for (int64_t j0 = 0; j0 < fw; j0 += NK * vl) {
         Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, vl), [&](const int64_t lane) {
           const int64_t j = j0 + lane;
-          const int nk = lane_cols<NK>(p.f, j, vl);
-          V acc[kLaneCols];
-          for (int k = 0; k < NK; ++k) acc[k] = V(0);
-          if (end > begin) lane_fold<NK, op>(p, begin, end, j, vl, nk, acc);
+          const int nk = lane_cols<NK>(fw, j, vl);
+          Cols<V, W> acc[kLaneCols];
           for (int k = 0; k < NK; ++k)
-            if (k < nk) store(p, p.c + i * p.ldc + j + k * vl, acc[k], end - begin);
+            for (int w = 0; w < W; ++w) acc[k].v[w] = V(0);
+          if (end > begin) lane_fold<NK, W, op>(p, begin, end, j, vl, nk, acc);
+          for (int k = 0; k < NK; ++k)
+            if (k < nk) store<W>(p, p.c + i * p.ldc + (j + k * vl) * W, acc[k], end - begin);
         });
       }
     });
@@ -411,12 +455,21 @@ void team_rows_op(const sparseport_spmm_args& args) {
   p.rp = rp, p.ci = ci, p.av = av, p.b = b, p.c = c;
   p.m = m, p.f = f, p.ldb = ldb, p.ldc = ldc;
   p.alpha = alpha, p.beta = beta, p.read_c = read_c, p.mean = mean;
+  if (wide_columns(p) > 1) {
+    constexpr int W = static_cast<int>(16 / sizeof(V));
+    const int64_t vl = vector_length(f / W);
+    if (lane_slots(f / W, vl) == 1)
+      team_rows_device<1, W, op>(p, vl);
+    else
+      team_rows_device<2, W, op>(p, vl);
+    return;
+  }
   const int64_t vl = vector_length(f);
   switch (lane_slots(f, vl)) {
-    case 1: team_rows_device<1, op>(p, vl); break;
-    case 2: team_rows_device<2, op>(p, vl); break;
-    case 4: team_rows_device<4, op>(p, vl); break;
-    default: team_rows_device<8, op>(p, vl); break;
+    case 1: team_rows_device<1, 1, op>(p, vl); break;
+    case 2: team_rows_device<2, 1, op>(p, vl); break;
+    case 4: team_rows_device<4, 1, op>(p, vl); break;
+    default: team_rows_device<8, 1, op>(p, vl); break;
   }
 }
 
@@ -773,9 +826,10 @@ void hub_split_host(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, int
 
 // Device spaces: a team thread per work item (team_size() items per team), vector lanes across F
 // as in team_rows. The team size is the one Kokkos recommends for this kernel.
-template <int NK, Op op, class I, class V>
+template <int NK, int W, Op op, class I, class V>
 void hub_split_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, int64_t t) {
-  const int64_t vl = vector_length(p.f);
+  const int64_t fw = p.f / W;
+  const int64_t vl = vector_length(fw);
   const int64_t items = h.extra + p.m;
   const auto body = KOKKOS_LAMBDA(const Member& team) {
     const int64_t x0 = static_cast<int64_t>(team.league_rank()) * team.team_size();
@@ -784,19 +838,22 @@ void hub_split_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, i
       const Chunk c = chunk_of(p.rp, h, t, x);
       if (c.hub >= 0 && c.ee == c.eb) return;
       const int64_t count = static_cast<int64_t>(p.rp[c.row + 1]) - static_cast<int64_t>(p.rp[c.row]);
-      for (int64_t j0 = 0; j0 < p.f; j0 += NK * vl) {
+      for (int64_t j0 = 0; j0 < fw; j0 += NK * vl) {
         Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, vl), [&](const int64_t lane) {
           const int64_t j = j0 + lane;
-          const int nk = lane_cols<NK>(p.f, j, vl);
-          V acc[kLaneCols];
-          for (int k = 0; k < NK; ++k) acc[k] = V(0);
-          if (c.ee > c.eb) lane_fold<NK, op>(p, c.eb, c.ee, j, vl, nk, acc);
+          const int nk = lane_cols<NK>(fw, j, vl);
+          Cols<V, W> acc[kLaneCols];
+          for (int k = 0; k < NK; ++k)
+            for (int w = 0; w < W; ++w) acc[k].v[w] = V(0);
+          if (c.ee > c.eb) lane_fold<NK, W, op>(p, c.eb, c.ee, j, vl, nk, acc);
           if (c.hub < 0) {
             for (int k = 0; k < NK; ++k)
-              if (k < nk) store(p, p.c + c.row * p.ldc + j + k * vl, acc[k], count);
+              if (k < nk) store<W>(p, p.c + c.row * p.ldc + (j + k * vl) * W, acc[k], count);
           } else {
             for (int k = 0; k < NK; ++k)
-              if (k < nk) atomic_combine<op>(scratch + c.hub * p.f + j + k * vl, acc[k], start);
+              if (k < nk)
+                for (int w = 0; w < W; ++w)
+                  atomic_combine<op>(scratch + c.hub * p.f + (j + k * vl) * W + w, acc[k].v[w], start);
           }
         });
       }
@@ -829,15 +886,24 @@ void hub_split_op(const sparseport_spmm_args& args) {
         "sparseport::kokkos::spmm.hub_split.init", Range(0, cells),
         KOKKOS_LAMBDA(const int64_t x) { scratch[x] = start; });
   }
-  if constexpr (kDeviceMemory)
-    switch (lane_slots(p.f, vector_length(p.f))) {
-      case 1: hub_split_device<1, op>(p, h, scratch, start, t); break;
-      case 2: hub_split_device<2, op>(p, h, scratch, start, t); break;
-      case 4: hub_split_device<4, op>(p, h, scratch, start, t); break;
-      default: hub_split_device<8, op>(p, h, scratch, start, t); break;
+  if constexpr (kDeviceMemory) {
+    constexpr int W = static_cast<int>(16 / sizeof(V));
+    if (wide_columns(p) > 1) {
+      if (lane_slots(p.f / W, vector_length(p.f / W)) == 1)
+        hub_split_device<1, W, op>(p, h, scratch, start, t);
+      else
+        hub_split_device<2, W, op>(p, h, scratch, start, t);
+    } else {
+      switch (lane_slots(p.f, vector_length(p.f))) {
+        case 1: hub_split_device<1, 1, op>(p, h, scratch, start, t); break;
+        case 2: hub_split_device<2, 1, op>(p, h, scratch, start, t); break;
+        case 4: hub_split_device<4, 1, op>(p, h, scratch, start, t); break;
+        default: hub_split_device<8, 1, op>(p, h, scratch, start, t); break;
+      }
     }
-  else
+  } else {
     hub_split_host<op>(p, h, scratch, start, t);
+  }
   if (h.count > 0) {
     // The hubs into C; a listed row no longer above T was written whole (a stale plan).
     Kokkos::parallel_for(

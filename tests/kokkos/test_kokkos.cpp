@@ -161,9 +161,10 @@ struct Scaling {
 template <class I, class V>
 void expect_spmm_matches(const std::string& variant, const sp::HostCsr<I, V>& a, int64_t f, sp::Reduce r, Scaling s,
                          std::mt19937_64& rng, double b_lo = -1.0, double b_hi = 1.0,
-                         const std::vector<std::pair<int64_t, int64_t>>& nan_b = {}) {
+                         const std::vector<std::pair<int64_t, int64_t>>& nan_b = {}, int64_t pad_b = 3,
+                         int64_t pad_c = 1) {
   auto ctx = sp::Context::create("kokkos");
-  const int64_t ld_b = f + 3, ld_c = f + 1;
+  const int64_t ld_b = f + pad_b, ld_c = f + pad_c;
   sp::HostDense<V> b = spt::random_dense<V>(a.cols, f, ld_b, rng, b_lo, b_hi);
   for (const auto& [i, j] : nan_b) b(i, j) = std::numeric_limits<V>::quiet_NaN();
   const sp::HostDense<V> c0 =
@@ -316,6 +317,31 @@ TEST(KokkosSpmm, TeamRowsLaneColumnsMatchTheReference) {
       expect_spmm_matches<int64_t, double>("spmm.team_rows", a64, f, r, s, rng);
     }
   }
+}
+
+// 16-byte loads on a device space (wide_columns in kernels/kokkos/spmm.cpp: 4 float or 2 double
+// columns a lane) where F and both lds are multiples of the width: F from one lane's load (4) to two
+// loads a lane (256), lds equal to F, padded by a multiple of the width, and padded by 3 (the scalar
+// kernel); team_rows and hub_split with hubs split into chunks (T = 8), every reduce, both type pairs.
+// On a host space the same inputs run the host kernels.
+TEST(KokkosSpmm, WideColumnLoadsMatchTheReference) {
+  SPARSEPORT_CONFORMANCE_SEED("kokkos/spmm/wide");
+  std::mt19937_64 rng(seed);
+  const sparseport_test::ScopedEnv env("SPARSEPORT_HUB_T", "8");
+  const std::vector<int64_t> degrees{0, 323, 8, 9, 0, 16, 1, 25, 7, 0, 3};
+  const auto a32 = rows_of<int32_t, float>(degrees, 97, rng);
+  const auto a64 = rows_of<int64_t, double>(degrees, 97, rng);
+  int run = 0;
+  for (const int64_t f : {4, 8, 32, 64, 128, 256, 260})
+    for (const int64_t pad : {0, 4, 3})
+      for (const sp::Reduce r : kAllReduces)
+        for (const char* v : {"spmm.team_rows", "spmm.hub_split"}) {
+          const Scaling s = kHubScalings[run++ % std::size(kHubScalings)];
+          SCOPED_TRACE(std::string(v) + ", F " + std::to_string(f) + ", lds F + " + std::to_string(pad) + ", " +
+                       sp::name(r));
+          expect_spmm_matches<int32_t, float>(v, a32, f, r, s, rng, -1.0, 1.0, {}, pad, pad);
+          expect_spmm_matches<int64_t, double>(v, a64, f, r, s, rng, -1.0, 1.0, {}, pad, pad);
+        }
 }
 
 // hub_split sums in a run-dependent order (atomics): it must not claim determinism; team_rows does.
