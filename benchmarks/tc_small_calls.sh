@@ -72,7 +72,7 @@ for name, lines in blocks.items():
     k, v = h.index("Kernel Name"), h.index("Metric Value")
     per = {}
     for r in rows[1:]:
-        per.setdefault(r[k][:60], []).append(float(r[v]) / 1e3)
+        per.setdefault(r[k][:60], []).append(float(r[v].replace(",", "")) / 1e3)
     print(name)
     for kern, d in sorted(per.items(), key=lambda x: -sum(x[1])):
         print(f"  {len(d):3d} x {statistics.median(d):8.2f} us  {kern}")
