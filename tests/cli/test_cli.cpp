@@ -729,5 +729,20 @@ TEST(CliScheduler, TuneOracleJsonHasTheIssueFieldsPerGraph) {
     EXPECT_EQ(str(r, "hit_source"), "cache hit");
     EXPECT_EQ(str(r, "hit_variant"), str(r, "chosen"));
     EXPECT_TRUE(is_true(r, "verified"));
+    // The oracle's times (interleaved rounds): one per applicable variant, rows and merge_path among
+    // them, all positive, and "best" the fastest of them.
+    double fastest = 1e300;
+    std::string fastest_v;
+    int timed = 0;
+    for (const auto& [k, v] : r)
+      if (k.rfind("ms:", 0) == 0) {
+        ++timed;
+        EXPECT_GT(num(r, k), 0.0) << k;
+        if (num(r, k) < fastest) fastest = num(r, k), fastest_v = k.substr(3);
+      }
+    EXPECT_GT(num(r, "ms:spmm.rows"), 0.0);
+    EXPECT_GT(num(r, "ms:spmm.merge_path"), 0.0);
+    EXPECT_GE(timed, 2);
+    EXPECT_EQ(str(r, "best"), fastest_v);
   }
 }
