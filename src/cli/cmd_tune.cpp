@@ -53,11 +53,13 @@ double batched_ms(const Context& ctx, Workload& w, const std::string& variant, i
 }
 
 // The oracle's times: every variant in `variants` that applies (Unsupported: left out), each its
-// median batch's mean as in batched_ms, but the batches interleaved, one of each variant a round, so
-// that no variant is always timed first. Timed one after the other, the first variant of the
-// plugin's list (openmp: spmm.rows, after the graph's load) came out 1-9 % slower than merge_path on
-// 35 of 51 (graph, F) cases of the shared matrices, where separate processes timed the two equal
-// (2-core VM, 2026-12-04): an order effect, charged to the scheduler as regret.
+// median batch's mean as in batched_ms, but the batches interleaved, one of each variant a round,
+// with one untimed call before each batch, so that no variant is always timed first. Timed one after
+// the other, the plugin's first variant (openmp: spmm.rows) came out slower than its second
+// (merge_path) on 30-35 of the shared matrices' 51 (graph, F) cases in four runs, where separate
+// processes timed the two equal; interleaved, on 17-35 (mean 26) in six runs (2-core VM,
+// 2026-12-04). The scheduler's score did not move (within 5 % on 41-50 of 51 either way): the two
+// variants are within the VM's noise of each other.
 std::vector<std::pair<std::string, double>> interleaved_ms(const Context& ctx, Workload& w,
                                                            const std::vector<std::string>& variants, int reps) {
   std::vector<std::pair<std::string, int>> live;  // variant, calls a batch
