@@ -148,8 +148,10 @@ inline int lane_slots(int64_t f, int64_t vl) {
 // The width in columns of a device kernel's loads for this call: 16 / sizeof(V) where F, B's and C's
 // lds are multiples of it and B and C start on 16 bytes, and F fits two such loads a lane (the
 // accumulators of kLaneCols scalar columns), else 1.
+// SPARSEPORT_KOKKOS_WIDE=0 keeps the scalar kernels (an A/B of the 16-byte loads in one process).
 template <class I, class V>
 int wide_columns(const Spmm<I, V>& p) {
+  if (const char* v = std::getenv("SPARSEPORT_KOKKOS_WIDE"); v != nullptr && std::string(v) == "0") return 1;
   constexpr int w = static_cast<int>(16 / sizeof(V));
   const bool aligned = reinterpret_cast<uintptr_t>(p.b) % 16 == 0 && reinterpret_cast<uintptr_t>(p.c) % 16 == 0;
   const bool fits = p.f % w == 0 && p.ldb % w == 0 && p.ldc % w == 0 && aligned;
