@@ -271,8 +271,11 @@ const sparseport_plugin kTable = {
       });
     },
     &device_signature,
-    nullptr,  // check_indices: host memory (Debian's Kokkos is Serial), checked by the front end
-    nullptr,  // summarize_csr: host memory, summarized by the scheduler (scheduler/summary.cpp)
+    // check_indices and summarize_csr: none. The front end checks the indices and the scheduler
+    // summarizes the matrix on the host, copying the arrays there first on a device space
+    // (src/ops/common.cpp, scheduler/summary.cpp).
+    nullptr,
+    nullptr,
     // spmm_arg_backward: dvalues a thread per row; dB gathered over A^T when given, else scattered
     // (see kernels/kokkos/spmm_arg_backward.cpp)
     [](const sparseport_exec* x, const sparseport_spmm_arg_backward_args* a, sparseport_status* st) {
