@@ -29,50 +29,54 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Per call, at full size: two warm-up calls, then `reps` batches of back-to-back calls with one
-// synchronize each (a batch lasts at least ~300 us, so launch and clock overheads do not count
-// against short kernels); the median batch's mean.
-double batched_ms(const Context& ctx, Workload& w, const std::string& variant, int reps) {
+// A batch of back-to-back calls with one synchronize lasts at least ~300 us, so launch and clock
+// overheads do not count against short kernels. batch_calls: after a reset and a warm-up call, how
+// many calls a batch of `variant` holds (from one timed call). batch_ms: one batch's mean per call.
+int batch_calls(const Context& ctx, Workload& w, const std::string& variant) {
   w.reset();
   w.run(variant);
   ctx.synchronize();
-  auto t0 = Clock::now();
+  const auto t0 = Clock::now();
   w.run(variant);
   ctx.synchronize();
   const double once = std::chrono::duration<double>(Clock::now() - t0).count();
-  const int calls = static_cast<int>(std::clamp(300e-6 / std::max(once, 1e-7), 1.0, 200.0));
-  std::vector<double> t;
-  for (int r = 0; r < reps; ++r) {
-    t0 = Clock::now();
-    for (int c = 0; c < calls; ++c) w.run(variant);
-    ctx.synchronize();
-    t.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / calls);
-  }
+  return static_cast<int>(std::clamp(300e-6 / std::max(once, 1e-7), 1.0, 200.0));
+}
+
+double batch_ms(const Context& ctx, Workload& w, const std::string& variant, int calls) {
+  const auto t0 = Clock::now();
+  for (int c = 0; c < calls; ++c) w.run(variant);
+  ctx.synchronize();
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / calls;
+}
+
+double median(std::vector<double> t) {
   std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
   return t[t.size() / 2];
 }
 
-// The oracle's times: every variant in `variants` that applies (Unsupported: left out), each its
-// median batch's mean as in batched_ms, but the batches interleaved, one of each variant a round,
+// Per call, at full size: the median of `reps` batches after the warm-up.
+double batched_ms(const Context& ctx, Workload& w, const std::string& variant, int reps) {
+  const int calls = batch_calls(ctx, w, variant);
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) t.push_back(batch_ms(ctx, w, variant, calls));
+  return median(std::move(t));
+}
+
+// The oracle's times: every variant in `variants` that applies (Unsupported: left out), each the
+// median of `reps` batches as in batched_ms, but the batches interleaved, one of each variant a round,
 // with one untimed call before each batch, so that no variant is always timed first. Timed one after
 // the other, the plugin's first variant (openmp: spmm.rows) came out slower than its second
 // (merge_path) on 30-35 of the shared matrices' 51 (graph, F) cases in four runs, where separate
 // processes timed the two equal; interleaved, on 17-35 (mean 26) in six runs (2-core VM,
-// 2026-12-04). The scheduler's score did not move (within 5 % on 41-50 of 51 either way): the two
+// 2026-12-04). The scheduler's score did not move (within 5 % on 40-50 of 51 either way): the two
 // variants are within the VM's noise of each other.
 std::vector<std::pair<std::string, double>> interleaved_ms(const Context& ctx, Workload& w,
                                                            const std::vector<std::string>& variants, int reps) {
   std::vector<std::pair<std::string, int>> live;  // variant, calls a batch
   for (const std::string& v : variants) {
     try {
-      w.reset();
-      w.run(v);
-      ctx.synchronize();
-      const auto t0 = Clock::now();
-      w.run(v);
-      ctx.synchronize();
-      const double once = std::chrono::duration<double>(Clock::now() - t0).count();
-      live.emplace_back(v, static_cast<int>(std::clamp(300e-6 / std::max(once, 1e-7), 1.0, 200.0)));
+      live.emplace_back(v, batch_calls(ctx, w, v));
     } catch (const Unsupported&) {
       // does not apply to this input: not a candidate
     }
@@ -84,16 +88,10 @@ std::vector<std::pair<std::string, double>> interleaved_ms(const Context& ctx, W
       w.reset();
       w.run(v);  // one untimed call: the caches hold this variant's state, not the last one's
       ctx.synchronize();
-      const auto t0 = Clock::now();
-      for (int c = 0; c < calls; ++c) w.run(v);
-      ctx.synchronize();
-      t[i].push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / calls);
+      t[i].push_back(batch_ms(ctx, w, v, calls));
     }
   std::vector<std::pair<std::string, double>> out;
-  for (size_t i = 0; i < live.size(); ++i) {
-    std::nth_element(t[i].begin(), t[i].begin() + t[i].size() / 2, t[i].end());
-    out.emplace_back(live[i].first, t[i][t[i].size() / 2]);
-  }
+  for (size_t i = 0; i < live.size(); ++i) out.emplace_back(live[i].first, median(std::move(t[i])));
   return out;
 }
 
