@@ -43,6 +43,7 @@
 // to the row's end however long the row has grown. Only the balance is lost.
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -104,12 +105,17 @@ Spmm<I, V> unpack(const sparseport_spmm_args& args) {
   return p;
 }
 
-// C = alpha * r + beta * C for the fold acc of `count` entries: r = 0 for an empty row (whatever
-// the reduce, as the reference), acc / count for mean.
+// alpha * r + beta * c for the fold acc of `count` entries: r = 0 for an empty row (whatever the
+// reduce, as the reference), acc / count for mean; c is not read where beta is 0.
+template <class I, class V>
+KOKKOS_INLINE_FUNCTION V finished(const Spmm<I, V>& p, V acc, int64_t count, V c) {
+  const V r = count == 0 ? V(0) : p.mean ? acc / static_cast<V>(count) : acc;
+  return p.read_c ? p.alpha * r + p.beta * c : p.alpha * r;
+}
+
 template <class I, class V>
 KOKKOS_INLINE_FUNCTION void store(const Spmm<I, V>& p, V* cij, V acc, int64_t count) {
-  const V r = count == 0 ? V(0) : p.mean ? acc / static_cast<V>(count) : acc;
-  *cij = p.read_c ? p.alpha * r + p.beta * *cij : p.alpha * r;
+  *cij = finished(p, acc, count, p.read_c ? *cij : V(0));
 }
 
 // Device spaces: W adjacent columns of C or of a row of B, one load or store (16 bytes at W = 16 /
@@ -129,10 +135,7 @@ KOKKOS_INLINE_FUNCTION void store(const Spmm<I, V>& p, V* cij, const Cols<V, W>&
   Cols<V, W>* out = reinterpret_cast<Cols<V, W>*>(cij);
   Cols<V, W> r;
   const Cols<V, W> old = p.read_c ? *out : Cols<V, W>{};
-  for (int w = 0; w < W; ++w) {
-    const V x = count == 0 ? V(0) : p.mean ? acc.v[w] / static_cast<V>(count) : acc.v[w];
-    r.v[w] = p.read_c ? p.alpha * x + p.beta * old.v[w] : p.alpha * x;
-  }
+  for (int w = 0; w < W; ++w) r.v[w] = finished(p, acc.v[w], count, old.v[w]);
   *out = r;
 }
 
@@ -148,8 +151,10 @@ inline int lane_slots(int64_t f, int64_t vl) {
 // The width in columns of a device kernel's loads for this call: 16 / sizeof(V) where F, B's and C's
 // lds are multiples of it and B and C start on 16 bytes, and F fits two such loads a lane (the
 // accumulators of kLaneCols scalar columns), else 1.
+// SPARSEPORT_KOKKOS_WIDE=0 keeps the scalar kernels (an A/B of the 16-byte loads in one process).
 template <class I, class V>
 int wide_columns(const Spmm<I, V>& p) {
+  if (const char* v = std::getenv("SPARSEPORT_KOKKOS_WIDE"); v != nullptr && std::strcmp(v, "0") == 0) return 1;
   constexpr int w = static_cast<int>(16 / sizeof(V));
   const bool aligned = reinterpret_cast<uintptr_t>(p.b) % 16 == 0 && reinterpret_cast<uintptr_t>(p.c) % 16 == 0;
   const bool fits = p.f % w == 0 && p.ldb % w == 0 && p.ldc % w == 0 && aligned;

@@ -322,9 +322,10 @@ TEST(KokkosSpmm, TeamRowsLaneColumnsMatchTheReference) {
 // 16-byte loads on a device space (wide_columns in kernels/kokkos/spmm.cpp: 4 float or 2 double
 // columns a lane) where F and both lds are multiples of the width: F from one lane's load (4) to two
 // loads a lane (256), lds equal to F, padded by a multiple of the width, and padded by 3 (the scalar
-// kernel); team_rows and hub_split with hubs split into chunks (T = 8), every reduce, both type pairs.
-// On a host space the same inputs run the host kernels.
-TEST(KokkosSpmm, WideColumnLoadsMatchTheReference) {
+// kernel); team_rows and hub_split with hubs split into chunks (T = 8), every reduce, both type pairs;
+// and again with SPARSEPORT_KOKKOS_WIDE=0 (the scalar kernels on the same aligned inputs). On a host
+// space the same inputs run the host kernels.
+void check_wide_columns() {
   SPARSEPORT_CONFORMANCE_SEED("kokkos/spmm/wide");
   std::mt19937_64 rng(seed);
   const sparseport_test::ScopedEnv env("SPARSEPORT_HUB_T", "8");
@@ -342,6 +343,14 @@ TEST(KokkosSpmm, WideColumnLoadsMatchTheReference) {
           expect_spmm_matches<int32_t, float>(v, a32, f, r, s, rng, -1.0, 1.0, {}, pad, pad);
           expect_spmm_matches<int64_t, double>(v, a64, f, r, s, rng, -1.0, 1.0, {}, pad, pad);
         }
+}
+
+TEST(KokkosSpmm, WideColumnLoadsMatchTheReference) {
+  for (const char* wide : {"1", "0"}) {
+    SCOPED_TRACE(std::string("SPARSEPORT_KOKKOS_WIDE=") + wide);
+    const sparseport_test::ScopedEnv knob("SPARSEPORT_KOKKOS_WIDE", wide);
+    check_wide_columns();
+  }
 }
 
 // hub_split sums in a run-dependent order (atomics): it must not claim determinism; team_rows does.
