@@ -176,9 +176,18 @@ KOKKOS_INLINE_FUNCTION int lane_cols(int64_t f, int64_t j, int64_t vl) {
 // entry loop, so at F <= 32 (nk = 1) one entry's two dependent loads (column, then B) were in
 // flight at a time: team_rows ran 3x slower on an H200 than the one-column loop before it.
 // (j, vl and the slots count W-column groups: group g is columns g * W .. g * W + W - 1.)
+// After the first entry the entries go U at a time: U columns read, then U rows of B, then U folds
+// in entry order (the same order, so the same bits, as one at a time). A lane then has U gathers of
+// B in flight instead of one; U x NK x W <= 32 values of B in registers, U <= 8, as the cuda
+// plugin's row kernels keep 8 vectors in flight a lane. Before, on an H200 at F = 32, hub_split's
+// kernel ran a warp at 7 % of the SM's warp slots (facebook-combined: 1048 warps for 132 SMs) and
+// took 38 us where the cuda plugin's hub_split, with 4 entries of a row in flight a warp, took 20
+// (Nsight Compute, 2026-12-04): too few loads in flight, not too few warps, is what a small graph
+// can mend.
 template <int NK, int W, Op op, class I, class V>
 KOKKOS_INLINE_FUNCTION void lane_fold_n(const Spmm<I, V>& p, int64_t eb, int64_t ee, int64_t j, int64_t vl, int nk,
                                         Cols<V, W> (&acc)[kLaneCols]) {
+  constexpr int U = NK * W >= 32 ? 1 : (32 / (NK * W) < 8 ? 32 / (NK * W) : 8);
   {
     const V a = p.av != nullptr ? p.av[eb] : V(1);
     const auto* brow = reinterpret_cast<const Cols<V, W>*>(p.b + static_cast<int64_t>(p.ci[eb]) * p.ldb) + j;
@@ -188,7 +197,24 @@ KOKKOS_INLINE_FUNCTION void lane_fold_n(const Spmm<I, V>& p, int64_t eb, int64_t
         for (int w = 0; w < W; ++w) acc[k].v[w] = a * b.v[w];
       }
   }
-  for (int64_t e = eb + 1; e < ee; ++e) {
+  int64_t e = eb + 1;
+  for (; e + U <= ee; e += U) {
+    V a[U];
+    const Cols<V, W>* brow[U];
+    for (int u = 0; u < U; ++u) {
+      a[u] = p.av != nullptr ? p.av[e + u] : V(1);
+      brow[u] = reinterpret_cast<const Cols<V, W>*>(p.b + static_cast<int64_t>(p.ci[e + u]) * p.ldb) + j;
+    }
+    Cols<V, W> b[U][NK];
+    for (int u = 0; u < U; ++u)
+      for (int k = 0; k < NK; ++k)
+        if (NK == 1 || k < nk) b[u][k] = brow[u][k * vl];
+    for (int u = 0; u < U; ++u)
+      for (int k = 0; k < NK; ++k)
+        if (NK == 1 || k < nk)
+          for (int w = 0; w < W; ++w) acc[k].v[w] = fold<op>(acc[k].v[w], a[u] * b[u][k].v[w]);
+  }
+  for (; e < ee; ++e) {
     const V a = p.av != nullptr ? p.av[e] : V(1);
     const auto* brow = reinterpret_cast<const Cols<V, W>*>(p.b + static_cast<int64_t>(p.ci[e]) * p.ldb) + j;
     for (int k = 0; k < NK; ++k)
