@@ -176,18 +176,20 @@ KOKKOS_INLINE_FUNCTION int lane_cols(int64_t f, int64_t j, int64_t vl) {
 // entry loop, so at F <= 32 (nk = 1) one entry's two dependent loads (column, then B) were in
 // flight at a time: team_rows ran 3x slower on an H200 than the one-column loop before it.
 // (j, vl and the slots count W-column groups: group g is columns g * W .. g * W + W - 1.)
-// After the first entry the entries go U at a time: U columns read, then U rows of B, then U folds
-// in entry order (the same order, so the same bits, as one at a time). A lane then has U gathers of
-// B in flight instead of one; U x NK x W <= 32 values of B in registers, U <= 8, as the cuda
-// plugin's row kernels keep 8 vectors in flight a lane. Before, on an H200 at F = 32, hub_split's
-// kernel ran a warp at 7 % of the SM's warp slots (facebook-combined: 1048 warps for 132 SMs) and
-// took 38 us where the cuda plugin's hub_split, with 4 entries of a row in flight a warp, took 20
-// (Nsight Compute, 2026-12-04): too few loads in flight, not too few warps, is what a small graph
-// can mend.
-template <int NK, int W, Op op, class I, class V>
+// Unrolled (team_rows): after the first entry the entries go U at a time: U columns read, then U
+// rows of B, then U folds in entry order (the same order, so the same bits, as one at a time). A
+// lane then has U gathers of B in flight instead of one; U x NK x W <= 32 values of B in registers,
+// U <= 8, as the cuda plugin's row kernels keep 8 vectors in flight a lane. On an H200 (2026-12-04,
+// 19 graphs x F = 32, 64, 128, speed over the cuda plugin's best in the same run, against the run
+// before) team_rows ran 1.33x faster geomean, 1.6-1.7x on rmat:18:16 and on the skewed graphs whose
+// hub rows one team thread walks whole (facebook-combined 205 -> 131 us at F = 32), 0.96-0.98x on
+// mdual. hub_split ran 0.94x with it (0.81-0.93x on the four largest inputs), so it keeps one entry
+// at a time: its chunks are at most T entries, so the chain the unrolling shortens is already cut,
+// and the unrolled loop's registers cost it resident warps where the input fills the GPU.
+template <int NK, int W, Op op, bool Unrolled, class I, class V>
 KOKKOS_INLINE_FUNCTION void lane_fold_n(const Spmm<I, V>& p, int64_t eb, int64_t ee, int64_t j, int64_t vl, int nk,
                                         Cols<V, W> (&acc)[kLaneCols]) {
-  constexpr int U = NK * W >= 32 ? 1 : (32 / (NK * W) < 8 ? 32 / (NK * W) : 8);
+  constexpr int U = !Unrolled || NK * W >= 32 ? 1 : (32 / (NK * W) < 8 ? 32 / (NK * W) : 8);
   {
     const V a = p.av != nullptr ? p.av[eb] : V(1);
     const auto* brow = reinterpret_cast<const Cols<V, W>*>(p.b + static_cast<int64_t>(p.ci[eb]) * p.ldb) + j;
@@ -225,18 +227,18 @@ KOKKOS_INLINE_FUNCTION void lane_fold_n(const Spmm<I, V>& p, int64_t eb, int64_t
   }
 }
 
-template <int NK, int W, Op op, class I, class V>
+template <int NK, int W, Op op, bool Unrolled, class I, class V>
 KOKKOS_INLINE_FUNCTION void lane_fold(const Spmm<I, V>& p, int64_t eb, int64_t ee, int64_t j, int64_t vl, int nk,
                                       Cols<V, W> (&acc)[kLaneCols]) {
   static_assert(NK == 1 || NK == 2 || NK == 4 || NK == 8, "the slot counts of lane_slots");
   if (nk <= 0) return;
   if constexpr (NK == 1) {
-    lane_fold_n<1, W, op>(p, eb, ee, j, vl, nk, acc);
+    lane_fold_n<1, W, op, Unrolled>(p, eb, ee, j, vl, nk, acc);
   } else {
     if (nk <= NK / 2)
-      lane_fold<NK / 2, W, op>(p, eb, ee, j, vl, nk, acc);  // the last pass over a narrower tail
+      lane_fold<NK / 2, W, op, Unrolled>(p, eb, ee, j, vl, nk, acc);  // the last pass over a narrower tail
     else
-      lane_fold_n<NK, W, op>(p, eb, ee, j, vl, nk, acc);
+      lane_fold_n<NK, W, op, Unrolled>(p, eb, ee, j, vl, nk, acc);
   }
 }
 
@@ -327,7 +329,7 @@ void team_rows_device(const Spmm<I, V>& p, int64_t vl) {
           Cols<V, W> acc[kLaneCols];
           for (int k = 0; k < NK; ++k)
             for (int w = 0; w < W; ++w) acc[k].v[w] = V(0);
-          if (end > begin) lane_fold<NK, W, op>(p, begin, end, j, vl, nk, acc);
+          if (end > begin) lane_fold<NK, W, op, true>(p, begin, end, j, vl, nk, acc);
           for (int k = 0; k < NK; ++k)
             if (k < nk) store<W>(p, p.c + i * p.ldc + (j + k * vl) * W, acc[k], end - begin);
         });
@@ -878,7 +880,7 @@ void hub_split_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, i
           Cols<V, W> acc[kLaneCols];
           for (int k = 0; k < NK; ++k)
             for (int w = 0; w < W; ++w) acc[k].v[w] = V(0);
-          if (c.ee > c.eb) lane_fold<NK, W, op>(p, c.eb, c.ee, j, vl, nk, acc);
+          if (c.ee > c.eb) lane_fold<NK, W, op, false>(p, c.eb, c.ee, j, vl, nk, acc);
           if (c.hub < 0) {
             for (int k = 0; k < NK; ++k)
               if (k < nk) store<W>(p, p.c + c.row * p.ldc + (j + k * vl) * W, acc[k], count);
