@@ -344,6 +344,23 @@ void reduce_sorted(const Messages<I, V>& msg) {
   Kokkos::fence();
 }
 
+// *x += n atomically, for counters and cursors (n >= 0), returning the old value. 64-bit signed
+// integers go through unsigned long long: Kokkos 3.4 has no native 64-bit signed atomic add on CUDA
+// (core/src/impl/Kokkos_Atomic_Fetch_Add.hpp: int, unsigned, unsigned long long, float and double
+// are atomicAdd; long, which int64_t is, falls to a compare-and-swap loop), and a CAS loop with k
+// threads on one address costs O(k^2) attempts: a segment of 10^5 messages counted that way kept
+// Values16Adversarial.RowsOfOneHundredThousandEntries running past its 120 s limit on Kokkos-CUDA
+// (H200, 2026-12-04). Two's complement: the unsigned sum has the signed sum's bits.
+template <class T>
+KOKKOS_INLINE_FUNCTION T atomic_count(T* x, T n) {
+  static_assert(std::is_integral_v<T> && (sizeof(T) == 4 || sizeof(T) == 8), "32- or 64-bit integer counters");
+  if constexpr (sizeof(T) == sizeof(unsigned long long))
+    return static_cast<T>(
+        Kokkos::atomic_fetch_add(reinterpret_cast<unsigned long long*>(x), static_cast<unsigned long long>(n)));
+  else
+    return static_cast<T>(Kokkos::atomic_fetch_add(reinterpret_cast<unsigned int*>(x), static_cast<unsigned int>(n)));
+}
+
 // x combined atomically into *o, an element that started from the reduce's identity `start`
 // (spmm.hub_split's chunk folds into a hub's scratch row; the atomic message reductions).
 // Sums: Kokkos::atomic_add. Max and min: a compare-and-swap loop whose combine is the reference's
@@ -412,7 +429,7 @@ void reduce_atomic_op(const Messages<I, V>& msg, int64_t* count) {
             V* o = m.out + r * m.out_ld + j;
             atomic_combine<op>(o, x, start);  // a NaN stays and a NaN arriving wins, as in the reference
           });
-          Kokkos::single(Kokkos::PerThread(t), [&]() { Kokkos::atomic_fetch_add(count + r, int64_t(1)); });
+          Kokkos::single(Kokkos::PerThread(t), [&]() { atomic_count(count + r, int64_t(1)); });
         });
       });
   const bool mean = m.reduce == SPARSEPORT_REDUCE_MEAN;

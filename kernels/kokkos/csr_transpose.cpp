@@ -109,7 +109,7 @@ void transpose(const sparseport_transpose_args& args) {
       "sparseport::kokkos::csr_transpose.zero", Range(0, k + 1), KOKKOS_LAMBDA(const int64_t c) { orp[c] = I(0); });
   Kokkos::parallel_for(
       "sparseport::kokkos::csr_transpose.count", Range(0, nnz),
-      KOKKOS_LAMBDA(const int64_t e) { Kokkos::atomic_fetch_add(orp + static_cast<int64_t>(ci[e]) + 1, I(1)); });
+      KOKKOS_LAMBDA(const int64_t e) { atomic_count(orp + static_cast<int64_t>(ci[e]) + 1, I(1)); });
   Kokkos::fence();
   exclusive_scan_into(orp, k);
   Kokkos::View<I*, MemSpace> next_view(Kokkos::view_alloc(Kokkos::WithoutInitializing, "sparseport::kokkos::next"),
@@ -122,7 +122,7 @@ void transpose(const sparseport_transpose_args& args) {
       "sparseport::kokkos::csr_transpose.cursor", Range(0, k), KOKKOS_LAMBDA(const int64_t c) { next[c] = orp[c]; });
   Kokkos::parallel_for(
       "sparseport::kokkos::csr_transpose.place", Range(0, nnz), KOKKOS_LAMBDA(const int64_t e) {
-        const int64_t o = static_cast<int64_t>(Kokkos::atomic_fetch_add(next + static_cast<int64_t>(ci[e]), I(1)));
+        const int64_t o = static_cast<int64_t>(atomic_count(next + static_cast<int64_t>(ci[e]), I(1)));
         perm[o] = e;
       });
   Kokkos::parallel_for(
