@@ -142,5 +142,6 @@ python_package() {
 }
 stage "Python package (python/tests/run.sh)" python_package
 # benchmarks/report.py: the Markdown from a synthetic Google Benchmark JSON, and its PNG figures
-# (matplotlib, installed into the same environment by run.sh).
-stage "benchmarks/report.py tests" "${SPARSEPORT_VENV:-.venv-torch}/bin/python" -m pytest -q -rs benchmarks/python/test_report.py
+# (matplotlib, installed into the same environment by run.sh); tests/kokkos/bench_table.py, the
+# table of the kokkos GPU check's bench step, on synthetic `sparseport run --json` lines.
+stage "benchmarks/report.py tests" "${SPARSEPORT_VENV:-.venv-torch}/bin/python" -m pytest -q -rs benchmarks/python/test_report.py tests/kokkos/test_bench_table.py

@@ -4,15 +4,16 @@
 # Kokkos Kernels 3.4 for CUDA from a source pack (scripts/kokkos.sh cuda), configure and build
 # build/kokkos-cuda with both the cuda and the kokkos plugins, run CTest's kokkos and conformance
 # tests, compute-sanitizer memcheck over the kokkos test programs and every kokkos variant of every
-# op, and a benchmark of spmm (sum) that puts, per input and F, the kokkos plugin's best variant
-# beside the cuda plugin's best and Kokkos Kernels' spmv (the kokkos plugin's vendor baseline).
+# op, and a benchmark (spmm summed by default, every op with BENCH_OPS=all) that puts, per op, input
+# and F, the kokkos plugin's best variant beside the cuda plugin's best and, for spmm, Kokkos Kernels'
+# spmv (the kokkos plugin's vendor baseline); tests/kokkos/bench_table.py prints the table.
 #
 #   tests/kokkos/gpu_check.sh OUT [PACK]
 #
 #   OUT   where the files go (at most 9): gpu_check.log (this script's output), kokkos.log,
 #         build.log, ctest.log, memcheck.log, bench.jsonl (one `sparseport run --json` line per
 #         backend, variant, input and F), bench_auto.jsonl (the kokkos scheduler's choice per input
-#         and F), bench.csv (one line per input and F) and bench.err.log
+#         and F), bench.csv (one line per op, input and F) and bench.err.log
 #   PACK  the sources written by `scripts/kokkos.sh pack FILE` (default: $SPARSEPORT_KOKKOS_SOURCES,
 #         else the newest .device-data/sparseport-kokkos-*.tar.*); not needed once Kokkos is built
 #
@@ -35,6 +36,13 @@
 #   BENCH_F              feature widths (default "32 64 128 256")
 #   BENCH_REPS           timed calls per variant (default 20)
 #   BENCH_REAL           0: no real matrices (default 1)
+#   BENCH_OPS            the ops the bench step times (default "spmm", summed; "all": every op both
+#                        plugins implement, issue 36's portability table; the ops without a feature
+#                        width, csr_slice_rows(_dense), csr_induced_subgraph and csr_transpose, once per
+#                        input)
+#   BENCH_NATIVE         the native plugin beside the kokkos one (default cuda; openmp on a Kokkos-OpenMP
+#                        build, where B must be set to it)
+#   B                    the build directory (default build/kokkos-cuda)
 #   SPARSEPORT_KOKKOS_ARCH  as for scripts/kokkos.sh (default HOPPER90)
 set -u
 OUT=${1:?usage: tests/kokkos/gpu_check.sh OUT [PACK]}
@@ -45,7 +53,7 @@ exec > >(tee "$OUT/gpu_check.log") 2>&1
 
 BUDGET=${BUDGET:-570}
 STEPS=${STEPS:-kokkos configure build ctest memcheck bench}
-B=build/kokkos-cuda
+B=${B:-build/kokkos-cuda}
 JOBS=$(nproc)
 export PATH="$PATH:/usr/local/cuda/bin"
 export SPARSEPORT_KOKKOS_CACHE=${SPARSEPORT_KOKKOS_CACHE:-$PWD/build/kokkos-cuda-deps}
@@ -58,9 +66,12 @@ BENCH_GRAPHS=${BENCH_GRAPHS-rmat:18:16 mesh2d:1024:1024:0 er:262144:6e-5}
 BENCH_F=${BENCH_F:-32 64 128 256}
 BENCH_REPS=${BENCH_REPS:-20}
 BENCH_REAL=${BENCH_REAL:-1}
+BENCH_OPS=${BENCH_OPS:-spmm}
+[ "$BENCH_OPS" = all ] && BENCH_OPS="spmm sddmm segment_reduce scatter_reduce gather_scatter csr_attention csr_slice_rows csr_slice_rows_dense csr_induced_subgraph csr_transpose"
+BENCH_NATIVE=${BENCH_NATIVE:-cuda}
 CLI=$B/src/cli/sparseport
 # For the steps that run as shell functions in a child bash (run_step).
-export OUT B CLI JOBS PACK DATA BENCH_GRAPHS BENCH_F BENCH_REPS BENCH_REAL
+export OUT B CLI JOBS PACK DATA BENCH_GRAPHS BENCH_F BENCH_REPS BENCH_REAL BENCH_OPS BENCH_NATIVE
 
 # The budget as a wall-clock deadline, so that the steps run in child shells (timeout starts a new
 # bash for the shell functions below) see the same one.
@@ -228,99 +239,56 @@ if wanted memcheck; then
   fi
 fi
 
-# --- benchmark: spmm sum, kokkos vs cuda vs Kokkos Kernels ---------------------------------------
+# --- benchmark: each op of BENCH_OPS, kokkos vs the native plugin (vs Kokkos Kernels for spmm) ----
 # `sparseport run --variant all --json` times every variant of one backend on one input (a warm-up,
 # then BENCH_REPS calls, each timed with steady_clock up to the backend's synchronize; the median
-# is `ms`) and checks each result against the reference. Per input and F the two backends run one
-# after the other on the same operands (generators and operands are seeded: --seed 1); the cuda
-# plugin's variants include cuSPARSE (spmm.cusparse), the kokkos plugin's Kokkos Kernels' spmv
-# (spmm.kokkoskernels). No row starts after the budget's last 15 s.
+# is `ms`) and checks each result against the reference. Per op, input and F the two backends run one
+# after the other on the same operands (generators and operands are seeded: --seed 1); for spmm the
+# cuda plugin's variants include cuSPARSE (spmm.cusparse), the kokkos plugin's Kokkos Kernels' spmv
+# (spmm.kokkoskernels): a row is a vendor's where the JSON names it `vendor_variant`. spmm is timed
+# summed. No row starts after the budget's last 15 s.
 bench_all() {
-  local g f b
+  local g f b op fs
+  local -a red args
   local -a graphs
   read -r -a graphs <<<"$BENCH_GRAPHS"
   if [ "$BENCH_REAL" = 1 ] && [ -d "$DATA" ]; then
     # Real matrices, smallest file first, so that a short budget still covers many.
     while IFS= read -r g; do graphs+=("$g"); done < <(ls -Sr "$DATA"/*.mtx "$DATA"/*.mtx.gz 2>/dev/null)
   fi
-  echo "inputs: ${graphs[*]}" >&2
+  echo "inputs: ${graphs[*]}; ops: $BENCH_OPS; native: $BENCH_NATIVE" >&2
   for g in "${graphs[@]}"; do
-    for f in $BENCH_F; do
-      for b in cuda kokkos; do
-        if (($(left) < 15)); then
-          echo "budget spent: stopped before $b $g F=$f" >&2
-          return 0
-        fi
-        echo "== $b $g F=$f" >&2
-        timeout -k 5 $(($(left) - 5)) "$CLI" run --op spmm --reduce sum --backend "$b" --variant all \
-          --F "$f" --reps "$BENCH_REPS" --json -q "$g" >>"$OUT/bench.jsonl" ||
-          echo "rc $? for $b $g F=$f" >&2
+    for op in $BENCH_OPS; do
+      case $op in
+        csr_slice_rows | csr_slice_rows_dense | csr_induced_subgraph | csr_transpose) fs=0 ;;  # no F
+        *) fs=$BENCH_F ;;
+      esac
+      red=()
+      [ "$op" = spmm ] && red=(--reduce sum)
+      for f in $fs; do
+        args=("${red[@]}")
+        [ "$f" != 0 ] && args+=(--F "$f")
+        for b in "$BENCH_NATIVE" kokkos; do
+          if (($(left) < 15)); then
+            echo "budget spent: stopped before $op $b $g F=$f" >&2
+            return 0
+          fi
+          echo "== $op $b $g F=$f" >&2
+          timeout -k 5 $(($(left) - 5)) "$CLI" run --op "$op" "${args[@]}" --backend "$b" --variant all \
+            --reps "$BENCH_REPS" --json -q "$g" >>"$OUT/bench.jsonl" ||
+            echo "rc $? for $op $b $g F=$f" >&2
+        done
+        # The scheduler's choice among the kokkos variants (no --variant: probe, guardrail against
+        # the vendor where there is one, decision cache), timed like the rest: is it the best?
+        timeout -k 5 $(($(left) - 5)) "$CLI" run --op "$op" "${args[@]}" --backend kokkos \
+          --reps "$BENCH_REPS" --json -q "$g" >>"$OUT/bench_auto.jsonl" ||
+          echo "rc $? for $op kokkos auto $g F=$f" >&2
       done
-      # The scheduler's choice among the kokkos variants (no --variant: probe, guardrail against
-      # Kokkos Kernels, decision cache), timed like the rest: is it the best kokkos variant?
-      timeout -k 5 $(($(left) - 5)) "$CLI" run --op spmm --reduce sum --backend kokkos \
-        --F "$f" --reps "$BENCH_REPS" --json -q "$g" >>"$OUT/bench_auto.jsonl" ||
-        echo "rc $? for kokkos auto $g F=$f" >&2
     done
   done
 }
 bench_table() {
-  python3 - "$OUT/bench.jsonl" "$OUT/bench.csv" "$OUT/bench_auto.jsonl" <<'EOF'
-import csv, json, os, sys
-rows = {}
-for line in open(sys.argv[1]):
-    line = line.strip()
-    if not line.startswith("{"):
-        continue
-    r = json.loads(line)
-    rows.setdefault((r["graph"], r["F"]), {"n": r["n"], "nnz": r["nnz"], "runs": []})["runs"].append(r)
-auto = {}
-if os.path.exists(sys.argv[3]):
-    for line in open(sys.argv[3]):
-        if line.strip().startswith("{"):
-            r = json.loads(line)
-            auto[(r["graph"], r["F"])] = r
-VENDOR = {"cuda": "spmm.cusparse", "kokkos": "spmm.kokkoskernels"}
-def best(runs, backend, native):
-    # The JSON names the device ("cuda:0"); the backend token is what comes before the colon.
-    c = [r for r in runs if r["backend"].split(":")[0] == backend and r["verified"] and r["ms"] is not None
-         and (r["variant"] != VENDOR[backend]) == native]
-    return min(c, key=lambda r: r["ms"]) if c else None
-cols = ["graph", "n", "nnz", "F", "kokkos_best_variant", "kokkos_best_ms", "kokkoskernels_ms",
-        "cuda_best_variant", "cuda_best_ms", "cusparse_ms", "kokkos_best_over_cuda_best",
-        "kokkos_best_over_kokkoskernels", "kokkoskernels_over_cusparse", "kokkos_auto_variant", "kokkos_auto_ms",
-        "kokkos_auto_over_kokkos_best", "all_verified"]
-out = []
-for (g, f), d in rows.items():
-    k, kk = best(d["runs"], "kokkos", True), best(d["runs"], "kokkos", False)
-    c_nat, cs = best(d["runs"], "cuda", True), best(d["runs"], "cuda", False)
-    c = min([x for x in (c_nat, cs) if x], key=lambda r: r["ms"], default=None)
-    ms = lambda r: r["ms"] if r else None
-    ratio = lambda a, b: round(a["ms"] / b["ms"], 3) if a and b else None
-    out.append({"graph": g, "n": d["n"], "nnz": d["nnz"], "F": f,
-                "kokkos_best_variant": k["variant"] if k else None, "kokkos_best_ms": ms(k),
-                "kokkoskernels_ms": ms(kk), "cuda_best_variant": c["variant"] if c else None,
-                "cuda_best_ms": ms(c), "cusparse_ms": ms(cs),
-                "kokkos_best_over_cuda_best": ratio(k, c), "kokkos_best_over_kokkoskernels": ratio(k, kk),
-                "kokkoskernels_over_cusparse": ratio(kk, cs),
-                "kokkos_auto_variant": auto[(g, f)]["variant"] if (g, f) in auto else None,
-                "kokkos_auto_ms": ms(auto.get((g, f))),
-                "kokkos_auto_over_kokkos_best": ratio(auto.get((g, f)), k),
-                "all_verified": all(r["verified"] for r in d["runs"]) and auto.get((g, f), {}).get("verified", True)})
-with open(sys.argv[2], "w", newline="") as fh:
-    w = csv.DictWriter(fh, fieldnames=cols)
-    w.writeheader()
-    w.writerows(out)
-fmt = lambda v: "-" if v is None else (f"{v:.4f}" if isinstance(v, float) else str(v))
-print(f"{'graph':<28} {'F':>4} {'kokkos best':>22} {'ms':>8} {'kk spmv':>8} {'cuda best':>22} {'ms':>8}"
-      f" {'cusparse':>8} {'k/cuda':>7} {'k/kk':>6} ok")
-for r in out:
-    print(f"{r['graph'].split('/')[-1][-28:]:<28} {r['F']:>4} {fmt(r['kokkos_best_variant']):>22} {fmt(r['kokkos_best_ms']):>8}"
-          f" {fmt(r['kokkoskernels_ms']):>8} {fmt(r['cuda_best_variant']):>22} {fmt(r['cuda_best_ms']):>8}"
-          f" {fmt(r['cusparse_ms']):>8} {fmt(r['kokkos_best_over_cuda_best']):>7}"
-          f" {fmt(r['kokkos_best_over_kokkoskernels']):>6} {'yes' if r['all_verified'] else 'NO'}")
-print(f"{len(out)} (input, F) pairs; ms = median per call; ratios > 1: kokkos slower")
-EOF
+  python3 "$PWD/tests/kokkos/bench_table.py" "$OUT/bench.jsonl" "$OUT/bench.csv" "$OUT/bench_auto.jsonl" "$BENCH_NATIVE"
 }
 export -f bench_all left
 if wanted bench; then

@@ -858,7 +858,11 @@ TEST(SchedulerModel, AConfidentModelDecidesAloneAndAnUnsureOneIsTimed) {
   EXPECT_GE(g_calls.load(), 2) << "the vendor's call and the op's";
   if (!plan->decision.reverted) {
     EXPECT_EQ(plan->decision.variant, "spmm.second");
-    EXPECT_EQ(g_calls.load(), 2) << "the vendor's call and the op's";
+    // Loaded the same way, the pick can lose only its first call; the check then times it once
+    // more before keeping it (83ee4a3), which the reason says: one call more (seen in a CI
+    // rehearsal beside a CUDA build, 2026-12-04).
+    const bool retimed = plan->decision.reason.find("timed twice") != std::string::npos;
+    EXPECT_EQ(g_calls.load(), retimed ? 3 : 2) << plan->decision.reason;
   } else {
     EXPECT_NE(plan->decision.reason.find("reverted"), std::string::npos) << plan->decision.reason;
   }
