@@ -42,6 +42,9 @@
 #                        input)
 #   BENCH_NATIVE         the native plugin beside the kokkos one (default cuda; openmp on a Kokkos-OpenMP
 #                        build, where B must be set to it)
+#   BENCH_KOKKOS_ENVS    settings the kokkos plugin is timed under, each NAME=VALUE[,NAME=VALUE] or - for
+#                        none (default -): an A/B of a switch in one build, e.g. "- SPARSEPORT_KOKKOS_GROUPS=0";
+#                        the table then has a block per setting
 #   B                    the build directory (default build/kokkos-cuda)
 #   SPARSEPORT_KOKKOS_ARCH  as for scripts/kokkos.sh (default HOPPER90)
 set -u
@@ -69,9 +72,10 @@ BENCH_REAL=${BENCH_REAL:-1}
 BENCH_OPS=${BENCH_OPS:-spmm}
 [ "$BENCH_OPS" = all ] && BENCH_OPS="spmm sddmm segment_reduce scatter_reduce gather_scatter csr_attention csr_slice_rows csr_slice_rows_dense csr_induced_subgraph csr_transpose"
 BENCH_NATIVE=${BENCH_NATIVE:-cuda}
+BENCH_KOKKOS_ENVS=${BENCH_KOKKOS_ENVS:--}
 CLI=$B/src/cli/sparseport
 # For the steps that run as shell functions in a child bash (run_step).
-export OUT B CLI JOBS PACK DATA BENCH_GRAPHS BENCH_F BENCH_REPS BENCH_REAL BENCH_OPS BENCH_NATIVE
+export OUT B CLI JOBS PACK DATA BENCH_GRAPHS BENCH_F BENCH_REPS BENCH_REAL BENCH_OPS BENCH_NATIVE BENCH_KOKKOS_ENVS
 
 # The budget as a wall-clock deadline, so that the steps run in child shells (timeout starts a new
 # bash for the shell functions below) see the same one.
@@ -248,8 +252,9 @@ fi
 # (spmm.kokkoskernels): a row is a vendor's where the JSON names it `vendor_variant`. spmm is timed
 # summed. No row starts after the budget's last 15 s.
 bench_all() {
-  local g f b op fs
+  local g f b op fs last
   local -a red args
+  last=$(mktemp)
   local -a graphs
   read -r -a graphs <<<"$BENCH_GRAPHS"
   if [ "$BENCH_REAL" = 1 ] && [ -d "$DATA" ]; then
@@ -268,15 +273,25 @@ bench_all() {
       for f in $fs; do
         args=("${red[@]}")
         [ "$f" != 0 ] && args+=(--F "$f")
-        for b in "$BENCH_NATIVE" kokkos; do
+        for b in "$BENCH_NATIVE" $(for e in $BENCH_KOKKOS_ENVS; do echo "kokkos@$e"; done); do
           if (($(left) < 15)); then
             echo "budget spent: stopped before $op $b $g F=$f" >&2
             return 0
           fi
           echo "== $op $b $g F=$f" >&2
-          timeout -k 5 $(($(left) - 5)) "$CLI" run --op "$op" "${args[@]}" --backend "$b" --variant all \
-            --reps "$BENCH_REPS" --json -q "$g" >>"$OUT/bench.jsonl" ||
+          # kokkos@SETTING: the kokkos plugin under the environment SETTING (NAME=VALUE[,NAME=VALUE]; -:
+          # none), tagged in its JSON lines as "kokkos_env" for bench_table.py.
+          local setting=${b#kokkos@} backend=${b%%@*}
+          local -a envs=()
+          [ "$backend" = kokkos ] && [ "$setting" != - ] && IFS=, read -r -a envs <<<"$setting"
+          timeout -k 5 $(($(left) - 5)) env "${envs[@]}" "$CLI" run --op "$op" "${args[@]}" --backend "$backend" \
+            --variant all --reps "$BENCH_REPS" --json -q "$g" >"$last" ||
             echo "rc $? for $op $b $g F=$f" >&2
+          if [ "$backend" = kokkos ]; then
+            sed "s/^{/{\"kokkos_env\":\"$setting\",/" "$last"
+          else
+            cat "$last"
+          fi >>"$OUT/bench.jsonl"
         done
         # The scheduler's choice among the kokkos variants (no --variant: probe, guardrail against
         # the vendor where there is one, decision cache), timed like the rest: is it the best?

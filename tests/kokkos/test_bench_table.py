@@ -63,6 +63,21 @@ class BenchTable(unittest.TestCase):
         self.assertRegex(out, r"\ncsr_transpose\s+1\s+1\.500\s+1\.500\s+1\s+1\s+-")
         self.assertRegex(out, r"\nevery op\s+2\s+1\.095\s+0\.800")
 
+    def test_a_block_per_kokkos_setting_against_the_same_native_rows(self):
+        def tagged(env, *a, **k):
+            return '{"kokkos_env":"%s",' % env + line(*a, **k)[1:]
+        bench = [
+            line("spmm", "cuda:0", "spmm.hub_split", 1.0, vendor="spmm.cusparse"),
+            tagged("-", "spmm", "kokkos", "spmm.hub_split", 2.0, vendor="spmm.kokkoskernels"),
+            tagged("SPARSEPORT_KOKKOS_GROUPS=0", "spmm", "kokkos", "spmm.hub_split", 4.0, vendor="spmm.kokkoskernels"),
+        ]
+        out, _ = self.run_table(bench)
+        self.assertIn("## kokkos under -", out)
+        self.assertIn("## kokkos under SPARSEPORT_KOKKOS_GROUPS=0", out)
+        blocks = out.split("## kokkos under ")
+        self.assertRegex(blocks[1], r"\nspmm\s+1\s+0\.500\s")
+        self.assertRegex(blocks[2], r"\nspmm\s+1\s+0\.250\s")
+
 
 if __name__ == "__main__":
     unittest.main()
