@@ -661,6 +661,14 @@ struct Workspace {
   std::mutex lock;
   bool hooked = false;
   Kokkos::View<double*, MemSpace> scratch;  // double: aligned for float and double alike
+  // What the scratch holds between calls: its first `clean` values are the identity of `clean_for`
+  // (the reduce and the value's size) in the buffer at `clean_at`, put back by the last call's
+  // finish, so that the next call of that kind over no more cells skips the init pass: one launch
+  // fewer a call (on an H200 the init kernel took 2.0 us of a 57 us hub_split call on
+  // facebook-combined, plus its launch). 0: nothing known.
+  const void* clean_at = nullptr;
+  int64_t clean = 0;
+  int clean_for = 0;
 };
 
 Workspace& workspace() {
@@ -684,6 +692,8 @@ void hook(Workspace& w) {
     Workspace& ws = workspace();
     std::lock_guard<std::mutex> guard(ws.lock);
     ws.scratch = {};
+    ws.clean_at = nullptr;
+    ws.clean = 0;
     ws.hooked = false;
   });
   w.hooked = true;
@@ -914,12 +924,18 @@ void hub_split_op(const sparseport_spmm_args& args) {
   V* scratch = nullptr;
   const V start = identity<op, V>();
   const int64_t cells = h.count * p.f;
+  const int kind = static_cast<int>(op) * 16 + static_cast<int>(sizeof(V));
+  int64_t clean_after = cells;  // the identity cells the finish leaves
   if (h.count > 0) {
     const size_t doubles = (static_cast<size_t>(cells) * sizeof(V) + sizeof(double) - 1) / sizeof(double);
     scratch = reinterpret_cast<V*>(grown(w.scratch, doubles, "sparseport::kokkos::hub_scratch"));
-    Kokkos::parallel_for(
-        "sparseport::kokkos::spmm.hub_split.init", Range(0, cells),
-        KOKKOS_LAMBDA(const int64_t x) { scratch[x] = start; });
+    if (w.clean_at == scratch && w.clean_for == kind && w.clean >= cells)
+      clean_after = w.clean;  // left as the identity by the last call's finish
+    else
+      Kokkos::parallel_for(
+          "sparseport::kokkos::spmm.hub_split.init", Range(0, cells),
+          KOKKOS_LAMBDA(const int64_t x) { scratch[x] = start; });
+    w.clean = 0;  // the chunks write into it now
   }
   if constexpr (kDeviceMemory) {
     constexpr int W = static_cast<int>(16 / sizeof(V));
@@ -940,14 +956,19 @@ void hub_split_op(const sparseport_spmm_args& args) {
     hub_split_host<op>(p, h, scratch, start, t);
   }
   if (h.count > 0) {
-    // The hubs into C; a listed row no longer above T was written whole (a stale plan).
+    // The hubs into C; a listed row no longer above T was written whole (a stale plan). Each cell
+    // goes back to the identity for the next call (Workspace::clean).
     Kokkos::parallel_for(
         "sparseport::kokkos::spmm.hub_split.finish", Range(0, cells), KOKKOS_LAMBDA(const int64_t x) {
           const int64_t hub = x / p.f, j = x - hub * p.f;
           const int64_t i = h.rows[hub];
           const int64_t count = static_cast<int64_t>(p.rp[i + 1]) - static_cast<int64_t>(p.rp[i]);
           if (count > t) store(p, p.c + i * p.ldc + j, scratch[x], count);
+          scratch[x] = start;
         });
+    w.clean_at = scratch;
+    w.clean_for = kind;
+    w.clean = clean_after;
   }
   Kokkos::fence();
 }

@@ -225,6 +225,39 @@ TEST(KokkosSpmm, HubSplitChunkEdgesMatchTheReference) {
   check_chunk_edges<int32_t, double>(8, rng);
 }
 
+// hub_split puts its scratch rows back to the reduce's identity at the end of a call (Workspace in
+// kernels/kokkos/spmm.cpp), and the next call of the same reduce kind (sum and mean alike) and value
+// size over no more cells skips the init pass. The same matrix (hubs at T = 8) through calls that
+// skip it (the same call again, mean after sum, F shrinking) and calls that must not (F growing,
+// max after sum, min after max, double after float), each against the reference.
+TEST(KokkosSpmm, HubSplitScratchCarriedOverBetweenCallsMatchesTheReference) {
+  SPARSEPORT_CONFORMANCE_SEED("kokkos/hub_split/scratch");
+  std::mt19937_64 rng(seed);
+  const sparseport_test::ScopedEnv env("SPARSEPORT_HUB_T", "8");
+  const std::vector<int64_t> degrees{0, 323, 8, 9, 0, 40, 1, 25, 7, 0, 3, 17};
+  const auto a32 = rows_of<int32_t, float>(degrees, 97, rng);
+  const auto a64 = rows_of<int64_t, double>(degrees, 97, rng);
+  struct Step {
+    int64_t f;
+    sp::Reduce r;
+    bool dbl;
+  };
+  const Step steps[] = {{32, sp::Reduce::sum, false}, {32, sp::Reduce::sum, false}, {32, sp::Reduce::mean, false},
+                        {8, sp::Reduce::sum, false},  {64, sp::Reduce::sum, false}, {64, sp::Reduce::max, false},
+                        {64, sp::Reduce::max, false}, {16, sp::Reduce::min, false}, {64, sp::Reduce::sum, true},
+                        {64, sp::Reduce::sum, false}, {64, sp::Reduce::mean, false}, {3, sp::Reduce::sum, false}};
+  int run = 0;
+  for (const Step& st : steps) {
+    const Scaling s = kHubScalings[run++ % std::size(kHubScalings)];
+    SCOPED_TRACE("call " + std::to_string(run) + ": F " + std::to_string(st.f) + ", " + sp::name(st.r) +
+                 (st.dbl ? ", double" : ", float"));
+    if (st.dbl)
+      expect_spmm_matches<int64_t, double>("spmm.hub_split", a64, st.f, st.r, s, rng);
+    else
+      expect_spmm_matches<int32_t, float>("spmm.hub_split", a32, st.f, st.r, s, rng);
+  }
+}
+
 // The T that hub_split picks itself (from nnz and the space's concurrency; at least 32): a mega-row
 // of 3000 entries among short rows splits on every space (Serial, 2 OpenMP threads, an H200).
 TEST(KokkosSpmm, HubSplitDefaultChunksMatchTheReference) {
