@@ -52,4 +52,4 @@ for m in "${mats[@]}"; do
     done
   done
 done
-python3 "$(dirname "$0")/kokkos_small_calls.py" "$OUT/ncu.csv" | tee "$OUT/summary.txt"
+python3 "$(dirname "$0")/ncu_summary.py" --op-only "$OUT/ncu.csv" | tee "$OUT/summary.txt"

@@ -56,24 +56,4 @@ for m in "${mats[@]}"; do
 done
 timeout 240 "$B/tests/cuda/cuda_timing" --tc "${mats[@]}" >"$OUT/timing.log" 2>&1 || echo "cuda_timing rc $?" >&2
 # The ncu lines per kernel name: count and median duration (us), per matrix and F.
-python3 - "$OUT/ncu.csv" <<'EOF'
-import csv, io, statistics, sys
-blocks, cur = {}, None
-for line in open(sys.argv[1]):
-    if line.startswith("## "):
-        cur = line[3:].strip(); blocks[cur] = []
-    elif cur and line.startswith('"'):
-        blocks[cur].append(line)
-for name, lines in blocks.items():
-    rows = list(csv.reader(io.StringIO("".join(lines))))
-    if len(rows) < 2:
-        continue
-    h = rows[0]
-    k, v = h.index("Kernel Name"), h.index("Metric Value")
-    per = {}
-    for r in rows[1:]:
-        per.setdefault(r[k][:60], []).append(float(r[v].replace(",", "")) / 1e3)
-    print(name)
-    for kern, d in sorted(per.items(), key=lambda x: -sum(x[1])):
-        print(f"  {len(d):3d} x {statistics.median(d):8.2f} us  {kern}")
-EOF
+python3 "$(dirname "$0")/ncu_summary.py" "$OUT/ncu.csv"
