@@ -276,6 +276,7 @@ bench_all() {
         for b in "$BENCH_NATIVE" $(for e in $BENCH_KOKKOS_ENVS; do echo "kokkos@$e"; done); do
           if (($(left) < 15)); then
             echo "budget spent: stopped before $op $b $g F=$f" >&2
+            rm -f "$last"
             return 0
           fi
           echo "== $op $b $g F=$f" >&2
@@ -301,6 +302,7 @@ bench_all() {
       done
     done
   done
+  rm -f "$last"
 }
 bench_table() {
   python3 "$PWD/tests/kokkos/bench_table.py" "$OUT/bench.jsonl" "$OUT/bench.csv" "$OUT/bench_auto.jsonl" "$BENCH_NATIVE"
