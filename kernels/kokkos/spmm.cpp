@@ -910,6 +910,86 @@ void hub_split_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, i
                        body);
 }
 
+// Device spaces, items narrower than the space's vector length (F / W a power of two below it: float
+// F = 4, 8, ..., 64 with 16-byte loads on CUDA, 1, 2, ..., 16 without): G = vector_length_max / vl
+// team threads share a work
+// item, team thread g of the G folding the item's entries g, g + G, ... across the vl lanes'
+// columns, as the cuda plugin's hub_split splits a row over 4 groups of 8 lanes with float4 loads
+// (spmm_hub_kernel<.., 4, 8, 4>). A warp then holds one item with G entries in flight, where
+// hub_split_device gives a warp G items with one entry each, the longest deciding. H200, F = 32,
+// facebook-combined: that kernel ran 1048 warps at 7 % of the SMs' warp slots, 38 us, the cuda
+// plugin's hub_split 4096 warps at 37 %, 20 us (Nsight Compute, 2026-12-04). The G partials meet in
+// team scratch after a team barrier and the item's first team thread folds them in group order:
+// run to run the same bits, but not team_rows' (the additions are grouped differently).
+constexpr int kGroupItemsPerTeam = 8;
+
+template <int W, Op op, class I, class V>
+void hub_split_groups_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, int64_t t, int64_t vl) {
+  using Part = Kokkos::View<Cols<V, W>*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
+  const int groups = static_cast<int>(Policy::vector_length_max() / vl);
+  const int64_t items = h.extra + p.m;
+  const int ts = kGroupItemsPerTeam * groups;
+  const auto body = KOKKOS_LAMBDA(const Member& team) {
+    const int r = team.team_rank();
+    const int g = r % groups;
+    const int64_t x = static_cast<int64_t>(team.league_rank()) * kGroupItemsPerTeam + r / groups;
+    // Aligned for the 16-byte Cols (a scratch View alone is aligned to 8 bytes in Kokkos 3.4).
+    const size_t cells = static_cast<size_t>(team.team_size()) * static_cast<size_t>(vl);
+    Part part(static_cast<Cols<V, W>*>(team.team_scratch(0).get_shmem_aligned(cells * sizeof(Cols<V, W>),
+                                                                                alignof(Cols<V, W>))),
+              cells);
+    Chunk c{0, 0, 0, -1};
+    const bool live = x < items;
+    if (live) c = chunk_of(p.rp, h, t, x);
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, vl), [&](const int64_t lane) {
+      Cols<V, W> acc;
+      for (int w = 0; w < W; ++w) acc.v[w] = V(0);
+      int64_t e = c.eb + g;
+      if (e < c.ee) {
+        const V a = p.av != nullptr ? p.av[e] : V(1);
+        const Cols<V, W> b = reinterpret_cast<const Cols<V, W>*>(p.b + static_cast<int64_t>(p.ci[e]) * p.ldb)[lane];
+        for (int w = 0; w < W; ++w) acc.v[w] = a * b.v[w];
+        for (e += groups; e < c.ee; e += groups) {
+          const V ae = p.av != nullptr ? p.av[e] : V(1);
+          const Cols<V, W> be = reinterpret_cast<const Cols<V, W>*>(p.b + static_cast<int64_t>(p.ci[e]) * p.ldb)[lane];
+          for (int w = 0; w < W; ++w) acc.v[w] = fold<op>(acc.v[w], ae * be.v[w]);
+        }
+      }
+      part(static_cast<size_t>(r) * vl + lane) = acc;
+    });
+    team.team_barrier();  // every team thread gets here: no return above
+    if (g != 0 || !live || (c.hub >= 0 && c.ee == c.eb)) return;
+    const int64_t n = c.ee - c.eb;
+    const int used = n < groups ? static_cast<int>(n) : groups;  // groups that folded an entry
+    const int64_t count = static_cast<int64_t>(p.rp[c.row + 1]) - static_cast<int64_t>(p.rp[c.row]);
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, vl), [&](const int64_t lane) {
+      Cols<V, W> acc = part(static_cast<size_t>(r) * vl + lane);
+      for (int q = 1; q < used; ++q) {
+        const Cols<V, W> o = part(static_cast<size_t>(r + q) * vl + lane);
+        for (int w = 0; w < W; ++w) acc.v[w] = fold<op>(acc.v[w], o.v[w]);
+      }
+      if (c.hub < 0)
+        store<W>(p, p.c + c.row * p.ldc + lane * W, acc, count);
+      else
+        for (int w = 0; w < W; ++w) atomic_combine<op>(scratch + c.hub * p.f + lane * W + w, acc.v[w], start);
+    });
+  };
+  const int64_t league = (items + kGroupItemsPerTeam - 1) / kGroupItemsPerTeam;
+  const size_t bytes = static_cast<size_t>(ts) * static_cast<size_t>(vl) * sizeof(Cols<V, W>) + alignof(Cols<V, W>);
+  Kokkos::parallel_for("sparseport::kokkos::spmm.hub_split(groups)",
+                       Policy(static_cast<int>(league), ts, static_cast<int>(vl)).set_scratch_size(0, Kokkos::PerTeam(bytes)),
+                       body);
+}
+
+// Whether hub_split_groups_device serves F / W columns: one lane slot (F / W a power of two, every
+// lane one column group) narrower than the space's vector length, so that more than one group
+// shares an item. SPARSEPORT_KOKKOS_GROUPS=0 keeps hub_split_device (an A/B in one process).
+inline bool lane_groups(int64_t fw) {
+  if (const char* v = std::getenv("SPARSEPORT_KOKKOS_GROUPS"); v != nullptr && std::strcmp(v, "0") == 0) return false;
+  const int64_t vl = vector_length(fw);
+  return vl == fw && vl < Policy::vector_length_max();
+}
+
 template <Op op, class I, class V>
 void hub_split_op(const sparseport_spmm_args& args) {
   const Spmm<I, V> p = unpack<I, V>(args);
@@ -940,12 +1020,15 @@ void hub_split_op(const sparseport_spmm_args& args) {
   if constexpr (kDeviceMemory) {
     constexpr int W = static_cast<int>(16 / sizeof(V));
     if (wide_columns(p) > 1) {
-      if (lane_slots(p.f / W, vector_length(p.f / W)) == 1)
+      if (lane_groups(p.f / W))
+        hub_split_groups_device<W, op>(p, h, scratch, start, t, vector_length(p.f / W));
+      else if (lane_slots(p.f / W, vector_length(p.f / W)) == 1)
         hub_split_device<1, W, op>(p, h, scratch, start, t);
       else
         hub_split_device<2, W, op>(p, h, scratch, start, t);
     } else {
-      switch (lane_slots(p.f, vector_length(p.f))) {
+      switch (lane_groups(p.f) ? 0 : lane_slots(p.f, vector_length(p.f))) {
+        case 0: hub_split_groups_device<1, op>(p, h, scratch, start, t, vector_length(p.f)); break;
         case 1: hub_split_device<1, 1, op>(p, h, scratch, start, t); break;
         case 2: hub_split_device<2, 1, op>(p, h, scratch, start, t); break;
         case 4: hub_split_device<4, 1, op>(p, h, scratch, start, t); break;

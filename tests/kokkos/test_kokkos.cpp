@@ -378,12 +378,18 @@ void check_wide_columns() {
         }
 }
 
+// And on a device space hub_split's lane groups (hub_split_groups_device: F / W of 1-16 column
+// groups, 32 / (F / W) team threads an item) against its one-thread-an-item kernel
+// (SPARSEPORT_KOKKOS_GROUPS=0).
 TEST(KokkosSpmm, WideColumnLoadsMatchTheReference) {
-  for (const char* wide : {"1", "0"}) {
-    SCOPED_TRACE(std::string("SPARSEPORT_KOKKOS_WIDE=") + wide);
-    const sparseport_test::ScopedEnv knob("SPARSEPORT_KOKKOS_WIDE", wide);
-    check_wide_columns();
-  }
+  for (const char* wide : {"1", "0"})
+    for (const char* groups : {static_cast<const char*>(nullptr), "0"}) {
+      SCOPED_TRACE(std::string("SPARSEPORT_KOKKOS_WIDE=") + wide + ", SPARSEPORT_KOKKOS_GROUPS=" +
+                   (groups != nullptr ? groups : "(unset)"));
+      const sparseport_test::ScopedEnv knob("SPARSEPORT_KOKKOS_WIDE", wide);
+      const sparseport_test::ScopedEnv lanes("SPARSEPORT_KOKKOS_GROUPS", groups);
+      check_wide_columns();
+    }
 }
 
 // hub_split sums in a run-dependent order (atomics): it must not claim determinism; team_rows does.
