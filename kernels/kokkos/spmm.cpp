@@ -912,15 +912,20 @@ void hub_split_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, i
 
 // Device spaces, items narrower than the space's vector length (F / W a power of two below it: float
 // F = 4, 8, ..., 64 with 16-byte loads on CUDA, 1, 2, ..., 16 without): G = vector_length_max / vl
-// team threads share a work
-// item, team thread g of the G folding the item's entries g, g + G, ... across the vl lanes'
-// columns, as the cuda plugin's hub_split splits a row over 4 groups of 8 lanes with float4 loads
-// (spmm_hub_kernel<.., 4, 8, 4>). A warp then holds one item with G entries in flight, where
-// hub_split_device gives a warp G items with one entry each, the longest deciding. H200, F = 32,
-// facebook-combined: that kernel ran 1048 warps at 7 % of the SMs' warp slots, 38 us, the cuda
-// plugin's hub_split 4096 warps at 37 %, 20 us (Nsight Compute, 2026-12-04). The G partials meet in
-// team scratch after a team barrier and the item's first team thread folds them in group order:
-// run to run the same bits, but not team_rows' (the additions are grouped differently).
+// team threads share a work item, team thread g of the G folding the item's entries g, g + G, ...
+// across the vl lanes' columns, as the cuda plugin's hub_split splits a row over 4 groups of 8 lanes
+// with float4 loads (spmm_hub_kernel<.., 4, 8, 4>). A warp then holds one item with G entries in
+// flight, where hub_split_device gives a warp G items with one entry each, the longest deciding.
+// H200, F = 32, facebook-combined (Nsight Compute, 2026-12-04): hub_split_device ran 1048 warps at
+// 7 % of the SMs' warp slots, 69 us; these groups 4192 warps at 33 %, 22 us; the cuda plugin's
+// hub_split 4096 warps at 37 %, 19 us. Whole calls, the 17 shared matrices x F = 32, 64, 128 in one
+// run against SPARSEPORT_KOKKOS_GROUPS=0: the best kokkos variant over the cuda plugin's best went
+// from 0.696 to 0.721 geomean (facebook-combined 2.0x faster at F = 32, polblogs 1.5x, cora 1.2x;
+// email-Enron 0.74x at F = 32 and cit-HepPh 0.87x slower; at F = 128, where no groups are formed,
+// within the machine's noise; benchmarks/results/2026-12-04-h200-kokkos-lane-groups.md).
+// The G partials meet in team scratch after a team barrier and the item's first team thread folds
+// them in group order: run to run the same bits, but not team_rows' (the additions are grouped
+// differently).
 constexpr int kGroupItemsPerTeam = 8;
 
 template <int W, Op op, class I, class V>
