@@ -3,7 +3,7 @@
 """The summary of an ncu.csv written by benchmarks/tc_small_calls.sh or kokkos_small_calls.sh: per
 block ("## label" then Nsight Compute's CSV), each kernel with its calls and median duration, and,
 where the profile has them, grid x block, registers and the share of the SMs' warp slots it kept
-active; the most total time first. With --op-only, the kernels that are not the op's are left out (Kokkos's
+active, and the median of any other metric profiled (NCU_METRICS); the most total time first. With --op-only, the kernels that are not the op's are left out (Kokkos's
 start-up kernels, the CLI's operand fills and conversions, the vendor's kernels that `sparseport run`
 times beside the op). Standard library only.
 
@@ -23,6 +23,11 @@ NOT_THE_OP = ("query_cuda_kernel_arch", "init_lock_array", "convert_kernel", "Ko
 # The Kokkos kernels' names are long template types: the function that made the functor names them.
 SHORT_NAMES = ("hub_split_groups_device", "hub_split_device", "team_rows_device", "build_hubs", "spmm_hub_kernel",
                "hub_split_op", "team_rows", "fill_kernel")
+
+
+# The metrics printed in their own columns; any other one is printed as NAME MEDIAN after the name.
+KNOWN = ("kernel", "gpu__time_duration.sum", "launch__grid_size", "launch__block_size", "launch__registers_per_thread",
+         "sm__warps_active.avg.pct_of_peak_sustained_active")
 
 
 def blocks(path):
@@ -59,7 +64,9 @@ def summary(name, lines, op_only):
             shape = (f"  grid {d['launch__grid_size']:>6} x {d.get('launch__block_size', '?'):>4}"
                      f"  regs {d.get('launch__registers_per_thread', '?'):>3}  warps active"
                      f" {float(d.get('sm__warps_active.avg.pct_of_peak_sustained_active', 'nan')):5.1f} %")
-        out.append(f"  {len(ds):3d} x {med(ds):8.2f} us{shape}  {short[:60]}")
+        extra = "".join(f"  {m} {statistics.median(float(x[m]) for x in ds if m in x):.4g}"
+                        for m in sorted(d) if m not in KNOWN)
+        out.append(f"  {len(ds):3d} x {med(ds):8.2f} us{shape}  {short[:60]}{extra}")
     return out
 
 

@@ -18,6 +18,9 @@
 # Every result is checked against the float64 reference by `sparseport run`. Nsight Compute runs
 # with --clock-control none (the GPU's own clocks, as in the timed runs; never changed here).
 # About 2 minutes on an H200 for the three default matrices.
+#   NCU_METRICS  more Nsight Compute metrics per kernel, comma-separated (printed beside the time as
+#            medians), e.g. lts__t_sectors_op_red.sum,lts__t_sectors_op_atom.sum for the split
+#            windows' scratch reductions (docs/tc_window_next.md)
 set -u
 OUT=${1:?usage: B=BUILD benchmarks/tc_small_calls.sh OUT [MATRIX...]}
 shift
@@ -48,7 +51,7 @@ for m in "${mats[@]}"; do
     # Each kernel of 1 warm-up + 5 timed calls of tc_window (the warm-up builds the format).
     if [ -x "$NCU" ]; then
       echo "## $m F=$F" >>"$OUT/ncu.csv"
-      timeout 180 "$NCU" --clock-control none --metrics gpu__time_duration.sum --csv --print-units base \
+      timeout 180 "$NCU" --clock-control none --metrics "gpu__time_duration.sum${NCU_METRICS:+,$NCU_METRICS}" --csv --print-units base \
         "$CLI" run --op spmm --backend cuda --dtype bf16 --variant spmm.tc_window --F "$F" --reps 5 -q "$m" \
         >>"$OUT/ncu.csv" 2>>"$OUT/ncu.err" || echo "ncu rc $? for $m F=$F" >&2
     fi
