@@ -52,6 +52,11 @@ struct PlanState {
   // For the full-size check and the transfer correction, until the decision is checked.
   std::string runner_up;                        // the probe's second-best native
   scheduler::ProbeEvidence probe;               // the choice's and the vendor's probe times (check.hpp)
+  // The shape class's view of this matrix: rows + entries, the work a class member's full-size time
+  // is scaled by (select_class.cpp); and the vendor's lead that let check() leave the vendor out of
+  // this plan's full-size check (0: it was timed, or there was no check), which class_learn passes on.
+  double class_work = 0;
+  double skip_margin = 0;
   std::map<std::string, double> raw_prediction;  // the model's log2(t / floor) before correction
   std::map<std::string, double> full_size_s;     // every full-size time measured for this plan (measured())
   double floor_s = 0;

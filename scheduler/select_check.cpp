@@ -22,6 +22,7 @@ void check(PlanState& p, const void* args, const std::string& where) {
   const CheckResult r =
       full_size_check(*p.plugin, p.exec, p.op, args, chosen, p.decision.vendor, p.runner_up, where, p.probe);
   for (const auto& [v, t] : r.measured) measured(p, v, t);
+  if (r.vendor_skipped) p.skip_margin = p.probe.vendor_s / p.probe.chosen_s;
   p.decision.reason += r.note;
   if (r.reverted) {
     p.decision.reverted = true;

@@ -785,6 +785,37 @@ TEST(SchedulerPipeline, AChoiceThatLosesOnlyItsFirstFullSizeCallIsTimedAgainAndK
   EXPECT_EQ(again->decision.variant, "spmm.stateful");
 }
 
+// The check's skip path on that variant: its first full-size call (150 ms) is over kScaleSlack times
+// the expected 20 ms, so it is timed once more (1 ms) and the vendor stays out. The op's own call is
+// the first one (the caller's first call pays its first touches and state with or without the
+// check), so the check's overhead is the second: op_seconds is the first call's time.
+TEST(SchedulerPipeline, ASkippedVendorsCheckCountsTheFirstCallAsTheOpsOwn) {
+  static sparseport_plugin table = [] {
+    sparseport_plugin t = *fake_plugin().table;
+    t.name = "stateful";
+    t.variants = kStatefulVariants;
+    t.n_variants = static_cast<int32_t>(sizeof kStatefulVariants / sizeof kStatefulVariants[0]);
+    t.spmm = &stateful_spmm;
+    return t;
+  }();
+  const PluginInfo stateful = info_of(table);
+  g_stateful_built = false;
+  Problem pb = make_problem(20000);
+  sparseport_spmm_args args = pb.args();
+  ProbeEvidence evidence;
+  evidence.chosen_s = 0.020;
+  evidence.vendor_s = 0.500;
+  evidence.work_fraction = 1.0;
+  const CheckResult r = full_size_check(stateful, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, "spmm.stateful",
+                                        "spmm.vendor", "", "test", evidence);
+  EXPECT_TRUE(r.vendor_skipped) << r.note;
+  EXPECT_EQ(r.variant, "spmm.stateful");
+  ASSERT_EQ(r.measured.size(), 1u);
+  EXPECT_LT(r.measured[0].second, 0.040) << "the second call, judged against 2 x 20 ms";
+  EXPECT_GE(r.op_seconds, 0.150) << "the first call, with its 150 ms state build";
+  EXPECT_EQ(pb.c.data, reference_result(pb));
+}
+
 TEST(SchedulerPipeline, GuardrailKeepsTheVendorWhenNoNativeIsFastEnough) {
   TempDir dir;
   const PluginInfo fake = fake_plugin();
@@ -1353,6 +1384,76 @@ TEST(SchedulerShapeClass, AWideMarginAtFullSizeMakesTheClassReadyAfterOneCheck) 
     }
     EXPECT_EQ(pb.c.data, reference_result(pb));
   }
+}
+
+// A learning class whose last check left the vendor out (it had lost by kSkipMargin on the probe and
+// the variant ran as expected) lends that evidence to its next member's check, scaled by rows +
+// entries: the variant is timed (the op's own call) and the vendor only where the variant ran over
+// kScaleSlack times the scaled time. The class line carries the evidence on while checks skip.
+TEST(SchedulerShapeClass, ALearningClassLendsItsVendorSkipToTheNextMembersCheck) {
+  TempDir dir;
+  const PluginInfo fake = fake_plugin();
+  Problem first = make_member(1);
+  sparseport_spmm_args args1 = first.args();
+  auto cold = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args1, class_options(dir));
+  execute(cold, &args1, "test");
+  std::optional<Record> cls = class_line(dir);
+  ASSERT_TRUE(cls.has_value());
+  // As if the first member's check had skipped the vendor (the fake's probe picks spmm.trap, which
+  // its check reverts): a learning class (1 check, no full-size margin) with the evidence. The
+  // expected time is generous (1 s for the first member's work): the variant passes.
+  const double work1 = static_cast<double>(first.a.rows + first.a.nnz());
+  Record lent = *cls;
+  lent["checks"] = "1";
+  lent.erase("margin");
+  lent["skip_margin"] = "10";
+  lent["pick_ms"] = "1000";
+  lent["pick_work"] = std::to_string(static_cast<long long>(work1));
+  CacheFile(dir.path).append(lent);
+  Problem second = make_member(2);
+  sparseport_spmm_args args2 = second.args();
+  auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args2, class_options(dir));
+  ASSERT_EQ(plan->decision.source, "class");
+  ASSERT_TRUE(plan->verify_pending);
+  g_calls = 0;
+  execute(plan, &args2, "test");
+  EXPECT_EQ(g_calls.load(), 1) << "the variant's call only: " << plan->decision.reason;
+  EXPECT_EQ(plan->decision.variant, "spmm.second");
+  EXPECT_TRUE(plan->decision.verified);
+  EXPECT_NE(plan->decision.reason.find("the vendor not timed at full size: 10x"), std::string::npos)
+      << plan->decision.reason;
+  EXPECT_NE(plan->decision.reason.find("on another member of its shape class"), std::string::npos);
+  EXPECT_EQ(second.c.data, reference_result(second));
+  cls = class_line(dir);
+  ASSERT_TRUE(cls.has_value());
+  EXPECT_EQ(cls->at("checks"), "2");
+  EXPECT_EQ(cls->count("margin"), 0u) << "the vendor was not timed: no full-size margin";
+  ASSERT_EQ(cls->count("skip_margin"), 1u) << "passed on";
+  EXPECT_EQ(cls->at("skip_margin"), "10");
+  const double pick_ms = std::stod(cls->at("pick_ms"));
+  EXPECT_GT(pick_ms, 0.0);
+  EXPECT_LT(pick_ms, 1000.0) << "this member's own full-size time";
+  EXPECT_EQ(cls->at("pick_work"), std::to_string(static_cast<long long>(second.a.rows + second.a.nnz())));
+
+  // An expectation the variant cannot meet (1 us for a member's work): timed twice, then the vendor
+  // after all, and the class goes on from that check (the vendor timed: its lead, no evidence).
+  Record tight = *cls;
+  tight["pick_ms"] = "0.001";
+  CacheFile(dir.path).append(tight);
+  Problem third = make_member(3);
+  sparseport_spmm_args args3 = third.args();
+  auto plan3 = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args3, class_options(dir));
+  ASSERT_EQ(plan3->decision.source, "class");
+  g_calls = 0;
+  execute(plan3, &args3, "test");
+  EXPECT_GE(g_calls.load(), 3) << "twice the variant, then the vendor: " << plan3->decision.reason;
+  EXPECT_NE(plan3->decision.reason.find("the vendor timed after all"), std::string::npos) << plan3->decision.reason;
+  EXPECT_EQ(plan3->decision.variant, "spmm.second") << "the vendor is 50 ms, the variant 1 ms";
+  EXPECT_EQ(third.c.data, reference_result(third));
+  cls = class_line(dir);
+  ASSERT_TRUE(cls.has_value());
+  EXPECT_EQ(cls->count("skip_margin"), 0u) << "a check that timed the vendor lends nothing";
+  EXPECT_EQ(cls->count("margin"), 1u);
 }
 
 // A ready class holding the vendor (a noisy first decision): the members it would recheck are
