@@ -757,7 +757,8 @@ const sparseport_variant kStatefulVariants[] = {
     {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.serial", SPARSEPORT_VARIANT_DEFAULT, "slice"},
 };
 
-TEST(SchedulerPipeline, AChoiceThatLosesOnlyItsFirstFullSizeCallIsTimedAgainAndKept) {
+// The fake plugin's table with spmm.stateful beside its vendor.
+PluginInfo stateful_plugin() {
   static sparseport_plugin table = [] {
     sparseport_plugin t = *fake_plugin().table;
     t.name = "stateful";
@@ -766,7 +767,11 @@ TEST(SchedulerPipeline, AChoiceThatLosesOnlyItsFirstFullSizeCallIsTimedAgainAndK
     t.spmm = &stateful_spmm;
     return t;
   }();
-  const PluginInfo stateful = info_of(table);
+  return info_of(table);
+}
+
+TEST(SchedulerPipeline, AChoiceThatLosesOnlyItsFirstFullSizeCallIsTimedAgainAndKept) {
+  const PluginInfo stateful = stateful_plugin();
   g_stateful_built = false;
   TempDir dir;
   Problem pb = make_problem(20000);
@@ -790,15 +795,7 @@ TEST(SchedulerPipeline, AChoiceThatLosesOnlyItsFirstFullSizeCallIsTimedAgainAndK
 // the first one (the caller's first call pays its first touches and state with or without the
 // check), so the check's overhead is the second: op_seconds is the first call's time.
 TEST(SchedulerPipeline, ASkippedVendorsCheckCountsTheFirstCallAsTheOpsOwn) {
-  static sparseport_plugin table = [] {
-    sparseport_plugin t = *fake_plugin().table;
-    t.name = "stateful";
-    t.variants = kStatefulVariants;
-    t.n_variants = static_cast<int32_t>(sizeof kStatefulVariants / sizeof kStatefulVariants[0]);
-    t.spmm = &stateful_spmm;
-    return t;
-  }();
-  const PluginInfo stateful = info_of(table);
+  const PluginInfo stateful = stateful_plugin();
   g_stateful_built = false;
   Problem pb = make_problem(20000);
   sparseport_spmm_args args = pb.args();
