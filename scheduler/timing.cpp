@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
@@ -78,11 +79,26 @@ double batch_seconds(const PluginInfo& plugin, const sparseport_exec& exec, spar
   return std::chrono::duration<double>(t1 - t0).count() / calls;
 }
 
-// Calls per batch so that a batch lasts about 200 us: a call far below the host's
-// clock-and-synchronize cost (tens of microseconds on a GPU) is timed as the mean of a batch, so
-// medians resolve 10 % there.
-int calls_per_batch(double seconds_per_call) {
-  return static_cast<int>(std::clamp(200e-6 / std::max(seconds_per_call, 1e-7), 1.0, 64.0));
+// How long a batch of calls lasts, about: a call far below the host's clock-and-synchronize cost is
+// timed as the mean of a batch, so that medians resolve 10 %. On a device that cost is tens of
+// microseconds (a launch, the synchronize): 200 us. A host-memory backend has no synchronize and a
+// clock read of ~25 ns, so 50 us resolves 10 % as well; the probe's five batches and two warm-up
+// calls per variant then cost a quarter of the time (a sampled subgraph's cold decision on the
+// 2-core CPU: 1.0-1.4 ms per probed variant of its ~6 ms at 200 us). SPARSEPORT_PROBE_BATCH_US
+// sets it (an A/B of the decisions' quality; 10-100000).
+double batch_target(const PluginInfo& plugin) {
+  static const double env = [] {
+    const char* v = std::getenv("SPARSEPORT_PROBE_BATCH_US");
+    const double us = v != nullptr ? std::atof(v) : 0;
+    return us >= 10 && us <= 100000 ? us * 1e-6 : 0.0;
+  }();
+  if (env > 0) return env;
+  return plugin.table->memory_space == SPARSEPORT_MEMORY_DEVICE ? 200e-6 : 50e-6;
+}
+
+// Calls per batch so that a batch lasts about batch_target.
+int calls_per_batch(double seconds_per_call, double target) {
+  return static_cast<int>(std::clamp(target / std::max(seconds_per_call, 1e-7), 1.0, 64.0));
 }
 
 }  // namespace
@@ -98,7 +114,7 @@ double time_variant(const PluginInfo& plugin, const sparseport_exec& exec, spars
     if (first < 0) return -1;
     const double again = batch(1);
     if (again < 0) return -1;
-    calls = calls_per_batch(again);
+    calls = calls_per_batch(again, batch_target(plugin));
   }
   std::vector<double> times;
   for (int r = 0; r < std::max(1, repeats); ++r) {
@@ -161,13 +177,13 @@ std::vector<std::pair<std::string, double>> time_full_size(const PluginInfo& plu
     if (s >= 0) s = batch(v, 1);
     if (s >= 0) fastest = std::min(fastest, s);
   }
-  // Then batches (about 200 us each, so launch and clock overheads do not rank short kernels) for
-  // every variant within 4x of the fastest first call, while the budget lasts; the others keep
+  // Then batches (batch_target: 200 us on a device, so launch and clock overheads do not rank short
+  // kernels) for every variant within 4x of the fastest first call, while the budget lasts; the others keep
   // their single call (one call's noise is far below 4x, so they cannot win, and batching them
   // would only spend the budget).
   for (auto& [v, s] : out) {
     if (repeats <= 0 || s < 0 || s > 4 * fastest) continue;
-    const int calls = calls_per_batch(s);
+    const int calls = calls_per_batch(s, batch_target(plugin));
     if (elapsed() + repeats * calls * s > budget_s) continue;
     std::vector<double> times;
     for (int r = 0; r < repeats; ++r) times.push_back(batch(v, calls));
