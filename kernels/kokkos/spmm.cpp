@@ -926,6 +926,8 @@ void hub_split_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, i
 // The G partials meet in team scratch after a team barrier and the item's first team thread folds
 // them in group order: run to run the same bits, but not team_rows' (the additions are grouped
 // differently).
+// Items a team: 8 x G team threads x vl lanes = 8 x 32 = 256 CUDA threads whatever F, the cuda
+// plugin's hub_split block (kBlock), so the two kernels' occupancy compares directly.
 constexpr int kGroupItemsPerTeam = 8;
 
 template <int W, Op op, class I, class V>
