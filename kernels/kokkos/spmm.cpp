@@ -669,6 +669,9 @@ struct Workspace {
   const void* clean_at = nullptr;
   int64_t clean = 0;
   int clean_for = 0;
+  // hub_split_groups_device's tickets, a counter per hub and lane: zero between calls (the item that
+  // draws a counter's last ticket puts it back).
+  Kokkos::View<unsigned*, MemSpace> tickets;
 };
 
 Workspace& workspace() {
@@ -910,91 +913,154 @@ void hub_split_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, i
                        body);
 }
 
-// Device spaces, items narrower than the space's vector length (F / W a power of two below it: float
-// F = 4, 8, ..., 64 with 16-byte loads on CUDA, 1, 2, ..., 16 without): G = vector_length_max / vl
-// team threads share a work item, team thread g of the G folding the item's entries g, g + G, ...
-// across the vl lanes' columns, as the cuda plugin's hub_split splits a row over 4 groups of 8 lanes
-// with float4 loads (spmm_hub_kernel<.., 4, 8, 4>). A warp then holds one item with G entries in
-// flight, where hub_split_device gives a warp G items with one entry each, the longest deciding.
-// H200, F = 32, facebook-combined (Nsight Compute, 2026-12-04): hub_split_device ran 1048 warps at
-// 7 % of the SMs' warp slots, 69 us; these groups 4192 warps at 33 %, 22 us; the cuda plugin's
-// hub_split 4096 warps at 37 %, 19 us. Whole calls, the 17 shared matrices x F = 32, 64, 128 in one
-// run against SPARSEPORT_KOKKOS_GROUPS=0: the best kokkos variant over the cuda plugin's best went
-// from 0.696 to 0.721 geomean (facebook-combined 2.0x faster at F = 32, polblogs 1.5x, cora 1.2x;
-// email-Enron 0.74x at F = 32 and cit-HepPh 0.87x slower; at F = 128, where no groups are formed,
-// within the machine's noise; benchmarks/results/2026-12-04-h200-kokkos-lane-groups.md).
-// The G partials meet in team scratch after a team barrier and the item's first team thread folds
-// them in group order: run to run the same bits, but not team_rows' (the additions are grouped
-// differently).
+// Device spaces: G = vector_length_max / vl team threads share a work item, team thread g of the G
+// folding the item's entries g, g + G, ... across its vl lanes, each lane NK column groups (j = lane,
+// lane + vl, ...: a group's vl lanes load adjacent 16 bytes), as the cuda plugin's hub_split splits a
+// row over 4 groups of 8 lanes with float4 loads at every F (spmm_hub_kernel<.., 4, 8, 4>). A warp
+// then holds one item with G entries in flight, where hub_split_device gives a warp 32 / vl items
+// (one at F / W >= 32) with one entry each, the longest deciding. H200, facebook-combined (Nsight
+// Compute, 2026-12-04): at F = 32 hub_split_device ran 1048 warps at 7 % of the SMs' warp slots,
+// 69 us, the first groups (F / W below the vector length only) 4192 warps at 33 %, 22 us, the cuda
+// plugin's hub_split 4096 warps at 37 %, 19 us; at F = 128 (one item a warp, no groups then) 52 us
+// against the cuda plugin's 21 us. Whole calls with those first groups, the 17 shared matrices x
+// F = 32, 64, 128 in one run against SPARSEPORT_KOKKOS_GROUPS=0: the best kokkos variant over the
+// cuda plugin's best went from 0.696 to 0.721 geomean (facebook-combined 2.0x faster at F = 32,
+// polblogs 1.5x, cora 1.2x; email-Enron 0.74x at F = 32 and cit-HepPh 0.87x slower;
+// benchmarks/results/2026-12-04-h200-kokkos-lane-groups.md). Groups at every F (8 lanes, 1-8 slots a
+// lane): not yet run. The G partials meet in team scratch after a team barrier and the item's first
+// team thread folds them in group order: run to run the same bits, but not team_rows' (the additions
+// are grouped differently).
 // Items a team: 8 x G team threads x vl lanes = 8 x 32 = 256 CUDA threads whatever F, the cuda
 // plugin's hub_split block (kBlock), so the two kernels' occupancy compares directly.
 constexpr int kGroupItemsPerTeam = 8;
+// Lanes of a group at most (group_lanes: 8, 16 under the narrow rule), so tickets per hub in
+// hub_split_groups_device.
+constexpr int64_t kTicketLanes = 16;
 
-template <int W, Op op, class I, class V>
-void hub_split_groups_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, int64_t t, int64_t vl) {
+template <int NK, int W, Op op, class I, class V>
+void hub_split_groups_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, unsigned* tickets, V start, int64_t t,
+                             int64_t vl) {
   using Part = Kokkos::View<Cols<V, W>*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
   const int groups = static_cast<int>(Policy::vector_length_max() / vl);
-  const int64_t items = h.extra + p.m;
+  const int64_t items = h.extra + p.m, fw = p.f / W;
   const int ts = kGroupItemsPerTeam * groups;
   const auto body = KOKKOS_LAMBDA(const Member& team) {
     const int r = team.team_rank();
     const int g = r % groups;
     const int64_t x = static_cast<int64_t>(team.league_rank()) * kGroupItemsPerTeam + r / groups;
     // Aligned for the 16-byte Cols (a scratch View alone is aligned to 8 bytes in Kokkos 3.4).
-    const size_t cells = static_cast<size_t>(team.team_size()) * static_cast<size_t>(vl);
+    const size_t cells = static_cast<size_t>(team.team_size()) * static_cast<size_t>(vl) * NK;
     Part part(static_cast<Cols<V, W>*>(team.team_scratch(0).get_shmem_aligned(cells * sizeof(Cols<V, W>),
                                                                                 alignof(Cols<V, W>))),
               cells);
     Chunk c{0, 0, 0, -1};
     const bool live = x < items;
     if (live) c = chunk_of(p.rp, h, t, x);
+    // Cell of team thread q, lane, slot k.
+    const auto cell = [&](int q, int64_t lane, int k) { return (static_cast<size_t>(q) * vl + lane) * NK + k; };
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, vl), [&](const int64_t lane) {
-      Cols<V, W> acc;
-      for (int w = 0; w < W; ++w) acc.v[w] = V(0);
+      const int nk = lane_cols<NK>(fw, lane, vl);
+      Cols<V, W> acc[NK];
+      for (int k = 0; k < NK; ++k)
+        for (int w = 0; w < W; ++w) acc[k].v[w] = V(0);
       int64_t e = c.eb + g;
-      if (e < c.ee) {
+      for (bool first = true; e < c.ee; e += groups, first = false) {
         const V a = p.av != nullptr ? p.av[e] : V(1);
-        const Cols<V, W> b = reinterpret_cast<const Cols<V, W>*>(p.b + static_cast<int64_t>(p.ci[e]) * p.ldb)[lane];
-        for (int w = 0; w < W; ++w) acc.v[w] = a * b.v[w];
-        for (e += groups; e < c.ee; e += groups) {
-          const V ae = p.av != nullptr ? p.av[e] : V(1);
-          const Cols<V, W> be = reinterpret_cast<const Cols<V, W>*>(p.b + static_cast<int64_t>(p.ci[e]) * p.ldb)[lane];
-          for (int w = 0; w < W; ++w) acc.v[w] = fold<op>(acc.v[w], ae * be.v[w]);
-        }
+        const auto* brow = reinterpret_cast<const Cols<V, W>*>(p.b + static_cast<int64_t>(p.ci[e]) * p.ldb) + lane;
+        for (int k = 0; k < NK; ++k)
+          if (NK == 1 || k < nk) {
+            const Cols<V, W> b = brow[k * vl];
+            for (int w = 0; w < W; ++w) acc[k].v[w] = first ? a * b.v[w] : fold<op>(acc[k].v[w], a * b.v[w]);
+          }
       }
-      part(static_cast<size_t>(r) * vl + lane) = acc;
+      for (int k = 0; k < NK; ++k) part(cell(r, lane, k)) = acc[k];
     });
     team.team_barrier();  // every team thread gets here: no return above
-    if (g != 0 || !live || (c.hub >= 0 && c.ee == c.eb)) return;
+    if (g != 0 || !live) return;
     const int64_t n = c.ee - c.eb;
     const int used = n < groups ? static_cast<int>(n) : groups;  // groups that folded an entry
     const int64_t count = static_cast<int64_t>(p.rp[c.row + 1]) - static_cast<int64_t>(p.rp[c.row]);
+    // A hub's items (its extra chunks, and its row's first chunk while the row is above T; see
+    // chunk_of) each draw a ticket per lane once their atomics are out.
+    const unsigned expected =
+        c.hub < 0 ? 0u : static_cast<unsigned>(h.off[c.hub + 1] - h.off[c.hub] + (count > t ? 1 : 0));
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, vl), [&](const int64_t lane) {
-      Cols<V, W> acc = part(static_cast<size_t>(r) * vl + lane);
-      for (int q = 1; q < used; ++q) {
-        const Cols<V, W> o = part(static_cast<size_t>(r + q) * vl + lane);
-        for (int w = 0; w < W; ++w) acc.v[w] = fold<op>(acc.v[w], o.v[w]);
+      const int nk = lane_cols<NK>(fw, lane, vl);
+      for (int k = 0; k < NK && n > 0; ++k) {
+        if (NK > 1 && k >= nk) break;
+        Cols<V, W> acc = part(cell(r, lane, k));
+        for (int q = 1; q < used; ++q) {
+          const Cols<V, W> o = part(cell(r + q, lane, k));
+          for (int w = 0; w < W; ++w) acc.v[w] = fold<op>(acc.v[w], o.v[w]);
+        }
+        const int64_t j = lane + k * vl;
+        if (c.hub < 0)
+          store<W>(p, p.c + c.row * p.ldc + j * W, acc, count);
+        else
+          for (int w = 0; w < W; ++w) atomic_combine<op>(scratch + c.hub * p.f + j * W + w, acc.v[w], start);
       }
-      if (c.hub < 0)
-        store<W>(p, p.c + c.row * p.ldc + lane * W, acc, count);
-      else
-        for (int w = 0; w < W; ++w) atomic_combine<op>(scratch + c.hub * p.f + lane * W + w, acc.v[w], start);
+      if (c.hub < 0) {
+        if (n == 0)  // an empty row: 0 (the reference's empty row), through alpha, beta
+          for (int k = 0; k < NK; ++k)
+            if (NK == 1 || k < nk) store<W>(p, p.c + c.row * p.ldc + (lane + k * vl) * W, Cols<V, W>{}, count);
+        return;
+      }
+      // The last of a hub's items to draw this lane's ticket finishes the lane's columns (CUDA's
+      // threadFenceReduction pattern, a counter per lane so that no lane waits on another): the
+      // fence puts this item's atomics before its ticket, the exchange reads each cell where the
+      // atomics landed and leaves the identity for the next call. This is hub_split's finish kernel
+      // folded in: one launch fewer a call (on an H200 the finish took 3.6 us of a 25 us call on
+      // cora, plus its launch).
+      Kokkos::memory_fence();
+      unsigned* ticket = tickets + c.hub * kTicketLanes + lane;
+      if (Kokkos::atomic_fetch_add(ticket, 1u) + 1u != expected) return;
+      Kokkos::memory_fence();
+      for (int k = 0; k < NK; ++k)
+        if (NK == 1 || k < nk)
+          for (int w = 0; w < W; ++w) {
+            const int64_t j = (lane + k * vl) * W + w;
+            const V done = Kokkos::atomic_exchange(scratch + c.hub * p.f + j, start);
+            if (count > t) store(p, p.c + c.row * p.ldc + j, done, count);  // else the row's item wrote it whole
+          }
+      *ticket = 0u;
     });
   };
   const int64_t league = (items + kGroupItemsPerTeam - 1) / kGroupItemsPerTeam;
-  const size_t bytes = static_cast<size_t>(ts) * static_cast<size_t>(vl) * sizeof(Cols<V, W>) + alignof(Cols<V, W>);
+  const size_t bytes =
+      static_cast<size_t>(ts) * static_cast<size_t>(vl) * NK * sizeof(Cols<V, W>) + alignof(Cols<V, W>);
   Kokkos::parallel_for("sparseport::kokkos::spmm.hub_split(groups)",
                        Policy(static_cast<int>(league), ts, static_cast<int>(vl)).set_scratch_size(0, Kokkos::PerTeam(bytes)),
                        body);
 }
 
-// Whether hub_split_groups_device serves F / W columns: one lane slot (F / W a power of two, every
-// lane one column group) narrower than the space's vector length, so that more than one group
-// shares an item. SPARSEPORT_KOKKOS_GROUPS=0 keeps hub_split_device (an A/B in one process).
-inline bool lane_groups(int64_t fw) {
-  if (const char* v = std::getenv("SPARSEPORT_KOKKOS_GROUPS"); v != nullptr && std::strcmp(v, "0") == 0) return false;
-  const int64_t vl = vector_length(fw);
-  return vl == fw && vl < Policy::vector_length_max();
+// The lanes of a group in hub_split_groups_device for F / W column groups, or 0 where the groups
+// do not serve: min(F / W, 8) rounded down to a power of two (the cuda plugin's 8 lanes of a group),
+// where the lane slots that cover F / W are at most kLaneCols (F <= 256 in float with 16-byte loads,
+// F <= 64 without) and at least two groups share an item. SPARSEPORT_KOKKOS_GROUPS=0 keeps
+// hub_split_device; =narrow the rule measured first (2026-12-04): groups only where F / W is a power
+// of two below the vector length, one slot a lane (then vl = F / W, 16 lanes at F / W = 16).
+inline int64_t group_lanes(int64_t fw) {
+  const char* v = std::getenv("SPARSEPORT_KOKKOS_GROUPS");
+  if (v != nullptr && std::strcmp(v, "0") == 0) return 0;
+  if (v != nullptr && std::strcmp(v, "narrow") == 0) {
+    const int64_t vl = vector_length(fw);
+    return vl == fw && vl < Policy::vector_length_max() ? vl : 0;
+  }
+  const int64_t vl = vector_length(fw < 8 ? fw : 8);
+  const bool fits = (fw + vl - 1) / vl <= kLaneCols;
+  return fits && vl < Policy::vector_length_max() ? vl : 0;
+}
+
+// hub_split_groups_device with the fewest lane slots that cover F / W with vl lanes.
+template <int W, Op op, class I, class V>
+void hub_split_groups(const Spmm<I, V>& p, const Hubs& h, V* scratch, unsigned* tickets, V start, int64_t t,
+                      int64_t vl) {
+  switch (lane_slots(p.f / W, vl)) {
+    case 1: hub_split_groups_device<1, W, op>(p, h, scratch, tickets, start, t, vl); break;
+    case 2: hub_split_groups_device<2, W, op>(p, h, scratch, tickets, start, t, vl); break;
+    case 4: hub_split_groups_device<4, W, op>(p, h, scratch, tickets, start, t, vl); break;
+    default: hub_split_groups_device<8, W, op>(p, h, scratch, tickets, start, t, vl); break;
+  }
 }
 
 template <Op op, class I, class V>
@@ -1024,18 +1090,32 @@ void hub_split_op(const sparseport_spmm_args& args) {
           KOKKOS_LAMBDA(const int64_t x) { scratch[x] = start; });
     w.clean = 0;  // the chunks write into it now
   }
+  bool finished = false;  // the kernel wrote the hubs into C and put the scratch back (tickets)
   if constexpr (kDeviceMemory) {
     constexpr int W = static_cast<int>(16 / sizeof(V));
-    if (wide_columns(p) > 1) {
-      if (lane_groups(p.f / W))
-        hub_split_groups_device<W, op>(p, h, scratch, start, t, vector_length(p.f / W));
-      else if (lane_slots(p.f / W, vector_length(p.f / W)) == 1)
+    const int wide = wide_columns(p);
+    if (const int64_t vl = group_lanes(wide > 1 ? p.f / W : p.f); vl > 0) {
+      unsigned* tickets = nullptr;
+      if (h.count > 0) {
+        const size_t n = static_cast<size_t>(h.count * kTicketLanes);
+        if (w.tickets.extent(0) < n) {
+          w.tickets = Kokkos::View<unsigned*, MemSpace>();
+          w.tickets = Kokkos::View<unsigned*, MemSpace>("sparseport::kokkos::hub_tickets", n);  // zeroed
+        }
+        tickets = w.tickets.data();
+      }
+      if (wide > 1)
+        hub_split_groups<W, op>(p, h, scratch, tickets, start, t, vl);
+      else
+        hub_split_groups<1, op>(p, h, scratch, tickets, start, t, vl);
+      finished = true;
+    } else if (wide > 1) {
+      if (lane_slots(p.f / W, vector_length(p.f / W)) == 1)
         hub_split_device<1, W, op>(p, h, scratch, start, t);
       else
         hub_split_device<2, W, op>(p, h, scratch, start, t);
     } else {
-      switch (lane_groups(p.f) ? 0 : lane_slots(p.f, vector_length(p.f))) {
-        case 0: hub_split_groups_device<1, op>(p, h, scratch, start, t, vector_length(p.f)); break;
+      switch (lane_slots(p.f, vector_length(p.f))) {
         case 1: hub_split_device<1, 1, op>(p, h, scratch, start, t); break;
         case 2: hub_split_device<2, 1, op>(p, h, scratch, start, t); break;
         case 4: hub_split_device<4, 1, op>(p, h, scratch, start, t); break;
@@ -1048,14 +1128,15 @@ void hub_split_op(const sparseport_spmm_args& args) {
   if (h.count > 0) {
     // The hubs into C; a listed row no longer above T was written whole (a stale plan). Each cell
     // goes back to the identity for the next call (Workspace::clean).
-    Kokkos::parallel_for(
-        "sparseport::kokkos::spmm.hub_split.finish", Range(0, cells), KOKKOS_LAMBDA(const int64_t x) {
-          const int64_t hub = x / p.f, j = x - hub * p.f;
-          const int64_t i = h.rows[hub];
-          const int64_t count = static_cast<int64_t>(p.rp[i + 1]) - static_cast<int64_t>(p.rp[i]);
-          if (count > t) store(p, p.c + i * p.ldc + j, scratch[x], count);
-          scratch[x] = start;
-        });
+    if (!finished)
+      Kokkos::parallel_for(
+          "sparseport::kokkos::spmm.hub_split.finish", Range(0, cells), KOKKOS_LAMBDA(const int64_t x) {
+            const int64_t hub = x / p.f, j = x - hub * p.f;
+            const int64_t i = h.rows[hub];
+            const int64_t count = static_cast<int64_t>(p.rp[i + 1]) - static_cast<int64_t>(p.rp[i]);
+            if (count > t) store(p, p.c + i * p.ldc + j, scratch[x], count);
+            scratch[x] = start;
+          });
     w.clean_at = scratch;
     w.clean_for = kind;
     w.clean = clean_after;

@@ -354,8 +354,8 @@ TEST(KokkosSpmm, TeamRowsLaneColumnsMatchTheReference) {
 
 // 16-byte loads on a device space (wide_columns in kernels/kokkos/spmm.cpp: 4 float or 2 double
 // columns a lane) where F and both lds are multiples of the width: F from one lane's load (4) to two
-// loads a lane (256), lds equal to F, padded by a multiple of the width, and padded by 3 (the scalar
-// kernel); team_rows and hub_split with hubs split into chunks (T = 8), every reduce, both type pairs;
+// loads a lane (256), 12 and 33 (lanes with fewer slots than others), lds equal to F, padded by a
+// multiple of the width, and padded by 3 (the scalar kernel); team_rows and hub_split with hubs split into chunks (T = 8), every reduce, both type pairs;
 // and again with SPARSEPORT_KOKKOS_WIDE=0 (the scalar kernels on the same aligned inputs). On a host
 // space the same inputs run the host kernels.
 void check_wide_columns() {
@@ -366,7 +366,7 @@ void check_wide_columns() {
   const auto a32 = rows_of<int32_t, float>(degrees, 97, rng);
   const auto a64 = rows_of<int64_t, double>(degrees, 97, rng);
   int run = 0;
-  for (const int64_t f : {4, 8, 32, 64, 128, 256, 260})
+  for (const int64_t f : {4, 8, 12, 32, 33, 64, 128, 256, 260})
     for (const int64_t pad : {0, 4, 3})
       for (const sp::Reduce r : kAllReduces)
         for (const char* v : {"spmm.team_rows", "spmm.hub_split"}) {
@@ -378,12 +378,12 @@ void check_wide_columns() {
         }
 }
 
-// And on a device space hub_split's lane groups (hub_split_groups_device: F / W of 1-16 column
-// groups, 32 / (F / W) team threads an item) against its one-thread-an-item kernel
-// (SPARSEPORT_KOKKOS_GROUPS=0).
+// And on a device space hub_split's lane groups (hub_split_groups_device: groups of up to 8 lanes,
+// each lane 1-8 column groups, F = 12 and 33 leaving some lanes a slot short) against the first,
+// narrow rule (SPARSEPORT_KOKKOS_GROUPS=narrow) and the one-thread-an-item kernel (=0).
 TEST(KokkosSpmm, WideColumnLoadsMatchTheReference) {
   for (const char* wide : {"1", "0"})
-    for (const char* groups : {static_cast<const char*>(nullptr), "0"}) {
+    for (const char* groups : {static_cast<const char*>(nullptr), "narrow", "0"}) {
       SCOPED_TRACE(std::string("SPARSEPORT_KOKKOS_WIDE=") + wide + ", SPARSEPORT_KOKKOS_GROUPS=" +
                    (groups != nullptr ? groups : "(unset)"));
       const sparseport_test::ScopedEnv knob("SPARSEPORT_KOKKOS_WIDE", wide);
