@@ -1,10 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
-// csr_attention.onepass: a team thread per row, one pass over the row with an online softmax (the
-// running maximum rescales what was summed so far), so no nnz-long score buffer is needed. Each
-// score is a vector reduction across F; the weighted V rows are summed by vector lanes across Fv
-// directly in the output row, which the op overwrites anyway. Host spaces: blocks of whole rows
-// balanced on rows + nonzeros, scores in batches of 32 as dots in vector registers with K and V
-// rows prefetched, one rescale per batch that raises the maximum, V rows summed by plain loops.
+// csr_attention.onepass: one pass over a row's entries with an online softmax (the running maximum
+// rescales what was summed so far), so no nnz-long score buffer is needed.
+//
+// Device spaces: work items of at most T entries (chunk_length), a team thread each, vector lanes
+// across F for each score (a reduction) and across Fv for the weighted V rows. A row of up to T
+// entries is one item and sums straight into its output row, which the op overwrites anyway. A
+// longer row (a hub) is cut into items of T entries that each keep their own softmax state (the
+// maximum m_p, the sum z_p of exp(s - m_p), the partial output o_p) in a workspace, and a second
+// kernel merges a hub's items in item order as split-K / FlashDecoding do (m = max m_p, z = sum
+// z_p exp(m_p - m), out = sum o_p exp(m_p - m) / z). The first version gave every row one team
+// thread: on an H200 (Kokkos 3.4, CUDA, 2026-12-04) it ran 107-143x slower than the cuda plugin's
+// csr_attention.fused on rmat:18:16 (262k rows, ~4M entries, power-law: 37.1 against 0.34 ms at
+// F = 32, 105 against 0.73 ms at F = 128), where a hub row of tens of thousands of entries was one
+// team thread's serial loop while the rest of the GPU idled. Not measured since the rewrite.
+// The hub list is a plan (kept in the backend's plan cache, as spmm.hub_split's; a stale plan costs
+// balance, never correctness, see item_of). No atomics, and the partition depends only on rowptr
+// (T on nnz and rows alone), so the bits change neither from run to run nor with the launch shape
+// or the device's size: the variant stays flagged deterministic.
+//
+// Host spaces: blocks of whole rows balanced on rows + nonzeros, scores in batches of 32 as dots in
+// vector registers with K and V rows prefetched, one rescale per batch that raises the maximum, V
+// rows summed by plain loops.
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "backends/kokkos/runtime.hpp"
 #include "kernels/kokkos/common.hpp"
 #include "kernels/kokkos/kernels.hpp"
 #include "core/plugin_support.hpp"
@@ -25,6 +47,191 @@ inline void prefetch_row(const V* p, int64_t n) {
   const char* c = reinterpret_cast<const char*>(p);
   const int64_t bytes = n * static_cast<int64_t>(sizeof(V)) < 256 ? n * static_cast<int64_t>(sizeof(V)) : 256;
   for (int64_t x = 0; x < bytes; x += 64) __builtin_prefetch(c + x);
+}
+
+// ---- device spaces: work items ----------------------------------------------------------------
+
+// T, the most entries a work item holds: the smallest length that cuts the entries into about
+// kChunks items (2^15: kWaves = 4 items per worker of spmm.hub_split's chunk_length, whose workers
+// are an H200's 8448 groups of 32 lanes), so that no item holds more than about a quarter of a
+// worker's fair share and the worker that draws the longest one finishes near the others. A
+// constant, not the device's worker count, and no SPARSEPORT_HUB_T: the variant is flagged
+// deterministic, and T decides how a hub's sums are grouped, so it depends on the matrix alone
+// (the cuda plugin's deterministic mode fixes its partition the same way). Never below kMinChunk:
+// a split row writes and reads back Fv + 2 values per item on top of the item's T x (F + Fv)
+// gathered ones, which T >= 32 keeps under 1/32 of them. Never below kHubMeanMultiple x the mean
+// row (spmm.hub_split's floor, the cuda plugin's mean_floor): a row a few times the mean does not
+// unbalance the workers and is not worth a merge. rmat:18:16 (~4 M entries): T = about 128, and
+// each of its hubs of tens of thousands of entries becomes hundreds of items.
+constexpr int64_t kChunks = int64_t{1} << 15;
+constexpr int64_t kMinChunk = 32;
+constexpr int64_t kHubMeanMultiple = 4;
+
+inline int64_t chunk_length(int64_t nnz, int64_t rows) {
+  const int64_t per_chunk = (nnz + kChunks - 1) / kChunks;
+  return std::max({kMinChunk, per_chunk, kHubMeanMultiple * (nnz / std::max<int64_t>(rows, 1))});
+}
+
+// The hubs: rows of more than T entries, in row order (rows), and their extra items numbered from
+// 0 (off: hub h's items 1.. are the extra items [off[h], off[h + 1]); item 0 goes with its row).
+// Hub h's partial states are the workspace slots [off[h] + h, off[h + 1] + h + 1), in item order.
+// Execution-space memory, held by a HubPlan.
+struct Hubs {
+  int64_t count = 0, extra = 0;
+  const int64_t* rows = nullptr;
+  const int64_t* off = nullptr;
+};
+
+struct HubPlan : Plan {
+  Kokkos::View<int64_t*, MemSpace> rows, off;
+  Hubs hubs;
+};
+
+// The plan's build, spmm.hub_split's (build_hubs): two scans whose totals come back to the host,
+// the only synchronisations of this op, once per plan.
+template <class I>
+std::shared_ptr<HubPlan> build_hubs(const I* rp, int64_t m, int64_t nnz, int64_t t) {
+  auto plan = std::make_shared<HubPlan>();
+  plan->watch(rp, static_cast<size_t>(m + 1) * sizeof(I));
+  // At most nnz / (T + 1) rows hold more than T entries.
+  const int64_t cap = std::min(m, nnz / (t + 1));
+  if (cap == 0) return plan;
+  plan->rows = Kokkos::View<int64_t*, MemSpace>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("sparseport::kokkos::attention_hub_rows")), cap);
+  int64_t* rows = plan->rows.data();
+  int64_t count = 0;
+  Kokkos::parallel_scan(
+      "sparseport::kokkos::csr_attention.onepass.hubs", Range(0, m),
+      KOKKOS_LAMBDA(const int64_t i, int64_t& n, const bool final) {
+        if (static_cast<int64_t>(rp[i + 1]) - static_cast<int64_t>(rp[i]) > t) {
+          if (final) rows[n] = i;
+          n += 1;
+        }
+      },
+      count);
+  if (count == 0) {
+    plan->rows = {};
+    return plan;
+  }
+  plan->off = Kokkos::View<int64_t*, MemSpace>(
+      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("sparseport::kokkos::attention_hub_off")), count + 1);
+  int64_t* off = plan->off.data();
+  int64_t extra = 0;
+  Kokkos::parallel_scan(
+      "sparseport::kokkos::csr_attention.onepass.items", Range(0, count),
+      KOKKOS_LAMBDA(const int64_t h, int64_t& n, const bool final) {
+        const int64_t i = rows[h];
+        const int64_t deg = static_cast<int64_t>(rp[i + 1]) - static_cast<int64_t>(rp[i]);
+        const int64_t more = (deg + t - 1) / t - 1;
+        if (final) {
+          off[h] = n;
+          if (h + 1 == count) off[count] = n + more;
+        }
+        n += more;
+      },
+      extra);
+  Kokkos::fence();
+  plan->hubs = {count, extra, rows, off};
+  return plan;
+}
+
+template <class I>
+std::shared_ptr<HubPlan> hub_plan(const I* rp, int64_t m, int64_t nnz, int64_t t) {
+  const std::string key = "csr_attention.onepass|" + std::to_string(reinterpret_cast<uintptr_t>(rp)) + "|" +
+                          std::to_string(m) + "|" + std::to_string(nnz) + "|" + std::to_string(sizeof(I)) + "|" +
+                          std::to_string(t);
+  auto plan = std::static_pointer_cast<HubPlan>(plans().find(key));
+  if (plan == nullptr) {
+    plan = build_hubs(rp, m, nnz, t);
+    plans().insert(key, plan);
+  }
+  return plan;
+}
+
+// The partial states of the hubs' items (o_p: Fv values a slot, then m_p and z_p), reused from
+// call to call and grown by half again when too small, as spmm.hub_split's scratch (a cudaMalloc
+// per call would synchronise and cost more than the kernels on small inputs). Every slot a call
+// merges is written by that call first, so nothing needs initialising. One mutex serialises the
+// calls that use it; freed by a Kokkos finalize hook (a View must not outlive Kokkos); never
+// destroyed (spmm.cpp's Workspace says why).
+struct Workspace {
+  std::mutex lock;
+  bool hooked = false;
+  Kokkos::View<double*, MemSpace> partials;  // double: aligned for float and double alike
+};
+
+Workspace& workspace() {
+  static Workspace* w = new Workspace;
+  return *w;
+}
+
+double* grown(Kokkos::View<double*, MemSpace>& v, size_t n) {
+  if (v.extent(0) < n) {
+    const size_t want = std::max(n, v.extent(0) + v.extent(0) / 2);
+    v = Kokkos::View<double*, MemSpace>();  // free the old buffer first: never both at once
+    v = Kokkos::View<double*, MemSpace>(
+        Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("sparseport::kokkos::attention_partials")), want);
+  }
+  return v.data();
+}
+
+void hook(Workspace& w) {
+  if (w.hooked) return;
+  Kokkos::push_finalize_hook([] {
+    Workspace& ws = workspace();
+    std::lock_guard<std::mutex> guard(ws.lock);
+    ws.partials = {};
+    ws.hooked = false;
+  });
+  w.hooked = true;
+}
+
+// A work item: row `row`, its entries [eb, ee), and where its result goes: kWholeRow, the whole row
+// into out; a slot >= 0, a hub's item into the workspace; kNoItem, nothing (a stale plan's extra
+// item of a row no longer above T, which its row's item writes whole).
+constexpr int64_t kWholeRow = -1, kNoItem = -2;
+struct Item {
+  int64_t row, eb, ee, slot;
+};
+
+// Work item x < hubs.extra: an extra item of a hub. Else row x - hubs.extra with its first item.
+// Hub items come first so that the longest rows start first. Checked against the rowptr read here
+// (spmm.cpp's chunk_of): a planned hub no longer above T is written whole by its row's item (the
+// merge skips it); a row above T that the plan does not list is written whole by one item; a hub's
+// last planned item runs to the row's end however long it has grown, and an item past a shrunk
+// row's end is empty (m_p = -inf, z_p = 0, o_p = 0: it weighs nothing in the merge).
+template <class I>
+KOKKOS_INLINE_FUNCTION Item item_of(const I* rp, const Hubs& h, int64_t t, int64_t x) {
+  Item c;
+  if (x < h.extra) {
+    const int64_t hub = lower_bound(h.off, h.count + 1, x + 1) - 1;  // the last hub whose first extra item is <= x
+    c.row = h.rows[hub];
+    const int64_t k = x - h.off[hub] + 1;
+    const bool last = x + 1 == h.off[hub + 1];
+    const int64_t begin = static_cast<int64_t>(rp[c.row]), end = static_cast<int64_t>(rp[c.row + 1]);
+    if (end - begin <= t) {
+      c.eb = c.ee = begin;
+      c.slot = kNoItem;
+      return c;
+    }
+    c.eb = begin + k * t < end ? begin + k * t : end;
+    c.ee = last || c.eb + t > end ? end : c.eb + t;
+    c.slot = h.off[hub] + hub + k;
+  } else {
+    c.row = x - h.extra;
+    const int64_t begin = static_cast<int64_t>(rp[c.row]), end = static_cast<int64_t>(rp[c.row + 1]);
+    c.eb = begin;
+    c.ee = end;
+    c.slot = kWholeRow;
+    if (end - begin > t) {
+      const int64_t hub = lower_bound(h.rows, h.count, c.row);
+      if (hub < h.count && h.rows[hub] == c.row) {
+        c.slot = h.off[hub] + hub;
+        c.ee = begin + t;
+      }
+    }
+  }
+  return c;
 }
 
 template <class I, class V>
@@ -93,37 +300,106 @@ void onepass(const sparseport_attention_args& args) {
     Kokkos::fence();
     return;
   }
-  Kokkos::parallel_for(
-      "sparseport::kokkos::csr_attention.onepass", row_blocks(m, fv > f ? fv : f), KOKKOS_LAMBDA(const Member& t) {
-        const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
-        const int64_t r1 = r0 + kRowsPerTeam < m ? r0 + kRowsPerTeam : m;
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t i) {
-          V* oi = out + i * ldo;
-          const V* qi = q + i * ldq;
-          const int64_t begin = static_cast<int64_t>(rp[i]), end = static_cast<int64_t>(rp[i + 1]);
-          Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, fv), [&](const int64_t j) { oi[j] = V(0); });
-          V top = V(0), z = V(0);
-          for (int64_t e = begin; e < end; ++e) {
-            const int64_t col = static_cast<int64_t>(ci[e]);
-            const V* kj = k + col * ldk;
-            V dot = V(0);
-            Kokkos::parallel_reduce(
-                Kokkos::ThreadVectorRange(t, f), [&](const int64_t x, V& s) { s += qi[x] * kj[x]; }, dot);
-            const V s = scale * dot;
-            // The first score sets the maximum; later ones rescale what was summed when they raise it.
-            const V next = e == begin || s > top ? s : top;
-            const V rescale = e == begin ? V(0) : exp_of(top - next);
-            const V p = exp_of(s - next);
-            z = z * rescale + p;
-            top = next;
-            const V* vj = v + col * ldv;
-            Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, fv),
-                                 [&](const int64_t j) { oi[j] = oi[j] * rescale + p * vj[j]; });
-          }
-          if (end > begin)
-            Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, fv), [&](const int64_t j) { oi[j] = oi[j] / z; });
+  // Device spaces (the top of the file says why items of at most T entries). Each item's softmax
+  // starts from m = -inf and guards the two places where -inf - -inf would make a NaN: a -inf score
+  // weighs 0 and a maximum that does not move rescales by 1. So, as in the reference, -inf scores
+  // weigh 0 wherever they stand, a row whose scores are all -inf gets z = 0 and 0 / 0 = NaN, a NaN
+  // score never raises m and makes its weight, z and the row NaN, and a +inf score becomes m with
+  // weight exp(inf - inf) = NaN. (The row-per-thread kernel before started from the first score,
+  // so a first score of -inf among finite ones made the row NaN where the reference gives that key
+  // weight 0; the operations are otherwise the same, so a row of at most T entries keeps its bits.)
+  if (m == 0) return;  // no work items (and no league of 0)
+  const int64_t nnz = args.a.nnz, t = chunk_length(nnz, m);
+  // Held by this call: an invalidation from another thread cannot free the hub list under it.
+  const std::shared_ptr<HubPlan> plan = hub_plan(rp, m, nnz, t);
+  const Hubs h = plan->hubs;
+  const V neg_inf = -std::numeric_limits<V>::infinity();
+  Workspace& ws = workspace();
+  std::lock_guard<std::mutex> guard(ws.lock);
+  hook(ws);
+  // Slot s of the workspace: o_p at po + s * Fv, m_p at pm[s], z_p at pz[s].
+  const int64_t slots = h.extra + h.count;
+  V* po = nullptr;
+  V* pm = nullptr;
+  V* pz = nullptr;
+  if (h.count > 0) {
+    const size_t values = static_cast<size_t>(slots * (fv + 2));
+    po = reinterpret_cast<V*>(grown(ws.partials, (values * sizeof(V) + sizeof(double) - 1) / sizeof(double)));
+    pm = po + slots * fv;
+    pz = pm + slots;
+  }
+  const int64_t items = h.extra + m;
+  const int vl = vector_length(fv > f ? fv : f);
+  // A team thread per item, team_size() items a team, in teams of the size Kokkos recommends for
+  // the kernel (as sddmm's and spmm's device kernels).
+  const auto walk = KOKKOS_LAMBDA(const Member& team) {
+    const int64_t x0 = static_cast<int64_t>(team.league_rank()) * team.team_size();
+    const int64_t x1 = x0 + team.team_size() < items ? x0 + team.team_size() : items;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, x0, x1), [&](const int64_t x) {
+      const Item c = item_of(rp, h, t, x);
+      if (c.slot == kNoItem) return;
+      V* acc = c.slot == kWholeRow ? out + c.row * ldo : po + c.slot * fv;
+      const V* qi = q + c.row * ldq;
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, fv), [&](const int64_t j) { acc[j] = V(0); });
+      V top = neg_inf, z = V(0);
+      for (int64_t e = c.eb; e < c.ee; ++e) {
+        const int64_t col = static_cast<int64_t>(ci[e]);
+        const V* kj = k + col * ldk;
+        V dot = V(0);
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(team, f), [&](const int64_t y, V& s) { s += qi[y] * kj[y]; }, dot);
+        const V s = scale * dot;
+        // A NaN never raises the maximum (and spreads through exp); see above for the guards.
+        const V next = s > top ? s : top;
+        const V rescale = next == top ? V(1) : exp_of(top - next);
+        const V p = s == neg_inf ? V(0) : exp_of(s - next);
+        z = z * rescale + p;
+        top = next;
+        const V* vj = v + col * ldv;
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, fv),
+                             [&](const int64_t j) { acc[j] = acc[j] * rescale + p * vj[j]; });
+      }
+      if (c.slot == kWholeRow) {
+        if (c.ee > c.eb)  // an empty row keeps its zeros
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, fv), [&](const int64_t j) { acc[j] = acc[j] / z; });
+      } else {
+        Kokkos::single(Kokkos::PerThread(team), [&]() {
+          pm[c.slot] = top;
+          pz[c.slot] = z;
+        });
+      }
+    });
+  };
+  const int ts = Policy(1, Kokkos::AUTO, vl).team_size_recommended(walk, Kokkos::ParallelForTag());
+  Kokkos::parallel_for("sparseport::kokkos::csr_attention.onepass",
+                       Policy(static_cast<int>((items + ts - 1) / ts), ts, vl), walk);
+  if (h.count > 0) {
+    // A team thread per hub merges its items' states in item order (the same bits every run): m is
+    // the largest m_p (never NaN, see above), each item weighs exp(m_p - m), or 1 where m_p == m
+    // (an item or a row of -inf scores only: no -inf - -inf). A NaN z_p or o_p stays NaN (times 0
+    // too, as the reference's 0 x inf and 0 x NaN do); a row of -inf scores only gets 0 / 0 = NaN.
+    const auto merge = KOKKOS_LAMBDA(const Member& team) {
+      const int64_t h0 = static_cast<int64_t>(team.league_rank()) * team.team_size();
+      const int64_t h1 = h0 + team.team_size() < h.count ? h0 + team.team_size() : h.count;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, h0, h1), [&](const int64_t hub) {
+        const int64_t i = h.rows[hub];
+        if (static_cast<int64_t>(rp[i + 1]) - static_cast<int64_t>(rp[i]) <= t) return;  // written whole (stale plan)
+        const int64_t s0 = h.off[hub] + hub, s1 = h.off[hub + 1] + hub + 1;
+        V top = neg_inf;
+        for (int64_t sl = s0; sl < s1; ++sl) top = pm[sl] > top ? pm[sl] : top;
+        V z = V(0);
+        for (int64_t sl = s0; sl < s1; ++sl) z = z + pz[sl] * (pm[sl] == top ? V(1) : exp_of(pm[sl] - top));
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, fv), [&](const int64_t j) {
+          V o = V(0);
+          for (int64_t sl = s0; sl < s1; ++sl) o = o + po[sl * fv + j] * (pm[sl] == top ? V(1) : exp_of(pm[sl] - top));
+          out[i * ldo + j] = o / z;
         });
       });
+    };
+    const int mts = Policy(1, Kokkos::AUTO, vl).team_size_recommended(merge, Kokkos::ParallelForTag());
+    Kokkos::parallel_for("sparseport::kokkos::csr_attention.onepass.merge",
+                         Policy(static_cast<int>((h.count + mts - 1) / mts), mts, vl), merge);
+  }
   Kokkos::fence();
 }
 
