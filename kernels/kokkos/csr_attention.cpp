@@ -14,7 +14,7 @@
 // F = 32, 105 against 0.73 ms at F = 128), where a hub row of tens of thousands of entries was one
 // team thread's serial loop while the rest of the GPU idled. Not measured since the rewrite.
 // The hub list is a plan (kept in the backend's plan cache, as spmm.hub_split's; a stale plan costs
-// balance, never correctness, see item_of). No atomics, and the partition depends only on rowptr
+// balance, never correctness, see hubs.hpp). No atomics, and the partition depends only on rowptr
 // (T on nnz and rows alone), so the bits change neither from run to run nor with the launch shape
 // or the device's size: the variant stays flagged deterministic.
 //
@@ -28,6 +28,7 @@
 
 #include "backends/kokkos/runtime.hpp"
 #include "kernels/kokkos/common.hpp"
+#include "kernels/kokkos/hubs.hpp"
 #include "kernels/kokkos/kernels.hpp"
 #include "core/plugin_support.hpp"
 
@@ -72,81 +73,8 @@ inline int64_t chunk_length(int64_t nnz, int64_t rows) {
   return std::max({kMinChunk, per_chunk, kHubMeanMultiple * (nnz / std::max<int64_t>(rows, 1))});
 }
 
-// The hubs: rows of more than T entries, in row order (rows), and their extra items numbered from
-// 0 (off: hub h's items 1.. are the extra items [off[h], off[h + 1]); item 0 goes with its row).
-// Hub h's partial states are the workspace slots [off[h] + h, off[h + 1] + h + 1), in item order.
-// Execution-space memory, held by a HubPlan.
-struct Hubs {
-  int64_t count = 0, extra = 0;
-  const int64_t* rows = nullptr;
-  const int64_t* off = nullptr;
-};
-
-struct HubPlan : Plan {
-  Kokkos::View<int64_t*, MemSpace> rows, off;
-  Hubs hubs;
-};
-
-// The plan's build, spmm.hub_split's (build_hubs): two scans whose totals come back to the host,
-// the only synchronisations of this op, once per plan.
-template <class I>
-std::shared_ptr<HubPlan> build_hubs(const I* rp, int64_t m, int64_t nnz, int64_t t) {
-  auto plan = std::make_shared<HubPlan>();
-  plan->watch(rp, static_cast<size_t>(m + 1) * sizeof(I));
-  // At most nnz / (T + 1) rows hold more than T entries.
-  const int64_t cap = std::min(m, nnz / (t + 1));
-  if (cap == 0) return plan;
-  plan->rows = Kokkos::View<int64_t*, MemSpace>(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("sparseport::kokkos::attention_hub_rows")), cap);
-  int64_t* rows = plan->rows.data();
-  int64_t count = 0;
-  Kokkos::parallel_scan(
-      "sparseport::kokkos::csr_attention.onepass.hubs", Range(0, m),
-      KOKKOS_LAMBDA(const int64_t i, int64_t& n, const bool final) {
-        if (static_cast<int64_t>(rp[i + 1]) - static_cast<int64_t>(rp[i]) > t) {
-          if (final) rows[n] = i;
-          n += 1;
-        }
-      },
-      count);
-  if (count == 0) {
-    plan->rows = {};
-    return plan;
-  }
-  plan->off = Kokkos::View<int64_t*, MemSpace>(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("sparseport::kokkos::attention_hub_off")), count + 1);
-  int64_t* off = plan->off.data();
-  int64_t extra = 0;
-  Kokkos::parallel_scan(
-      "sparseport::kokkos::csr_attention.onepass.items", Range(0, count),
-      KOKKOS_LAMBDA(const int64_t h, int64_t& n, const bool final) {
-        const int64_t i = rows[h];
-        const int64_t deg = static_cast<int64_t>(rp[i + 1]) - static_cast<int64_t>(rp[i]);
-        const int64_t more = (deg + t - 1) / t - 1;
-        if (final) {
-          off[h] = n;
-          if (h + 1 == count) off[count] = n + more;
-        }
-        n += more;
-      },
-      extra);
-  Kokkos::fence();
-  plan->hubs = {count, extra, rows, off};
-  return plan;
-}
-
-template <class I>
-std::shared_ptr<HubPlan> hub_plan(const I* rp, int64_t m, int64_t nnz, int64_t t) {
-  const std::string key = "csr_attention.onepass|" + std::to_string(reinterpret_cast<uintptr_t>(rp)) + "|" +
-                          std::to_string(m) + "|" + std::to_string(nnz) + "|" + std::to_string(sizeof(I)) + "|" +
-                          std::to_string(t);
-  auto plan = std::static_pointer_cast<HubPlan>(plans().find(key));
-  if (plan == nullptr) {
-    plan = build_hubs(rp, m, nnz, t);
-    plans().insert(key, plan);
-  }
-  return plan;
-}
+// Hub h's partial states are the workspace slots [off[h] + h, off[h + 1] + h + 1) of its plan
+// (hubs.hpp), in item order: item k of the hub (0: its row's first chunk) is slot off[h] + h + k.
 
 // The partial states of the hubs' items (o_p: Fv values a slot, then m_p and z_p), reused from
 // call to call and grown by half again when too small, as spmm.hub_split's scratch (a cudaMalloc
@@ -186,52 +114,12 @@ void hook(Workspace& w) {
   w.hooked = true;
 }
 
-// A work item: row `row`, its entries [eb, ee), and where its result goes: kWholeRow, the whole row
-// into out; a slot >= 0, a hub's item into the workspace; kNoItem, nothing (a stale plan's extra
-// item of a row no longer above T, which its row's item writes whole).
-constexpr int64_t kWholeRow = -1, kNoItem = -2;
-struct Item {
-  int64_t row, eb, ee, slot;
-};
-
-// Work item x < hubs.extra: an extra item of a hub. Else row x - hubs.extra with its first item.
-// Hub items come first so that the longest rows start first. Checked against the rowptr read here
-// (spmm.cpp's chunk_of): a planned hub no longer above T is written whole by its row's item (the
-// merge skips it); a row above T that the plan does not list is written whole by one item; a hub's
-// last planned item runs to the row's end however long it has grown, and an item past a shrunk
-// row's end is empty (m_p = -inf, z_p = 0, o_p = 0: it weighs nothing in the merge).
-template <class I>
-KOKKOS_INLINE_FUNCTION Item item_of(const I* rp, const Hubs& h, int64_t t, int64_t x) {
-  Item c;
-  if (x < h.extra) {
-    const int64_t hub = lower_bound(h.off, h.count + 1, x + 1) - 1;  // the last hub whose first extra item is <= x
-    c.row = h.rows[hub];
-    const int64_t k = x - h.off[hub] + 1;
-    const bool last = x + 1 == h.off[hub + 1];
-    const int64_t begin = static_cast<int64_t>(rp[c.row]), end = static_cast<int64_t>(rp[c.row + 1]);
-    if (end - begin <= t) {
-      c.eb = c.ee = begin;
-      c.slot = kNoItem;
-      return c;
-    }
-    c.eb = begin + k * t < end ? begin + k * t : end;
-    c.ee = last || c.eb + t > end ? end : c.eb + t;
-    c.slot = h.off[hub] + hub + k;
-  } else {
-    c.row = x - h.extra;
-    const int64_t begin = static_cast<int64_t>(rp[c.row]), end = static_cast<int64_t>(rp[c.row + 1]);
-    c.eb = begin;
-    c.ee = end;
-    c.slot = kWholeRow;
-    if (end - begin > t) {
-      const int64_t hub = lower_bound(h.rows, h.count, c.row);
-      if (hub < h.count && h.rows[hub] == c.row) {
-        c.slot = h.off[hub] + hub;
-        c.ee = begin + t;
-      }
-    }
-  }
-  return c;
+// Where a work item's result goes: kWholeRow, the whole row into out; a slot >= 0, a hub's item into
+// the workspace (an item past a shrunk hub's end, or of a listed row no longer above T, is empty and
+// writes m_p = -inf, z_p = 0, o_p = 0: it weighs nothing, and the merge skips a row no longer above T).
+constexpr int64_t kWholeRow = -1;
+KOKKOS_INLINE_FUNCTION int64_t slot_of(const Hubs& h, const Chunk& c) {
+  return c.hub < 0 ? kWholeRow : h.off[c.hub] + c.hub + c.k;
 }
 
 template <class I, class V>
@@ -311,7 +199,7 @@ void onepass(const sparseport_attention_args& args) {
   if (m == 0) return;  // no work items (and no league of 0)
   const int64_t nnz = args.a.nnz, t = chunk_length(nnz, m);
   // Held by this call: an invalidation from another thread cannot free the hub list under it.
-  const std::shared_ptr<HubPlan> plan = hub_plan(rp, m, nnz, t);
+  const std::shared_ptr<HubPlan> plan = hub_plan("csr_attention.onepass", rp, m, nnz, t);
   const Hubs h = plan->hubs;
   const V neg_inf = -std::numeric_limits<V>::infinity();
   Workspace& ws = workspace();
@@ -336,9 +224,9 @@ void onepass(const sparseport_attention_args& args) {
     const int64_t x0 = static_cast<int64_t>(team.league_rank()) * team.team_size();
     const int64_t x1 = x0 + team.team_size() < items ? x0 + team.team_size() : items;
     Kokkos::parallel_for(Kokkos::TeamThreadRange(team, x0, x1), [&](const int64_t x) {
-      const Item c = item_of(rp, h, t, x);
-      if (c.slot == kNoItem) return;
-      V* acc = c.slot == kWholeRow ? out + c.row * ldo : po + c.slot * fv;
+      const Chunk c = chunk_of(rp, h, t, x);
+      const int64_t slot = slot_of(h, c);
+      V* acc = slot == kWholeRow ? out + c.row * ldo : po + slot * fv;
       const V* qi = q + c.row * ldq;
       Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, fv), [&](const int64_t j) { acc[j] = V(0); });
       V top = neg_inf, z = V(0);
@@ -359,13 +247,13 @@ void onepass(const sparseport_attention_args& args) {
         Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, fv),
                              [&](const int64_t j) { acc[j] = acc[j] * rescale + p * vj[j]; });
       }
-      if (c.slot == kWholeRow) {
+      if (slot == kWholeRow) {
         if (c.ee > c.eb)  // an empty row keeps its zeros
           Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, fv), [&](const int64_t j) { acc[j] = acc[j] / z; });
       } else {
         Kokkos::single(Kokkos::PerThread(team), [&]() {
-          pm[c.slot] = top;
-          pz[c.slot] = z;
+          pm[slot] = top;
+          pz[slot] = z;
         });
       }
     });

@@ -53,6 +53,7 @@
 
 #include "backends/kokkos/runtime.hpp"
 #include "kernels/kokkos/common.hpp"
+#include "kernels/kokkos/hubs.hpp"
 #include "kernels/kokkos/kernels.hpp"
 #include "core/plugin_support.hpp"
 
@@ -702,121 +703,6 @@ void hook(Workspace& w) {
   w.hooked = true;
 }
 
-// The hubs: rows of more than T entries, in row order (rows), and their extra chunks numbered
-// from 0 (off: hub h's chunks 1.. are the extra chunks [off[h], off[h + 1]); chunk 0 goes with its
-// row). Execution-space memory, held by a HubPlan.
-struct Hubs {
-  int64_t count = 0, extra = 0;
-  const int64_t* rows = nullptr;
-  const int64_t* off = nullptr;
-};
-
-struct HubPlan : Plan {
-  Kokkos::View<int64_t*, MemSpace> rows, off;
-  Hubs hubs;
-};
-
-// The plan's build: two scans whose totals come back to the host (the only synchronisations of
-// hub_split, once per plan).
-template <class I>
-std::shared_ptr<HubPlan> build_hubs(const I* rp, int64_t m, int64_t nnz, int64_t t) {
-  auto plan = std::make_shared<HubPlan>();
-  plan->watch(rp, static_cast<size_t>(m + 1) * sizeof(I));
-  // At most nnz / (T + 1) rows hold more than T entries.
-  const int64_t cap = std::min(m, nnz / (t + 1));
-  if (cap == 0) return plan;
-  plan->rows = Kokkos::View<int64_t*, MemSpace>(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("sparseport::kokkos::hub_rows")), cap);
-  int64_t* rows = plan->rows.data();
-  int64_t count = 0;
-  Kokkos::parallel_scan(
-      "sparseport::kokkos::spmm.hub_split.hubs", Range(0, m),
-      KOKKOS_LAMBDA(const int64_t i, int64_t& n, const bool final) {
-        if (static_cast<int64_t>(rp[i + 1]) - static_cast<int64_t>(rp[i]) > t) {
-          if (final) rows[n] = i;
-          n += 1;
-        }
-      },
-      count);
-  if (count == 0) {
-    plan->rows = {};
-    return plan;
-  }
-  plan->off = Kokkos::View<int64_t*, MemSpace>(
-      Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("sparseport::kokkos::hub_off")), count + 1);
-  int64_t* off = plan->off.data();
-  int64_t extra = 0;
-  Kokkos::parallel_scan(
-      "sparseport::kokkos::spmm.hub_split.chunks", Range(0, count),
-      KOKKOS_LAMBDA(const int64_t h, int64_t& n, const bool final) {
-        const int64_t i = rows[h];
-        const int64_t deg = static_cast<int64_t>(rp[i + 1]) - static_cast<int64_t>(rp[i]);
-        const int64_t more = (deg + t - 1) / t - 1;
-        if (final) {
-          off[h] = n;
-          if (h + 1 == count) off[count] = n + more;
-        }
-        n += more;
-      },
-      extra);
-  Kokkos::fence();
-  plan->hubs = {count, extra, rows, off};
-  return plan;
-}
-
-template <class I>
-std::shared_ptr<HubPlan> hub_plan(const I* rp, int64_t m, int64_t nnz, int64_t t) {
-  const std::string key = "spmm.hub_split|" + std::to_string(reinterpret_cast<uintptr_t>(rp)) + "|" +
-                          std::to_string(m) + "|" + std::to_string(nnz) + "|" + std::to_string(sizeof(I)) + "|" +
-                          std::to_string(t);
-  auto plan = std::static_pointer_cast<HubPlan>(plans().find(key));
-  if (plan == nullptr) {
-    plan = build_hubs(rp, m, nnz, t);
-    plans().insert(key, plan);
-  }
-  return plan;
-}
-
-// Where a chunk goes: its row, its entries [eb, ee), and the hub whose scratch row it joins (-1: a
-// whole row, written to C directly). eb == ee with hub >= 0: nothing to add (a stale plan's chunk).
-struct Chunk {
-  int64_t row, eb, ee, hub;
-};
-
-// Work item x < hubs.extra: an extra chunk of a hub. Else row x - hubs.extra with its first chunk.
-// Hub chunks come first so that the longest work starts first. The checks against the rowptr read
-// here (see the top of the file) make a stale plan cost balance, never correctness.
-template <class I>
-KOKKOS_INLINE_FUNCTION Chunk chunk_of(const I* rp, const Hubs& h, int64_t t, int64_t x) {
-  Chunk c;
-  if (x < h.extra) {
-    c.hub = lower_bound(h.off, h.count + 1, x + 1) - 1;  // the last hub whose first extra chunk is <= x
-    c.row = h.rows[c.hub];
-    const int64_t k = x - h.off[c.hub] + 1;
-    const bool last = x + 1 == h.off[c.hub + 1];
-    const int64_t begin = static_cast<int64_t>(rp[c.row]), end = static_cast<int64_t>(rp[c.row + 1]);
-    if (end - begin <= t) {  // no longer a hub: its row's item writes it whole
-      c.eb = c.ee = begin;
-      return c;
-    }
-    c.eb = begin + k * t < end ? begin + k * t : end;
-    c.ee = last || c.eb + t > end ? end : c.eb + t;
-  } else {
-    c.row = x - h.extra;
-    const int64_t begin = static_cast<int64_t>(rp[c.row]), end = static_cast<int64_t>(rp[c.row + 1]);
-    c.eb = begin;
-    c.ee = end;
-    c.hub = -1;
-    if (end - begin > t) {
-      const int64_t hub = lower_bound(h.rows, h.count, c.row);
-      if (hub < h.count && h.rows[hub] == c.row) {
-        c.hub = hub;
-        c.ee = begin + t;
-      }
-    }
-  }
-  return c;
-}
 
 // Host spaces: one chunk by one thread, the entries outside and kHostCols columns of C inside, as
 // team_rows's host loop (acc a local array, so the compiler keeps it apart from B and C and
@@ -953,7 +839,7 @@ void hub_split_groups_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, uns
     Part part(static_cast<Cols<V, W>*>(team.team_scratch(0).get_shmem_aligned(cells * sizeof(Cols<V, W>),
                                                                                 alignof(Cols<V, W>))),
               cells);
-    Chunk c{0, 0, 0, -1};
+    Chunk c{0, 0, 0, -1, 0};
     const bool live = x < items;
     if (live) c = chunk_of(p.rp, h, t, x);
     // Cell of team thread q, lane, slot k.
@@ -1069,7 +955,7 @@ void hub_split_op(const sparseport_spmm_args& args) {
   if (p.m == 0 || p.f == 0) return;
   const int64_t t = chunk_length(args.a.nnz, p.m, p.f);
   // Held by this call: an invalidation from another thread cannot free the hub list under it.
-  const std::shared_ptr<HubPlan> plan = hub_plan(p.rp, p.m, args.a.nnz, t);
+  const std::shared_ptr<HubPlan> plan = hub_plan("spmm.hub_split", p.rp, p.m, args.a.nnz, t);
   const Hubs h = plan->hubs;
   Workspace& w = workspace();
   std::lock_guard<std::mutex> guard(w.lock);

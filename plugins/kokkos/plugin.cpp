@@ -60,8 +60,9 @@ const sparseport_variant kVariants[] = {
      "every element of every gathered message a Kokkos atomic update; the baseline (host spaces: no atomics, each "
      "thread owns a range of output rows and folds its messages in message order)"},
     {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.onepass", kDefault | kDet,
-     "a team thread per row, online softmax in one pass, V rows summed by vector lanes in the output row (host "
-     "spaces: blocks of whole rows + nonzeros, scores as dots in vector registers)"},
+     "online softmax in one pass; device spaces: work items of at most T entries, a team thread each, V rows "
+     "summed by vector lanes, a longer row's items merged in item order (split-K); host spaces: blocks of whole "
+     "rows + nonzeros, scores as dots in vector registers"},
     {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.scan_copy", kDefault | kDet,
      "row lengths and a parallel_scan, then each selected row copied by vector lanes"},
     {SPARSEPORT_OP_CSR_SLICE_ROWS_DENSE, "csr_slice_rows_dense.rows", kDefault | kDet,
