@@ -93,16 +93,6 @@ Workspace& workspace() {
   return *w;
 }
 
-double* grown(Kokkos::View<double*, MemSpace>& v, size_t n) {
-  if (v.extent(0) < n) {
-    const size_t want = std::max(n, v.extent(0) + v.extent(0) / 2);
-    v = Kokkos::View<double*, MemSpace>();  // free the old buffer first: never both at once
-    v = Kokkos::View<double*, MemSpace>(
-        Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string("sparseport::kokkos::attention_partials")), want);
-  }
-  return v.data();
-}
-
 void hook(Workspace& w) {
   if (w.hooked) return;
   Kokkos::push_finalize_hook([] {
@@ -212,7 +202,8 @@ void onepass(const sparseport_attention_args& args) {
   V* pz = nullptr;
   if (h.count > 0) {
     const size_t values = static_cast<size_t>(slots * (fv + 2));
-    po = reinterpret_cast<V*>(grown(ws.partials, (values * sizeof(V) + sizeof(double) - 1) / sizeof(double)));
+    const size_t doubles = (values * sizeof(V) + sizeof(double) - 1) / sizeof(double);
+    po = reinterpret_cast<V*>(grown(ws.partials, doubles, "sparseport::kokkos::attention_partials"));
     pm = po + slots * fv;
     pz = pm + slots;
   }

@@ -680,16 +680,6 @@ Workspace& workspace() {
   return *w;
 }
 
-template <class T>
-T* grown(Kokkos::View<T*, MemSpace>& v, size_t n, const char* label) {
-  if (v.extent(0) < n) {
-    const size_t want = std::max(n, v.extent(0) + v.extent(0) / 2);
-    v = Kokkos::View<T*, MemSpace>();  // free the old buffer first: never both at once
-    v = Kokkos::View<T*, MemSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), want);
-  }
-  return v.data();
-}
-
 void hook(Workspace& w) {
   if (w.hooked) return;
   Kokkos::push_finalize_hook([] {
