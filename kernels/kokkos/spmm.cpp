@@ -686,13 +686,13 @@ void hook(Workspace& w) {
     Workspace& ws = workspace();
     std::lock_guard<std::mutex> guard(ws.lock);
     ws.scratch = {};
+    ws.tickets = {};  // a View must not outlive Kokkos
     ws.clean_at = nullptr;
     ws.clean = 0;
     ws.hooked = false;
   });
   w.hooked = true;
 }
-
 
 // Host spaces: one chunk by one thread, the entries outside and kHostCols columns of C inside, as
 // team_rows's host loop (acc a local array, so the compiler keeps it apart from B and C and
