@@ -813,6 +813,26 @@ constexpr int kGroupItemsPerTeam = 8;
 // hub_split_groups_device.
 constexpr int64_t kTicketLanes = 16;
 
+// *o = x atomically, returning the old value bit for bit. Not Kokkos::atomic_exchange on V: for float
+// and double, Kokkos 3.4's overload set resolves (g++ and clang alike) to the generic one of
+// impl/Kokkos_Atomic_Generic_Secondary.hpp, a compare-and-swap loop that compares values, so a NaN
+// cell (NaN != NaN) swaps, loops once more and returns the value just stored: a hub whose scratch
+// cell held NaN came out as the identity (-0, -inf or +inf). Found by running the device path on
+// Kokkos-OpenMP (GNU atomics) against the reference. The integer exchange compares bits.
+template <class V>
+KOKKOS_INLINE_FUNCTION V exchange_bits(V* o, V x) {
+  using Bits = std::conditional_t<sizeof(V) == sizeof(unsigned int), unsigned int, unsigned long long>;
+  static_assert(sizeof(Bits) == sizeof(V), "float and double have a same-size unsigned integer");
+  union Pun {
+    V v;
+    Bits b;
+  };
+  Pun in, out;
+  in.v = x;
+  out.b = Kokkos::atomic_exchange(reinterpret_cast<Bits*>(o), in.b);
+  return out.v;
+}
+
 template <int NK, int W, Op op, class I, class V>
 void hub_split_groups_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, unsigned* tickets, V start, int64_t t,
                              int64_t vl) {
@@ -895,7 +915,7 @@ void hub_split_groups_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, uns
         if (NK == 1 || k < nk)
           for (int w = 0; w < W; ++w) {
             const int64_t j = (lane + k * vl) * W + w;
-            const V done = Kokkos::atomic_exchange(scratch + c.hub * p.f + j, start);
+            const V done = exchange_bits(scratch + c.hub * p.f + j, start);  // bits: a NaN stays
             if (count > t) store(p, p.c + c.row * p.ldc + j, done, count);  // else the row's item wrote it whole
           }
       *ticket = 0u;
