@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Collects the cost model's training records on this machine: the generated corpus
 # (scheduler/model/corpus.py, generated graphs only) timed with `sparseport tune --collect`.
-#   scheduler/model/collect.sh BUILD_DIR OUT_DIR SECONDS [cuda] [openmp] [kokkos]
+#   scheduler/model/collect.sh BUILD_DIR OUT_DIR SECONDS [cuda] [openmp] [kokkos] [kokkos-cuda]
 # cuda:   every scheduled op on the GPU, F in 1..512, spmm sum and max (CPU core 0).
 # openmp: spmm and sddmm on 2 threads pinned to cores 2-3 (taskset; OPENMP_CPUS=all: not pinned),
 #         graphs up to 2M entries, at the same time as the GPU run (which uses one core), so the two
@@ -10,6 +10,10 @@
 # kokkos: spmm on the CPU corpus, the kokkos plugin of a Kokkos-OpenMP build (sddmm has one kokkos
 #         variant: nothing to rank), THREADS (default 2) threads, alone: run it on a quiet machine,
 #         not beside the others (kokkos-x86_64.json was collected so on the 2-core CPU).
+# kokkos-cuda: spmm on the GPU corpus, the kokkos plugin of a Kokkos-CUDA build (build/kokkos-cuda,
+#         tests/kokkos/gpu_check.sh builds it), F = 16, 32, 64, 128, sum and max (CPU core 0), the
+#         whole SECONDS; its records go to OUT_DIR/kokkos.jsonl.gz, for the kokkos-sm90 model (issue
+#         36: until then a Kokkos-CUDA scheduler takes the cuda-sm90 model, model.cpp's nearest class).
 # Each backend stops starting graphs when SECONDS are spent; its records (every op) end up in
 # OUT_DIR/<backend>.jsonl.gz. Logs: OUT_DIR/collect-<backend>.log.
 set -u
@@ -57,6 +61,10 @@ case " $WHAT " in *" kokkos "*)
     export OMP_PROC_BIND=false THREADS=${THREADS:-2}
     run_op kokkos "$CORPUS_CPU" "$SECONDS_LIMIT" spmm 16,64,128 sum,max
   ) >"$OUT/collect-kokkos.log" 2>&1
+  ;;
+esac
+case " $WHAT " in *" kokkos-cuda "*)
+  run_op kokkos "$CORPUS" "$SECONDS_LIMIT" spmm 16,32,64,128 sum,max taskset -c 0 >"$OUT/collect-kokkos-cuda.log" 2>&1
   ;;
 esac
 case " $WHAT " in *" cuda "*)
