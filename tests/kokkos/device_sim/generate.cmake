@@ -31,6 +31,8 @@ endfunction()
 if(name STREQUAL "common.hpp")
   # vector_length's cap: a CUDA warp's 32 lanes (a host space allows 1 or its own length).
   replace("const int64_t cap = Policy::vector_length_max();" "const int64_t cap = SPARSEPORT_SIM_VLMAX;" 1)
+  # The message reductions (reduce_sorted, reduce_atomic: segment_reduce, gather_scatter).
+  replace("if constexpr (!kDeviceMemory) {" "if constexpr (false) {  // device_sim" 2)
 else()
   replace("if constexpr (!kDeviceMemory) {" "if constexpr (false) {  // device_sim" 0)
 endif()
