@@ -12,16 +12,8 @@
 #include <limits>
 #include <random>
 #include <vector>
-#include "backends/kokkos/runtime.hpp"
 #include "kernels/kokkos/kernels.hpp"
 #include "kernels/reference/kernels.hpp"
-
-namespace sparseport::kokkos {
-PlanCache& plans() {
-  static PlanCache* cache = new PlanCache(32, [] { Kokkos::push_finalize_hook([] { plans().clear(); }); });
-  return *cache;
-}
-}  // namespace sparseport::kokkos
 
 using namespace sparseport;
 static int failures = 0, checks = 0;
