@@ -371,32 +371,51 @@ KOKKOS_INLINE_FUNCTION T atomic_count(T* x, T n) {
 // hardware float max), so this costs the same. The swap compares bit patterns (not values, where
 // 0.0 == -0.0 and NaN != NaN); the first guess is the identity the element starts from (`start`),
 // so no plain read races with the atomics.
+// A float or double and the same-size unsigned integer: the atomics below swap bit patterns (Kokkos's
+// own atomics pun through a union as well; memcpy is not a device function everywhere).
+template <class V>
+union BitsOf {
+  using Bits = std::conditional_t<sizeof(V) == sizeof(unsigned int), unsigned int, unsigned long long>;
+  static_assert(sizeof(Bits) == sizeof(V), "float and double have a same-size unsigned integer");
+  V v;
+  Bits b;
+};
+
 template <Op op, class V>
 KOKKOS_INLINE_FUNCTION void atomic_combine(V* o, V x, V start) {
   if constexpr (op == Op::sum) {
     (void)start;
     Kokkos::atomic_add(o, x);
   } else {
-    using Bits = std::conditional_t<sizeof(V) == sizeof(unsigned int), unsigned int, unsigned long long>;
-    static_assert(sizeof(Bits) == sizeof(V), "float and double have a same-size unsigned integer");
-    // Kokkos's own atomics pun through a union as well; memcpy is not a device function everywhere.
-    union Pun {
-      V v;
-      Bits b;
-    };
-    Pun cur, want;
+    using Bits = typename BitsOf<V>::Bits;
+    BitsOf<V> cur, want;
     cur.v = start;
     want.v = x;
     while (true) {
       if (cur.v != cur.v) return;  // a NaN is stored: it stays
       const bool better = x != x || (op == Op::max ? x > cur.v : x < cur.v);
       if (!better) return;
-      Pun seen;
+      BitsOf<V> seen;
       seen.b = Kokkos::atomic_compare_exchange(reinterpret_cast<Bits*>(o), cur.b, want.b);
       if (seen.b == cur.b) return;
       cur = seen;
     }
   }
+}
+
+// *o = x atomically, returning the old value bit for bit. Not Kokkos::atomic_exchange on V: for float
+// and double, Kokkos 3.4's overload set resolves (g++ and clang alike) to the generic one of
+// impl/Kokkos_Atomic_Generic_Secondary.hpp, a compare-and-swap loop that compares values, so a NaN
+// cell (NaN != NaN) swaps, loops once more and returns the value just stored: spmm.hub_split's ticket
+// finish gave a hub whose scratch cell held NaN the identity (-0, -inf or +inf). Found by running the
+// device path on Kokkos-OpenMP (GNU atomics) against the reference (tests/kokkos/device_sim). The
+// integer exchange compares bits.
+template <class V>
+KOKKOS_INLINE_FUNCTION V exchange_bits(V* o, V x) {
+  BitsOf<V> in, out;
+  in.v = x;
+  out.b = Kokkos::atomic_exchange(reinterpret_cast<typename BitsOf<V>::Bits*>(o), in.b);
+  return out.v;
 }
 
 // Any dst order: every element an atomic update (the baseline compilers generate), then a pass

@@ -813,26 +813,6 @@ constexpr int kGroupItemsPerTeam = 8;
 // hub_split_groups_device.
 constexpr int64_t kTicketLanes = 16;
 
-// *o = x atomically, returning the old value bit for bit. Not Kokkos::atomic_exchange on V: for float
-// and double, Kokkos 3.4's overload set resolves (g++ and clang alike) to the generic one of
-// impl/Kokkos_Atomic_Generic_Secondary.hpp, a compare-and-swap loop that compares values, so a NaN
-// cell (NaN != NaN) swaps, loops once more and returns the value just stored: a hub whose scratch
-// cell held NaN came out as the identity (-0, -inf or +inf). Found by running the device path on
-// Kokkos-OpenMP (GNU atomics) against the reference. The integer exchange compares bits.
-template <class V>
-KOKKOS_INLINE_FUNCTION V exchange_bits(V* o, V x) {
-  using Bits = std::conditional_t<sizeof(V) == sizeof(unsigned int), unsigned int, unsigned long long>;
-  static_assert(sizeof(Bits) == sizeof(V), "float and double have a same-size unsigned integer");
-  union Pun {
-    V v;
-    Bits b;
-  };
-  Pun in, out;
-  in.v = x;
-  out.b = Kokkos::atomic_exchange(reinterpret_cast<Bits*>(o), in.b);
-  return out.v;
-}
-
 template <int NK, int W, Op op, class I, class V>
 void hub_split_groups_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, unsigned* tickets, V start, int64_t t,
                              int64_t vl) {
