@@ -40,6 +40,13 @@ using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int64_t>>;
 // not a measured optimum (the Debian build is Serial, where it makes no difference).
 inline constexpr int64_t kRowsPerTeam = 16;
 
+// W adjacent values of a dense row, loaded or stored at once: 16 bytes at W = 16 / sizeof(V) (one
+// vector load on a GPU) where the row's start is 16-byte aligned. spmm's and sddmm's device kernels.
+template <class V, int W>
+struct alignas(sizeof(V) * W) Cols {
+  V v[W];
+};
+
 // Vector lanes across F: the largest power of two <= min(F, what the space allows).
 inline int vector_length(int64_t f) {
   const int64_t cap = Policy::vector_length_max();

@@ -119,18 +119,14 @@ KOKKOS_INLINE_FUNCTION void store(const Spmm<I, V>& p, V* cij, V acc, int64_t co
   *cij = finished(p, acc, count, p.read_c ? *cij : V(0));
 }
 
-// Device spaces: W adjacent columns of C or of a row of B, one load or store (16 bytes at W = 16 /
-// sizeof(V), where F, the lds and the pointers allow: wide_columns). The cuda plugin's row kernels
-// get most of their lead at F <= 64 from these loads: each lane's gather moves 16 bytes instead of
-// 4, so a warp has 4x the bytes in flight (mdual at F = 32, 1M entries of ~4 a row: team_rows 0.13 ms
-// against row_warp_vec4's 0.045, 0.071 with these loads; over the 17 shared matrices at F = 32-128 the
-// best kokkos variant went from 0.63x to 0.73x the cuda plugin's best; H200, 2026-12-04,
-// benchmarks/results/2026-12-04-h200-kokkos-wide-tc-small-weak-band.md). W = 1 is the scalar kernel.
-template <class V, int W>
-struct alignas(sizeof(V) * W) Cols {
-  V v[W];
-};
-
+// Device spaces: Cols (common.hpp) of W adjacent columns of C or of a row of B, one load or store
+// (16 bytes at W = 16 / sizeof(V), where F, the lds and the pointers allow: wide_columns). The cuda
+// plugin's row kernels get most of their lead at F <= 64 from these loads: each lane's gather moves
+// 16 bytes instead of 4, so a warp has 4x the bytes in flight (mdual at F = 32, 1M entries of ~4 a
+// row: team_rows 0.13 ms against row_warp_vec4's 0.045, 0.071 with these loads; over the 17 shared
+// matrices at F = 32-128 the best kokkos variant went from 0.63x to 0.73x the cuda plugin's best;
+// H200, 2026-12-04, benchmarks/results/2026-12-04-h200-kokkos-wide-tc-small-weak-band.md). W = 1 is
+// the scalar kernel.
 template <int W, class I, class V>
 KOKKOS_INLINE_FUNCTION void store(const Spmm<I, V>& p, V* cij, const Cols<V, W>& acc, int64_t count) {
   Cols<V, W>* out = reinterpret_cast<Cols<V, W>*>(cij);
