@@ -162,7 +162,9 @@ namespace {
 
 // Device spaces: every item's softmax over its entries into out (a row of at most T entries) or its
 // workspace slot (a hub's item), kScoreBatch entries at a time (above). W > 1: W adjacent values of
-// Q, K, V and the output at once (Cols, 16 bytes), where F, Fv, the lds and the pointers allow.
+// Q, K, V and the output at once (Cols, 16 bytes), where F, Fv, the lds and the pointers allow. The
+// width groups a score's sum differently, so the bits are those of the same operands at the same
+// 16-byte alignment (as spmm.team_rows's, also flagged deterministic).
 template <int W, class I, class V>
 void walk_device(const I* rp, const I* ci, const V* q, const V* k, const V* v, V* out, V* po, V* pm, V* pz,
                  const Hubs& h, int64_t m, int64_t t, int64_t f, int64_t fv, int64_t ldq, int64_t ldk, int64_t ldv,

@@ -62,7 +62,9 @@ inline bool wide_dots() {
 // the pointers allow: a quarter of the load instructions in float. On an H200 the scalar dots ran at
 // 0.36-0.49x the cuda plugin's sddmm.nnz_balanced (mesh2d 1024 x 1024, 5M entries: 1.78 against
 // 0.68 ms at F = 128, 0.62 against 0.30 at F = 32; rmat:18:16 0.33-0.43x), which moves each of Y's
-// rows with float4 loads (2026-12-04).
+// rows with float4 loads (2026-12-04). The width groups a dot's sum differently, so the bits are
+// those of the same operands at the same 16-byte alignment (as spmm.team_rows's; both are flagged
+// deterministic).
 template <int W, class I, class V>
 void team_rows_device(const I* rp, const I* ci, const V* av, const V* x, const V* y, V* out, int64_t m, int64_t nnz,
                       int64_t f, int64_t ldx, int64_t ldy, int64_t ldo) {
