@@ -33,6 +33,11 @@ if(name STREQUAL "common.hpp")
   replace("const int64_t cap = Policy::vector_length_max();" "const int64_t cap = SPARSEPORT_SIM_VLMAX;" 1)
   # The message reductions (reduce_sorted, reduce_atomic: segment_reduce, gather_scatter).
   replace("if constexpr (!kDeviceMemory) {" "if constexpr (false) {  // device_sim" 2)
+  # reduce_chunks: teams of what a host team can be, and the chunk length the test chooses.
+  replace("inline constexpr int kMessageItemsPerTeam = 8;"
+          "inline constexpr int kMessageItemsPerTeam = SPARSEPORT_SIM_ITEMS_PER_TEAM;" 1)
+  replace("  return std::max(kMinMessageChunk, per_item);"
+          "  extern int64_t sim_message_chunk;  // device_sim: tests/kokkos/device_sim/sim_plans.cpp\n  return sim_message_chunk > 0 ? sim_message_chunk : std::max(kMinMessageChunk, per_item);" 1)
 else()
   replace("if constexpr (!kDeviceMemory) {" "if constexpr (false) {  // device_sim" 0)
 endif()
