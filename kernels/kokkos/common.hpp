@@ -213,33 +213,36 @@ T* grown(Kokkos::View<T*, MemSpace>& v, size_t n, const char* label, bool zeroed
   return v.data();
 }
 
-// The device paths of the message reductions keep their scratch from call to call, as spmm.cpp's
-// Workspace does (there a cudaMalloc and a synchronising cudaFree per call cost more than the
-// kernels on small inputs): reduce_chunks's piece slots and tickets (the tickets zero between
-// calls), reduce_atomic's counts. One mutex serialises the calls that use them; freed by a Kokkos
-// finalize hook (a View must not outlive Kokkos); the object itself is never destroyed.
-struct MessageWorkspace {
+// The scratch buffers of the ops that hold no plan, kept from call to call as spmm.cpp's Workspace
+// keeps hub_split's (a cudaMalloc and a synchronising cudaFree per call cost more than the kernels
+// on small inputs): reduce_chunks's piece slots and tickets (the tickets zero between calls),
+// reduce_atomic's counts, csr_induced_subgraph's vertex map. One mutex serialises the calls that use
+// them; freed by a Kokkos finalize hook (a View must not outlive Kokkos); the object itself is never
+// destroyed.
+struct OpWorkspace {
   std::mutex lock;
   bool hooked = false;
   Kokkos::View<double*, MemSpace> slots;  // double: aligned for float and double alike
   Kokkos::View<unsigned*, MemSpace> tickets;
   Kokkos::View<int64_t*, MemSpace> counts;
+  Kokkos::View<int64_t*, MemSpace> map;
 };
 
-inline MessageWorkspace& message_workspace() {
-  static MessageWorkspace* w = new MessageWorkspace;
+inline OpWorkspace& op_workspace() {
+  static OpWorkspace* w = new OpWorkspace;
   return *w;
 }
 
 // With w.lock held, before w's first buffer.
-inline void hook_messages(MessageWorkspace& w) {
+inline void hook_op_workspace(OpWorkspace& w) {
   if (w.hooked) return;
   Kokkos::push_finalize_hook([] {
-    MessageWorkspace& ws = message_workspace();
+    OpWorkspace& ws = op_workspace();
     std::lock_guard<std::mutex> guard(ws.lock);
     ws.slots = {};
     ws.tickets = {};
     ws.counts = {};
+    ws.map = {};
     ws.hooked = false;
   });
   w.hooked = true;
@@ -379,9 +382,9 @@ void reduce_chunks(const Messages<I, V>& msg) {
   const int64_t vl = vector_length(msg.f);
   const int64_t t = message_chunk(msg.count, vl);
   const int64_t items = std::max<int64_t>(1, (msg.count + t - 1) / t);
-  MessageWorkspace& w = message_workspace();
+  OpWorkspace& w = op_workspace();
   std::lock_guard<std::mutex> guard(w.lock);
-  hook_messages(w);
+  hook_op_workspace(w);
   const size_t doubles = (static_cast<size_t>(2 * items * msg.f) * sizeof(V) + sizeof(double) - 1) / sizeof(double);
   V* slots = reinterpret_cast<V*>(grown(w.slots, doubles, "sparseport::kokkos::message_slots"));
   unsigned* tickets = grown(w.tickets, static_cast<size_t>(items * vl), "sparseport::kokkos::message_tickets", true);
@@ -768,9 +771,9 @@ void reduce_atomic(const Messages<I, V>& msg) {
   }
   // The counts from the workspace (a View per call was a cudaMalloc, a memset kernel and a
   // synchronising cudaFree), zeroed by reduce_atomic_op's first kernel.
-  MessageWorkspace& w = message_workspace();
+  OpWorkspace& w = op_workspace();
   std::lock_guard<std::mutex> guard(w.lock);
-  hook_messages(w);
+  hook_op_workspace(w);
   int64_t* count = grown(w.counts, static_cast<size_t>(msg.out_rows), "sparseport::kokkos::counts");
   if (msg.reduce == SPARSEPORT_REDUCE_MAX)
     reduce_atomic_op<Op::max>(msg, count);
