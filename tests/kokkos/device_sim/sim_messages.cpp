@@ -75,6 +75,23 @@ void same_bits(const std::vector<V>& a, const std::vector<V>& b, const std::stri
   if (std::memcmp(a.data(), b.data(), a.size() * sizeof(V)) != 0) ++failures, std::printf("FAIL %s: bits differ between two calls\n", what.c_str());
 }
 
+// A team_segments variant (run(out)) at each chunk length of kChunks against want, each call twice
+// for the same bits.
+template <class V, class Run>
+void at_each_chunk(Run run, const std::vector<V>& want, const std::vector<double>& scale, int64_t n, int64_t f,
+                   int64_t ld, const std::string& what) {
+  for (const int64_t chunk : kChunks) {
+    sparseport::kokkos::sim_message_chunk = chunk;
+    std::vector<V> got(want.size(), V(-9)), again = got;
+    run(got.data());
+    run(again.data());
+    const std::string w = what + " chunk=" + std::to_string(chunk);
+    compare(got, want, scale, n, f, ld, w);
+    same_bits(got, again, w);
+  }
+  sparseport::kokkos::sim_message_chunk = 0;
+}
+
 template <class I, class V>
 void suite(uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -142,16 +159,8 @@ void suite(uint64_t seed) {
             compare(got, want, scale, n, f, ldo, "segment_reduce.atomic" + base);
             continue;
           }
-          for (const int64_t chunk : kChunks) {
-            kokkos::sim_message_chunk = chunk;
-            std::vector<V> got(want.size(), V(-9)), again = got;
-            kokkos::segment_reduce_team_segments(args_of(got.data()));
-            kokkos::segment_reduce_team_segments(args_of(again.data()));
-            const std::string what = "segment_reduce.team_segments" + base + " chunk=" + std::to_string(chunk);
-            compare(got, want, scale, n, f, ldo, what);
-            same_bits(got, again, what);
-          }
-          kokkos::sim_message_chunk = 0;
+          at_each_chunk([&](V* out) { kokkos::segment_reduce_team_segments(args_of(out)); }, want, scale, n, f, ldo,
+                        "segment_reduce.team_segments" + base);
         }
         // gather_scatter, weighted and not, by both variants (dst sorted, as the op requires).
         for (bool weighted : {true, false}) {
@@ -174,16 +183,8 @@ void suite(uint64_t seed) {
           kokkos::gather_scatter_atomic(args_of(got2.data()));
           const std::string what = base + (weighted ? " weighted" : "");
           compare(got2, want, scale, n, f, ldo, "gather_scatter.atomic" + what);
-          for (const int64_t chunk : kChunks) {
-            kokkos::sim_message_chunk = chunk;
-            std::vector<V> got(want.size(), V(-9)), again = got;
-            kokkos::gather_scatter_team_segments(args_of(got.data()));
-            kokkos::gather_scatter_team_segments(args_of(again.data()));
-            const std::string w = "gather_scatter.team_segments" + what + " chunk=" + std::to_string(chunk);
-            compare(got, want, scale, n, f, ldo, w);
-            same_bits(got, again, w);
-          }
-          kokkos::sim_message_chunk = 0;
+          at_each_chunk([&](V* out) { kokkos::gather_scatter_team_segments(args_of(out)); }, want, scale, n, f, ldo,
+                        "gather_scatter.team_segments" + what);
         }
       }
     }

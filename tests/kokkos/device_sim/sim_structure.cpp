@@ -94,6 +94,19 @@ void two_phases(Args a, int64_t out_rows, Fn run, std::vector<I>& rp, std::vecto
   run(a);
 }
 
+// Both phases by the reference and by the kokkos kernel, the three arrays compared bit for bit.
+template <class I, class V, class Args>
+void against_reference(const Args& a, int64_t out_rows, void (*ref)(const Args&), void (*kk)(const Args&),
+                       const std::string& what, bool pattern) {
+  std::vector<I> rp0, ci0, rp1, ci1;
+  std::vector<V> v0, v1;
+  two_phases<I, V>(a, out_rows, ref, rp0, ci0, v0, pattern);
+  two_phases<I, V>(a, out_rows, kk, rp1, ci1, v1, pattern);
+  same(rp1, rp0, what + " rowptr");
+  same(ci1, ci0, what + " colind");
+  same(v1, v0, what + " values");
+}
+
 template <class I, class V>
 void suite(uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -128,13 +141,7 @@ void suite(uint64_t seed) {
         a.a = csr(g, pattern);
         a.rows = {s, pick.data(), it};
         a.out = {s, cols, 0, nullptr, nullptr, nullptr, it, vt};
-        std::vector<I> rp0, ci0, rp1, ci1;
-        std::vector<V> v0, v1;
-        two_phases<I, V>(a, s, [](const sparseport_slice_rows_args& x) { reference::csr_slice_rows(x); }, rp0, ci0, v0, pattern);
-        two_phases<I, V>(a, s, [](const sparseport_slice_rows_args& x) { kokkos::csr_slice_rows(x); }, rp1, ci1, v1, pattern);
-        same(rp1, rp0, "csr_slice_rows rowptr " + base);
-        same(ci1, ci0, "csr_slice_rows colind " + base);
-        same(v1, v0, "csr_slice_rows values " + base);
+        against_reference<I, V>(a, s, &reference::csr_slice_rows, &kokkos::csr_slice_rows, "csr_slice_rows " + base, pattern);
       }
       if (cols == 40) {
         // Induced subgraphs need a square A: the graph's first 40 rows (60 x 40).
@@ -158,14 +165,8 @@ void suite(uint64_t seed) {
           a.a = csr(sq, pattern);
           a.vertices = {nv, vert.data(), it};
           a.out = {nv, nv, 0, nullptr, nullptr, nullptr, it, vt};
-          std::vector<I> rp0, ci0, rp1, ci1;
-          std::vector<V> v0, v1;
-          two_phases<I, V>(a, nv, [](const sparseport_induced_subgraph_args& x) { reference::csr_induced_subgraph(x); }, rp0, ci0, v0, pattern);
-          two_phases<I, V>(a, nv, [](const sparseport_induced_subgraph_args& x) { kokkos::csr_induced_subgraph(x); }, rp1, ci1, v1, pattern);
-          const std::string what = base + (k == 0 ? " half" : " all");
-          same(rp1, rp0, "csr_induced_subgraph rowptr " + what);
-          same(ci1, ci0, "csr_induced_subgraph colind " + what);
-          same(v1, v0, "csr_induced_subgraph values " + what);
+          against_reference<I, V>(a, nv, &reference::csr_induced_subgraph, &kokkos::csr_induced_subgraph,
+                                  "csr_induced_subgraph " + base + (k == 0 ? " half" : " all"), pattern);
         }
       }
     }
