@@ -846,9 +846,7 @@ void reduce_atomic(const Messages<I, V>& msg) {
   OpWorkspace& w = op_workspace();
   std::lock_guard<std::mutex> guard(w.lock);
   hook_op_workspace(w);
-  // The sort's source rows are kept in the index type: a count of messages above its range keeps
-  // the atomics (as on the host).
-  if (!messages_before() && msg.count <= static_cast<int64_t>(std::numeric_limits<I>::max())) {
+  if (!messages_before()) {
     reduce_sorted_atomic(msg, w);
     return;
   }
