@@ -226,10 +226,6 @@ struct OpWorkspace {
   Kokkos::View<unsigned*, MemSpace> tickets;
   Kokkos::View<int64_t*, MemSpace> counts;
   Kokkos::View<int64_t*, MemSpace> map;
-  // reduce_sorted_atomic's sorted messages: row, source row (index type; int64 storage holds both
-  // widths) and weight (the value type), and the rows' cursors.
-  Kokkos::View<int64_t*, MemSpace> cursors, sorted_dst, sorted_pick;
-  Kokkos::View<double*, MemSpace> sorted_w;
 };
 
 inline OpWorkspace& op_workspace() {
@@ -247,10 +243,6 @@ inline void hook_op_workspace(OpWorkspace& w) {
     ws.tickets = {};
     ws.counts = {};
     ws.map = {};
-    ws.cursors = {};
-    ws.sorted_dst = {};
-    ws.sorted_pick = {};
-    ws.sorted_w = {};
     ws.hooked = false;
   });
   w.hooked = true;
@@ -258,17 +250,10 @@ inline void hook_op_workspace(OpWorkspace& w) {
 
 // dst sorted: output row r reduces the run [lower_bound(r), lower_bound(r + 1)), so every output
 // element is written once, in message order, without atomics. The device path until 2026-12-05,
-// kept for SPARSEPORT_KOKKOS_MESSAGES=before (the A/B against reduce_chunks on a GPU; to be removed
+// kept for SPARSEPORT_KOKKOS_MESSAGES=rows (the A/B against reduce_chunks on a GPU; to be removed
 // once measured): each output row one team thread, its run found by two binary searches over the
 // whole index (about 2 log2 E dependent loads a row) and folded by that thread alone, so a hub run
 // of thousands of messages is one thread's chain while the rest of the GPU idles.
-// SPARSEPORT_KOKKOS_MESSAGES=before: the message reductions' device kernels before 2026-12-05 (a row
-// a thread for sorted indices, an atomic per element for the others), for the A/B on a GPU.
-inline bool messages_before() {
-  const char* v = std::getenv("SPARSEPORT_KOKKOS_MESSAGES");
-  return v != nullptr && std::strcmp(v, "before") == 0;
-}
-
 template <Op op, class I, class V>
 void reduce_sorted_op(const Messages<I, V>& msg) {
   const Messages<I, V> m = msg;
@@ -391,13 +376,15 @@ void reduce_chunks_op(const Messages<I, V>& msg, V* slots, unsigned* tickets, in
                        Policy(static_cast<int>(league), kMessageItemsPerTeam, static_cast<int>(vl)), body);
 }
 
-// With w.lock held (the caller's): the slots and tickets are w's.
 template <class I, class V>
-void reduce_chunks(const Messages<I, V>& msg, OpWorkspace& w) {
+void reduce_chunks(const Messages<I, V>& msg) {
   if (msg.out_rows == 0 || msg.f == 0) return;
   const int64_t vl = vector_length(msg.f);
   const int64_t t = message_chunk(msg.count, vl);
   const int64_t items = std::max<int64_t>(1, (msg.count + t - 1) / t);
+  OpWorkspace& w = op_workspace();
+  std::lock_guard<std::mutex> guard(w.lock);
+  hook_op_workspace(w);
   const size_t doubles = (static_cast<size_t>(2 * items * msg.f) * sizeof(V) + sizeof(double) - 1) / sizeof(double);
   V* slots = reinterpret_cast<V*>(grown(w.slots, doubles, "sparseport::kokkos::message_slots"));
   unsigned* tickets = grown(w.tickets, static_cast<size_t>(items * vl), "sparseport::kokkos::message_tickets", true);
@@ -525,11 +512,8 @@ void reduce_sorted(const Messages<I, V>& msg) {
     Kokkos::fence();
     return;
   }
-  if (!messages_before()) {
-    OpWorkspace& w = op_workspace();
-    std::lock_guard<std::mutex> guard(w.lock);
-    hook_op_workspace(w);
-    reduce_chunks(msg, w);
+  if (const char* v = std::getenv("SPARSEPORT_KOKKOS_MESSAGES"); v == nullptr || std::strcmp(v, "rows") != 0) {
+    reduce_chunks(msg);
     return;
   }
   if (msg.reduce == SPARSEPORT_REDUCE_MAX)
@@ -760,62 +744,6 @@ void host_reduce_counting(const Messages<I, V>& msg) {
   host_reduce_sorted<op>(sorted);
 }
 
-// The atomic variants on a device (any order of destinations): the messages sorted by output row,
-// then reduced as the sorted ones are (reduce_chunks). The sort is a counting sort: each row's
-// count by an atomic add, a scan to offsets, each message placed at its row's cursor (an atomic
-// add) with its source row and weight. Before (reduce_atomic_op, SPARSEPORT_KOKKOS_MESSAGES=before)
-// every element was an atomic update, E x F of them, a hub row's F addresses taken in turn by all
-// its messages: scatter_reduce at 0.54x the cuda plugin's (whose sort_segment sorts first too) and
-// segment_reduce.atomic at 0.2x on rmat:18:16 (H200, 2026-12-04). Here the atomics are two integer
-// ones a message. The order of a row's messages follows the cursors, so it changes from run to run,
-// and so may a sum's last bits (the variants are not flagged deterministic). Destinations outside
-// [0, rows) are left out (ops::check_index refuses them before any plugin runs).
-template <class I>
-void exclusive_scan_into(I* out, int64_t n);  // below
-
-template <class I, class V>
-void reduce_sorted_atomic(const Messages<I, V>& msg, OpWorkspace& w) {
-  const Messages<I, V> m = msg;
-  const int64_t n = m.out_rows, E = m.count;
-  if (n == 0 || m.f == 0) return;
-  int64_t* off = grown(w.counts, static_cast<size_t>(n + 1), "sparseport::kokkos::counts");
-  int64_t* cursor = grown(w.cursors, static_cast<size_t>(n), "sparseport::kokkos::cursors");
-  I* sdst = reinterpret_cast<I*>(grown(w.sorted_dst, static_cast<size_t>(std::max<int64_t>(E, 1)), "sparseport::kokkos::sorted_dst"));
-  I* spick = reinterpret_cast<I*>(grown(w.sorted_pick, static_cast<size_t>(std::max<int64_t>(E, 1)), "sparseport::kokkos::sorted_pick"));
-  V* sw = nullptr;
-  if (m.w != nullptr) {
-    const size_t doubles = (static_cast<size_t>(std::max<int64_t>(E, 1)) * sizeof(V) + sizeof(double) - 1) / sizeof(double);
-    sw = reinterpret_cast<V*>(grown(w.sorted_w, doubles, "sparseport::kokkos::sorted_w"));
-  }
-  Kokkos::parallel_for(
-      "sparseport::kokkos::reduce_sorted_atomic.zero", Range(0, n + 1), KOKKOS_LAMBDA(const int64_t r) { off[r] = 0; });
-  Kokkos::parallel_for(
-      "sparseport::kokkos::reduce_sorted_atomic.count", Range(0, E), KOKKOS_LAMBDA(const int64_t e) {
-        const int64_t r = static_cast<int64_t>(m.dst[e]);
-        if (r >= 0 && r < n) atomic_count(off + r + 1, int64_t(1));
-      });
-  exclusive_scan_into(off, n);  // off[r]: where row r's messages begin; off[n]: the messages kept
-  Kokkos::parallel_for(
-      "sparseport::kokkos::reduce_sorted_atomic.cursors", Range(0, n), KOKKOS_LAMBDA(const int64_t r) { cursor[r] = off[r]; });
-  Kokkos::parallel_for(
-      "sparseport::kokkos::reduce_sorted_atomic.place", Range(0, E), KOKKOS_LAMBDA(const int64_t e) {
-        const int64_t r = static_cast<int64_t>(m.dst[e]);
-        if (r < 0 || r >= n) return;
-        const int64_t k = atomic_count(cursor + r, int64_t(1));
-        sdst[k] = static_cast<I>(r);
-        spick[k] = m.pick != nullptr ? m.pick[e] : static_cast<I>(e);
-        if (sw != nullptr) sw[k] = m.w[e];
-      });
-  int64_t kept = 0;
-  Kokkos::deep_copy(kept, Kokkos::View<int64_t, MemSpace, Kokkos::MemoryTraits<Kokkos::Unmanaged>>(off + n));
-  Messages<I, V> sorted = m;
-  sorted.count = kept;
-  sorted.dst = sdst;
-  sorted.pick = spick;
-  sorted.w = sw;
-  reduce_chunks(sorted, w);
-}
-
 template <class I, class V>
 void reduce_atomic(const Messages<I, V>& msg) {
   if constexpr (!kDeviceMemory) {
@@ -846,10 +774,6 @@ void reduce_atomic(const Messages<I, V>& msg) {
   OpWorkspace& w = op_workspace();
   std::lock_guard<std::mutex> guard(w.lock);
   hook_op_workspace(w);
-  if (!messages_before()) {
-    reduce_sorted_atomic(msg, w);
-    return;
-  }
   int64_t* count = grown(w.counts, static_cast<size_t>(msg.out_rows), "sparseport::kokkos::counts");
   if (msg.reduce == SPARSEPORT_REDUCE_MAX)
     reduce_atomic_op<Op::max>(msg, count);
