@@ -10,8 +10,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -248,43 +246,14 @@ inline void hook_op_workspace(OpWorkspace& w) {
   w.hooked = true;
 }
 
-// dst sorted: output row r reduces the run [lower_bound(r), lower_bound(r + 1)), so every output
-// element is written once, in message order, without atomics. The device path until 2026-12-05,
-// kept for SPARSEPORT_KOKKOS_MESSAGES=rows (the A/B against reduce_chunks on a GPU; to be removed
-// once measured): each output row one team thread, its run found by two binary searches over the
-// whole index (about 2 log2 E dependent loads a row) and folded by that thread alone, so a hub run
-// of thousands of messages is one thread's chain while the rest of the GPU idles.
-template <Op op, class I, class V>
-void reduce_sorted_op(const Messages<I, V>& msg) {
-  const Messages<I, V> m = msg;
-  const bool mean = m.reduce == SPARSEPORT_REDUCE_MEAN;
-  Kokkos::parallel_for(
-      "sparseport::kokkos::reduce_sorted", row_blocks(m.out_rows, m.f), KOKKOS_LAMBDA(const Member& t) {
-        const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
-        const int64_t r1 = r0 + kRowsPerTeam < m.out_rows ? r0 + kRowsPerTeam : m.out_rows;
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t r) {
-          const int64_t lo = lower_bound(m.dst, m.count, r), hi = lower_bound(m.dst, m.count, r + 1);
-          Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, m.f), [&](const int64_t j) {
-            V acc = V(0);
-            for (int64_t e = lo; e < hi; ++e) {
-              const int64_t src = m.pick != nullptr ? static_cast<int64_t>(m.pick[e]) : e;
-              const V x = (m.w != nullptr ? m.w[e] : V(1)) * m.rows[src * m.ld + j];
-              acc = e == lo ? x : fold<op>(acc, x);
-            }
-            if (hi == lo) acc = V(0);
-            else if (mean) acc = acc / static_cast<V>(hi - lo);
-            m.out[r * m.out_ld + j] = acc;
-          });
-        });
-      });
-}
-
 // reduce_sorted's device path: the messages cut into chunks of T (message_chunk), one team thread
 // and its vector lanes (across F) a chunk, as the cuda plugin's segment_reduce.nnz_balanced cuts
 // them, so a thread's work is the same whatever the skew and a thread finds its runs by walking dst,
-// with no search over the whole index. reduce_sorted_op, which gave each output row to one thread,
-// ran at 0.31x the cuda plugin's segment_reduce and 0.27x its gather_scatter on rmat:18:16 and a
-// 1024 x 1024 mesh (H200, 2026-12-04). Here:
+// with no search over the whole index. The kernel it replaced gave each output row to one team
+// thread, found its run by two binary searches over the whole index and folded it alone, so a hub
+// run was one thread's chain: on an H200 (2026-12-05, one build, A/B) this one is 17-28x faster on
+// rmat:18:16 (segment_reduce F = 32: 9.49 -> 0.559 ms, F = 128: 37.5 -> 1.35; gather_scatter 6.58 ->
+// 0.536, 27.4 -> 1.22) and 1.3-2.5x on a 1024 x 1024 mesh. Here:
 //  - A run of equal destinations inside one chunk is folded in message order and stored once: the
 //    reference's order, so its bits.
 //  - A run that crosses chunks leaves the piece each chunk holds in a scratch slot (slot 1 of the
@@ -512,17 +481,7 @@ void reduce_sorted(const Messages<I, V>& msg) {
     Kokkos::fence();
     return;
   }
-  if (const char* v = std::getenv("SPARSEPORT_KOKKOS_MESSAGES"); v == nullptr || std::strcmp(v, "rows") != 0) {
-    reduce_chunks(msg);
-    return;
-  }
-  if (msg.reduce == SPARSEPORT_REDUCE_MAX)
-    reduce_sorted_op<Op::max>(msg);
-  else if (msg.reduce == SPARSEPORT_REDUCE_MIN)
-    reduce_sorted_op<Op::min>(msg);
-  else
-    reduce_sorted_op<Op::sum>(msg);
-  Kokkos::fence();
+  reduce_chunks(msg);
 }
 
 // *x += n atomically, for counters and cursors (n >= 0), returning the old value. 64-bit signed
