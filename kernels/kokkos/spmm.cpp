@@ -809,6 +809,20 @@ void hub_split_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, i
 // Items a team: 8 x G team threads x vl lanes = 8 x 32 = 256 CUDA threads whatever F, the cuda
 // plugin's hub_split block (kBlock), so the two kernels' occupancy compares directly.
 constexpr int kGroupItemsPerTeam = 8;
+// Items a team, SPARSEPORT_KOKKOS_GROUP_ITEMS = 1, 2, 4 or 8 where set (read per call, as
+// SPARSEPORT_KOKKOS_GROUPS). What it tests (not yet run on a GPU): the team barrier before the
+// partials meet holds every item of a team until its longest one is done, so with 8 items a team an
+// item of T entries keeps up to 7 shorter ones' warps idle; on rmat:18:16 (items of 1 to T = 117
+// entries) the kernel took 0.31 ms against the cuda plugin's best 0.20 ms at F = 32 (H200,
+// 2026-12-04). Two items a team (64 threads; 32 resident CTAs an SM still fill its 2048 threads)
+// couple only two.
+inline int group_items_per_team() {
+  if (const char* v = std::getenv("SPARSEPORT_KOKKOS_GROUP_ITEMS"); v != nullptr) {
+    const int k = std::atoi(v);
+    if (k == 1 || k == 2 || k == 4 || k == 8) return k;
+  }
+  return kGroupItemsPerTeam;
+}
 // Lanes of a group at most (group_lanes: 8, 16 under the narrow rule), so tickets per hub in
 // hub_split_groups_device.
 constexpr int64_t kTicketLanes = 16;
@@ -819,11 +833,12 @@ void hub_split_groups_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, uns
   using Part = Kokkos::View<Cols<V, W>*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
   const int groups = static_cast<int>(Policy::vector_length_max() / vl);
   const int64_t items = h.extra + p.m, fw = p.f / W;
-  const int ts = kGroupItemsPerTeam * groups;
+  const int per_team = group_items_per_team();
+  const int ts = per_team * groups;
   const auto body = KOKKOS_LAMBDA(const Member& team) {
     const int r = team.team_rank();
     const int g = r % groups;
-    const int64_t x = static_cast<int64_t>(team.league_rank()) * kGroupItemsPerTeam + r / groups;
+    const int64_t x = static_cast<int64_t>(team.league_rank()) * per_team + r / groups;
     // Aligned for the 16-byte Cols (a scratch View alone is aligned to 8 bytes in Kokkos 3.4).
     const size_t cells = static_cast<size_t>(team.team_size()) * static_cast<size_t>(vl) * NK;
     Part part(static_cast<Cols<V, W>*>(team.team_scratch(0).get_shmem_aligned(cells * sizeof(Cols<V, W>),
@@ -901,7 +916,7 @@ void hub_split_groups_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, uns
       *ticket = 0u;
     });
   };
-  const int64_t league = (items + kGroupItemsPerTeam - 1) / kGroupItemsPerTeam;
+  const int64_t league = (items + per_team - 1) / per_team;
   const size_t bytes =
       static_cast<size_t>(ts) * static_cast<size_t>(vl) * NK * sizeof(Cols<V, W>) + alignof(Cols<V, W>);
   Kokkos::parallel_for("sparseport::kokkos::spmm.hub_split(groups)",
