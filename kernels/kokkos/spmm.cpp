@@ -806,16 +806,15 @@ void hub_split_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, i
 // lane): not yet run. The G partials meet in team scratch after a team barrier and the item's first
 // team thread folds them in group order: run to run the same bits, but not team_rows' (the additions
 // are grouped differently).
-// Items a team: 8 x G team threads x vl lanes = 8 x 32 = 256 CUDA threads whatever F, the cuda
-// plugin's hub_split block (kBlock), so the two kernels' occupancy compares directly.
-constexpr int kGroupItemsPerTeam = 8;
-// Items a team, SPARSEPORT_KOKKOS_GROUP_ITEMS = 1, 2, 4 or 8 where set (read per call, as
-// SPARSEPORT_KOKKOS_GROUPS). What it tests (not yet run on a GPU): the team barrier before the
-// partials meet holds every item of a team until its longest one is done, so with 8 items a team an
-// item of T entries keeps up to 7 shorter ones' warps idle; on rmat:18:16 (items of 1 to T = 117
-// entries) the kernel took 0.31 ms against the cuda plugin's best 0.20 ms at F = 32 (H200,
-// 2026-12-04). Two items a team (64 threads; 32 resident CTAs an SM still fill its 2048 threads)
-// couple only two.
+// Items a team: 2 x G team threads x vl lanes (64 CUDA threads; 32 resident CTAs an SM still fill its
+// 2048 threads). The team barrier before the partials meet holds every item of a team until its
+// longest one is done; with 8 items a team (256 threads, the cuda plugin's hub_split block) the
+// best kokkos variant was 0.669x the cuda plugin's best over the 17 shared matrices x F = 32, 64,
+// 128, with 2 items 0.685x and 0.696x in two runs, with 1 item 0.689x (>= 0.6x on 36, 39, 40 and 38
+// of the 51 inputs; H200, 2026-12-05, benchmarks/results/2026-12-05-h200-kokkos-branches.md).
+constexpr int kGroupItemsPerTeam = 2;
+// SPARSEPORT_KOKKOS_GROUP_ITEMS = 1, 2, 4 or 8 sets it where set (read per call, as
+// SPARSEPORT_KOKKOS_GROUPS), for A/B runs.
 inline int group_items_per_team() {
   if (const char* v = std::getenv("SPARSEPORT_KOKKOS_GROUP_ITEMS"); v != nullptr) {
     const int k = std::atoi(v);

@@ -39,7 +39,7 @@ endif()
 if(name STREQUAL "spmm.cpp")
   replace("if constexpr (kDeviceMemory) {" "if constexpr (true) {  // device_sim" 1)
   # hub_split's lane groups: a team of kGroupItemsPerTeam x groups threads must fit a host team.
-  replace("constexpr int kGroupItemsPerTeam = 8;" "constexpr int kGroupItemsPerTeam = SPARSEPORT_SIM_ITEMS_PER_TEAM;" 1)
+  replace("constexpr int kGroupItemsPerTeam = 2;" "constexpr int kGroupItemsPerTeam = SPARSEPORT_SIM_ITEMS_PER_TEAM;" 1)
   replace("const int groups = static_cast<int>(Policy::vector_length_max() / vl);"
           "const int groups = static_cast<int>(std::min<int64_t>(SPARSEPORT_SIM_VLMAX / vl, SPARSEPORT_SIM_GROUPS_CAP));" 1)
   replace("Policy::vector_length_max()" "int64_t{SPARSEPORT_SIM_VLMAX}" 2)
