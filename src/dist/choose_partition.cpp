@@ -122,14 +122,15 @@ PartitionChoice choose_partition(const CsrView& a, int ranks, PartitionPolicy po
   }
   if (ranks == 1) {
     c.reason = "one rank: no halo";
-  } else if (!has_metis()) {
-    c.reason = "built without METIS (SPARSEPORT_ENABLE_METIS=OFF)";
   } else if (a.rows != a.cols) {
     c.reason = "A is not square (METIS partitions a graph's vertices)";
   } else if (rows_total == 0) {
     c.reason = "the entry-balanced rows move no halo";
   } else if (c.degree_skew < kMetisMinSkew) {
     c.reason = "degree skew " + skew + " is below " + fixed(kMetisMinSkew, 0) + ": METIS not tried";
+  } else if (!has_metis()) {
+    // Last: the reason names what decided, and a build without METIS decides only where METIS would run.
+    c.reason = "degree skew " + skew + " would try METIS, but sparseport::dist is built without METIS (SPARSEPORT_ENABLE_METIS=OFF)";
   } else {
     Relabelled r = run_metis();
     const int64_t metis_total = c.metis_halo.total_rows();
