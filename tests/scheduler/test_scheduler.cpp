@@ -743,14 +743,16 @@ TEST(SchedulerPipeline, AVendorFarBehindOnTheProbeIsNotTimedAtFullSize) {
 
 // A variant whose first full-size call builds its per-matrix state (a plan) and loses the check on
 // that call alone is timed once more before it is judged: "stateful" takes 150 ms on its first call
-// at full size and 1 ms after, the vendor 50 ms; 2 ms against 3 on the probe (1.5x, under the 3x at
-// which the vendor would not be timed at all).
+// at full size and 1 ms after, the vendor 50 ms; 10 ms against 15 on the probe (1.5x, under the 3x
+// at which the vendor would not be timed at all). The probe's times are long beside a preempted
+// spin's overrun: at 2 against 3 ms, four busy threads on the 2-core CPU (ctest -j4) stretched both
+// to 6-10 ms, the ratio fell under the guardrail's 0.95 and the vendor was kept, half the runs.
 std::atomic<bool> g_stateful_built{false};
 int stateful_spmm(const sparseport_exec* x, const char* variant, const sparseport_spmm_args* a, sparseport_status* st) {
   const std::string v = variant;
   const bool big = a->a.rows > 5000;
-  if (v == "spmm.vendor") spin(big ? 0.050 : 0.003);
-  if (v == "spmm.stateful") spin(!big ? 0.002 : g_stateful_built.exchange(true) ? 0.001 : 0.150);
+  if (v == "spmm.vendor") spin(big ? 0.050 : 0.015);
+  if (v == "spmm.stateful") spin(!big ? 0.010 : g_stateful_built.exchange(true) ? 0.001 : 0.150);
   return plugin("reference").table->spmm(x, "spmm.serial", a, st);
 }
 
