@@ -53,6 +53,7 @@ struct CheckResult {
   std::vector<std::pair<std::string, double>> measured;  // full-size seconds, in the order timed
   double op_seconds = 0;  // the time of the final variant's last call (the op's own, not overhead)
   std::string reason;     // "; reverted: ..." or empty
+  double vendor_first_s = -1;  // a device's vendor warm-up call (its per-matrix state built), -1: none
   bool vendor_skipped = false;
   std::string note;  // why the vendor was (or was not after all) left out, for the log and the reason
 };

@@ -34,8 +34,14 @@ void check(PlanState& p, const void* args, const std::string& where) {
   p.decision.decide_seconds += since(t0) - r.op_seconds;
   std::string text;
   for (const auto& [v, t] : r.measured) text += (text.empty() ? "" : ", ") + v + " " + ms(t);
-  log(p.opt, label(p) + ": checked at full size: " + text + (r.reverted ? " -> reverted to " + r.variant : " -> kept") +
-                 r.note);
+  // What the check cost beyond the op's own call, and a device vendor's warm-up call (not in `text`:
+  // the record keeps the steady times), so that a log says where a cold decision's calls went.
+  if (p.opt.log) {
+    std::string cost = " [" + ms(since(t0) - r.op_seconds) + " beyond the op's call";
+    if (r.vendor_first_s >= 0) cost += ", of it " + p.decision.vendor + "'s first call " + ms(r.vendor_first_s);
+    log(p.opt, label(p) + ": checked at full size: " + text + (r.reverted ? " -> reverted to " + r.variant : " -> kept") +
+                   r.note + cost + "]");
+  }
   Record rec = base_record(p);
   rec["full_size"] = text;
   rec["probe_choice"] = chosen;

@@ -139,6 +139,7 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
                                                                                         SPARSEPORT_SUMMARY_FEATURES),
                                                     p.info, p.opt.hub_threshold)
                                       : features_of(p.structure, p.info, p.opt.hub_threshold);
+  const double t_features = since(t0);
 
   // 2. The model ranks (the hand-written estimate where no model predicts; model.hpp).
   const DeviceSignature& dev = device_signature(*p.plugin, p.exec);
@@ -163,14 +164,21 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
   std::snprintf(buf, sizeof buf, "%s: %s predicted %.4g ms, lead %.2f (margin %.2f)", d.model.c_str(),
                 d.candidates[0].variant.c_str(), t_best * 1e3, d.lead, ranked.margin);
   const std::string ranking = buf;
+  const double t_model = since(t0);
 
   const auto finish = [&](const std::string& variant, const std::string& source, const std::string& reason) {
     d.variant = variant;
     d.source = source;
     d.reason = reason;
-    d.decide_seconds += since(t0);
-    log(p.opt, label(p) + ": " + source + " (timing: " + d.timing + ")\n  features: " + f.text() + "\n  " + ranking +
-                   "\n  candidates: " + candidates_text(d.candidates) + "\n  chose " + variant + ": " + reason);
+    const double t_all = since(t0);
+    d.decide_seconds += t_all;
+    if (p.opt.log) {  // where the decision's time went (the check's full-size calls come after, logged apart)
+      char took[160];
+      std::snprintf(took, sizeof took, " [%.3g ms: features %.3g, model %.3g, timing and guardrail %.3g]", t_all * 1e3,
+                    t_features * 1e3, (t_model - t_features) * 1e3, (t_all - t_model) * 1e3);
+      log(p.opt, label(p) + ": " + source + " (timing: " + d.timing + ")" + took + "\n  features: " + f.text() + "\n  " +
+                     ranking + "\n  candidates: " + candidates_text(d.candidates) + "\n  chose " + variant + ": " + reason);
+    }
     Record r = base_record(p);
     r["features"] = f.text();
     r["candidates"] = candidates_text(d.candidates);
