@@ -19,7 +19,9 @@
 //   read       bytes of the cache file this process's lookups read (cache_stats.hpp)
 // and the medians over the P processes; then decide again over P more processes without the log
 // (SPARSEPORT_LOG unset: the log line's formatting and write() are part of decide above). Exit code
-// 1 when a process did not hit (an op with one variant is never decided: openmp's sddmm).
+// 1 when a process did not hit (an op with one variant is never decided: openmp's sddmm). The
+// operands live in the context's memory space (allocate, copy_to_backend), so a GPU backend's hit is
+// measured on device operands, as its users call it (--backend cuda).
 #include <spawn.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -74,15 +76,58 @@ struct Options {
   bool json = false, child = false, log = true;
 };
 
-// One call of the op on freshly made operands (integer-valued, so any variant's sums are exact).
-void run_op(const sp::Context& ctx, const Options& o, const sp::HostCsr<int32_t, float>& a) {
+// The op's operands in the context's memory space (device memory on a GPU backend, which refuses
+// host pointers), made from integer-valued host data so that any variant's sums are exact.
+struct Operands {
+  sp::Buffer rowptr, colind, values, b, c, x, y, out;
+  sp::CsrView a;
+  sp::DenseView bv, xv, yv;
+  sp::DenseMutView cv, outv;
+};
+
+template <class T>
+sp::Buffer upload(const sp::Context& ctx, const T* data, size_t n) {
+  sp::Buffer buf = ctx.allocate(std::max<size_t>(n, 1) * sizeof(T));
+  if (n > 0) ctx.copy_to_backend(buf.data(), data, n * sizeof(T));
+  return buf;
+}
+
+Operands operands(const sp::Context& ctx, const Options& o, const sp::HostCsr<int32_t, float>& a) {
+  Operands d;
+  d.rowptr = upload(ctx, a.rowptr.data(), a.rowptr.size());
+  d.colind = upload(ctx, a.colind.data(), a.colind.size());
+  d.values = upload(ctx, a.values.data(), a.values.size());
+  d.a = sp::make_csr<int32_t, float>(a.rows, a.cols, a.nnz(), static_cast<const int32_t*>(d.rowptr.data()),
+                                     static_cast<const int32_t*>(d.colind.data()),
+                                     static_cast<const float*>(d.values.data()));
+  const auto dense = [&](int64_t rows, sp::Buffer& buf, bool fill) {
+    sp::HostDense<float> h(rows, o.F, -1, fill ? 1.0f : 0.0f);
+    buf = upload(ctx, h.data.data(), h.data.size());
+  };
   if (o.op == "spmm") {
-    sp::HostDense<float> b(a.cols, o.F, -1, 1.0f), c(a.rows, o.F);
-    sp::spmm(ctx, a.view(), b.view(), c.mut());
+    dense(a.cols, d.b, true);
+    dense(a.rows, d.c, false);
+    d.bv = sp::make_dense<float>(a.cols, o.F, o.F, static_cast<const float*>(d.b.data()));
+    d.cv = sp::make_dense<float>(a.rows, o.F, o.F, static_cast<float*>(d.c.data()));
   } else {
-    sp::HostDense<float> x(a.rows, o.F, -1, 1.0f), y(a.cols, o.F, -1, 1.0f), out(a.nnz(), 1);
-    sp::sddmm(ctx, a.view(), x.view(), y.view(), out.mut());
+    dense(a.rows, d.x, true);
+    dense(a.cols, d.y, true);
+    d.out = ctx.allocate(static_cast<size_t>(std::max<int64_t>(a.nnz(), 1)) * sizeof(float));
+    d.xv = sp::make_dense<float>(a.rows, o.F, o.F, static_cast<const float*>(d.x.data()));
+    d.yv = sp::make_dense<float>(a.cols, o.F, o.F, static_cast<const float*>(d.y.data()));
+    d.outv = sp::make_dense<float>(a.nnz(), 1, 1, static_cast<float*>(d.out.data()));
   }
+  return d;
+}
+
+void call(const sp::Context& ctx, const Options& o, const Operands& d) {
+  if (o.op == "spmm") sp::spmm(ctx, d.a, d.bv, d.cv);
+  else sp::sddmm(ctx, d.a, d.xv, d.yv, d.outv);
+}
+
+// One call of the op on freshly made operands.
+void run_op(const sp::Context& ctx, const Options& o, const sp::HostCsr<int32_t, float>& a) {
+  call(ctx, o, operands(ctx, o, a));
   ctx.synchronize();
 }
 
@@ -98,9 +143,9 @@ int child(const Options& o) {
     sp::clear_plan_memo();
   }
   const sp::HostCsr<int32_t, float> a = sp::generate<int32_t, float>(o.graph);
-  // Operands made before the clock starts: only the call is timed.
-  sp::HostDense<float> b(a.cols, o.F, -1, 1.0f), c(a.rows, o.F), x(a.rows, o.F, -1, 1.0f), y(a.cols, o.F, -1, 1.0f),
-      out(a.nnz(), 1);
+  // Operands made (and on a GPU copied there) before the clock starts: only the call is timed.
+  const Operands ops = operands(ctx, o, a);
+  ctx.synchronize();
   ::setenv("SPARSEPORT_SCHEDULER", "auto", 1);
   if (o.log) ::setenv("SPARSEPORT_LOG", "scheduler", 1);
   else ::unsetenv("SPARSEPORT_LOG");
@@ -114,8 +159,7 @@ int child(const Options& o) {
   }
   const sp::scheduler::CacheStats before = sp::scheduler::cache_stats();
   const auto t0 = Clock::now();
-  if (o.op == "spmm") sp::spmm(ctx, a.view(), b.view(), c.mut());
-  else sp::sddmm(ctx, a.view(), x.view(), y.view(), out.mut());
+  call(ctx, o, ops);
   ctx.synchronize();
   const double call_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
   const sp::scheduler::CacheStats after = sp::scheduler::cache_stats();
