@@ -385,7 +385,7 @@ void reduce_chunks(const Messages<I, V>& msg) {
 // order), so nearly every load of a tile missed cache: the adds on those loads held ~85 % of the
 // reduction's samples (perf annotate, cit-HepPh F = 32, astro-ph F = 128). The row of the message
 // kHostPrefetch ahead is prefetched at column j0, one line, as the openmp plugin's tile_accumulate
-// does (its distance; 8, 32 and 64 were within noise here), and host_message_row takes 64 columns a
+// does (its distance; 8, 32 and 64 were 0.95-1.04x of it here), and host_message_row takes 64 columns a
 // tile where F allows (fewer passes over each message row). The sorted ops read their messages in
 // order or from the N source rows and keep kScattered false: their code is unchanged.
 inline constexpr int64_t kHostPrefetch = 16;
@@ -444,7 +444,7 @@ inline void host_message_tile(const Messages<I, V>& m, int64_t lo, int64_t hi, i
 
 // kScattered: tiles of 64 columns first where the build has AVX-512 (8 accumulators of 8 values, 8
 // of its 32 vector registers; with 16 registers the double tile would be all of them). On the
-// scattered rows of host_reduce_counting that was 4-7 % faster at F = 128 than tiles of 32 (Intel
+// scattered rows of host_reduce_counting that was 4-6 % faster at F = 128 than tiles of 32 (Intel
 // 2-core VM, 2 runs, 17 graphs, 2026-12-05-cpu-kokkos-openmp-scatter.md); each column's order, so
 // its bits, stay the same.
 #ifdef __AVX512F__
