@@ -380,11 +380,28 @@ void reduce_chunks(const Messages<I, V>& msg) {
 // was a scalar divide, a branch and a store for each column behind a zeroing of the accumulators,
 // more than the messages themselves on the short runs of most graphs. Same operations per lane in
 // the same order, so the same bits.
-template <int NV, Op op, class I, class V>
+// kScattered (host_reduce_counting only, where m.pick is never null): after the counting sort a
+// row's messages are picked from anywhere among the E message rows (scatter_reduce's index in any
+// order), so nearly every load of a tile missed cache: the adds on those loads held ~85 % of the
+// reduction's samples (perf annotate, cit-HepPh F = 32, astro-ph F = 128). The row of the message
+// kHostPrefetch ahead is prefetched at column j0, one line, as the openmp plugin's tile_accumulate
+// does (its distance; 8, 32 and 64 were 0.95-1.04x of it here), and host_message_row takes 64 columns a
+// tile where F allows (fewer passes over each message row). The sorted ops read their messages in
+// order or from the N source rows and keep kScattered false: their code is unchanged.
+inline constexpr int64_t kHostPrefetch = 16;
+
+template <int NV, Op op, bool kScattered = false, class I, class V>
 inline void host_message_tile(const Messages<I, V>& m, int64_t lo, int64_t hi, int64_t j0, V* o, bool mean) {
   typedef V Vec __attribute__((vector_size(8 * sizeof(V))));
   Vec acc[NV];
   if (hi > lo) {
+    // The prefetch is written out at both places: in a lambda or a helper function g++ 12 -O3
+    // emitted no prefetch instruction at all (objdump; a first version of this change so measured
+    // only its other half).
+    if constexpr (kScattered) {
+      if (lo + kHostPrefetch < m.count)
+        __builtin_prefetch(m.rows + static_cast<int64_t>(m.pick[lo + kHostPrefetch]) * m.ld + j0);
+    }
     {
       const int64_t src = m.pick != nullptr ? static_cast<int64_t>(m.pick[lo]) : lo;
       const V* x = m.rows + src * m.ld + j0;
@@ -396,6 +413,10 @@ inline void host_message_tile(const Messages<I, V>& m, int64_t lo, int64_t hi, i
       }
     }
     for (int64_t e = lo + 1; e < hi; ++e) {
+      if constexpr (kScattered) {
+        if (e + kHostPrefetch < m.count)
+          __builtin_prefetch(m.rows + static_cast<int64_t>(m.pick[e + kHostPrefetch]) * m.ld + j0);
+      }
       const int64_t src = m.pick != nullptr ? static_cast<int64_t>(m.pick[e]) : e;
       const V* x = m.rows + src * m.ld + j0;
       const V w = m.w != nullptr ? m.w[e] : V(1);
@@ -421,12 +442,25 @@ inline void host_message_tile(const Messages<I, V>& m, int64_t lo, int64_t hi, i
   for (int k = 0; k < NV; ++k) __builtin_memcpy(o + j0 + 8 * k, &acc[k], sizeof acc[k]);
 }
 
-template <Op op, class I, class V>
+// kScattered: tiles of 64 columns first where the build has AVX-512 (8 accumulators of 8 values, 8
+// of its 32 vector registers; with 16 registers the double tile would be all of them). On the
+// scattered rows of host_reduce_counting that was 4-6 % faster at F = 128 than tiles of 32 (Intel
+// 2-core VM, 2 runs, 17 graphs, 2026-12-05-cpu-kokkos-openmp-scatter.md); each column's order, so
+// its bits, stay the same.
+#ifdef __AVX512F__
+inline constexpr bool kHostWideTiles = true;
+#else
+inline constexpr bool kHostWideTiles = false;
+#endif
+
+template <Op op, bool kScattered = false, class I, class V>
 inline void host_message_row(const Messages<I, V>& m, int64_t lo, int64_t hi, V* o, bool mean) {
   int64_t j0 = 0;
-  for (; j0 + 32 <= m.f; j0 += 32) host_message_tile<4, op>(m, lo, hi, j0, o, mean);
-  if (j0 + 16 <= m.f) host_message_tile<2, op>(m, lo, hi, j0, o, mean), j0 += 16;
-  if (j0 + 8 <= m.f) host_message_tile<1, op>(m, lo, hi, j0, o, mean), j0 += 8;
+  if constexpr (kScattered && kHostWideTiles)
+    for (; j0 + 64 <= m.f; j0 += 64) host_message_tile<8, op, kScattered>(m, lo, hi, j0, o, mean);
+  for (; j0 + 32 <= m.f; j0 += 32) host_message_tile<4, op, kScattered>(m, lo, hi, j0, o, mean);
+  if (j0 + 16 <= m.f) host_message_tile<2, op, kScattered>(m, lo, hi, j0, o, mean), j0 += 16;
+  if (j0 + 8 <= m.f) host_message_tile<1, op, kScattered>(m, lo, hi, j0, o, mean), j0 += 8;
   for (; j0 < m.f; ++j0) {
     V acc = V(0);
     for (int64_t e = lo; e < hi; ++e) {
@@ -655,59 +689,84 @@ void host_reduce_owned(const Messages<I, V>& msg, int64_t* count) {
 }
 
 // Host spaces, any dst order, the path taken: a stable counting sort of the messages by output row
-// (a histogram per part of the messages, one scan, a scatter of each message's row, source row and
-// weight to its place), then the sorted path (host_reduce_sorted: whole rows, the 8-wide tiles).
-// Each row's messages stay in message order, so the bits are host_reduce_owned's. host_reduce_owned
-// read and wrote an output row per message, with a run-time-width column loop, and every part read
-// every index: 0.70x the openmp plugin's sort_then_segment on Kokkos-OpenMP, 2 threads
-// (benchmarks/results/2026-12-03-cpu-kokkos-spmm.md, table 4). Costs E x (2 I + V) bytes and a
-// histogram of N counts per part; a count of messages above I's range keeps host_reduce_owned.
+// into a CSR (a histogram per part of the messages, one scan to rowptr and each part's offsets, a
+// scatter of each message's source row and weight to its place), then blocks of whole output rows
+// of about equal rows + messages (merge path over rowptr, host_row_at), each row's messages folded
+// in the 8-wide tiles with the rows ahead prefetched. Each row's messages stay in message order,
+// so the bits are host_reduce_owned's. Costs E x (I + V) bytes, N + 1 offsets and a histogram of N
+// counts per part; a count of messages above I's range keeps host_reduce_owned.
+// host_reduce_owned read and wrote an output row per message, with a run-time-width column loop,
+// and every part read every index: 0.70x the openmp plugin's sort_then_segment on Kokkos-OpenMP, 2
+// threads (benchmarks/results/2026-12-03-cpu-kokkos-spmm.md, table 4). The sort that replaced it
+// scattered each message's row as well (a sorted dst for host_reduce_sorted: two random stores a
+// message, not one) and folded without prefetching: 0.78x / 0.83x at F = 32 / 128
+// (2026-12-04-cpu-kokkos-openmp-intel.md). This shape: 1.09x / 1.00x, 1.40x / 1.19x faster than
+// that sort (Intel 2-core VM, 17 graphs, 2026-12-05-cpu-kokkos-openmp-scatter.md).
 template <Op op, class I, class V>
 void host_reduce_counting(const Messages<I, V>& msg) {
   const Messages<I, V> m = msg;
   if (m.out_rows == 0 || m.f == 0) return;
+  const bool mean = m.reduce == SPARSEPORT_REDUCE_MEAN;
   const int64_t n = m.out_rows, count = m.count;
   const int64_t parts = std::clamp<int64_t>(count / kHostMinBlock, 1, host_threads());
-  const auto hist = std::make_unique_for_overwrite<int64_t[]>(static_cast<size_t>(parts * n));
-  const auto dst = std::make_unique_for_overwrite<I[]>(static_cast<size_t>(count));
+  const auto hist = std::make_unique_for_overwrite<I[]>(static_cast<size_t>(parts * n));
+  const auto offsets = std::make_unique_for_overwrite<I[]>(static_cast<size_t>(n + 1));
   const auto pick = std::make_unique_for_overwrite<I[]>(static_cast<size_t>(count));
   const auto w = std::make_unique_for_overwrite<V[]>(static_cast<size_t>(m.w != nullptr ? count : 0));
-  int64_t* h = hist.get();
-  I* sdst = dst.get();
+  I* h = hist.get();
+  I* rowptr = offsets.get();
   I* spick = pick.get();
   V* sw = w.get();
   Kokkos::parallel_for(
       "sparseport::kokkos::reduce_counting.histogram", HostParts(0, parts), KOKKOS_LAMBDA(const int64_t p) {
-        int64_t* hp = h + p * n;
-        for (int64_t r = 0; r < n; ++r) hp[r] = 0;
+        I* hp = h + p * n;
+        for (int64_t r = 0; r < n; ++r) hp[r] = I(0);
         for (int64_t e = host_split(count, p, parts), e1 = host_split(count, p + 1, parts); e < e1; ++e)
           ++hp[static_cast<int64_t>(m.dst[e])];
       });
   Kokkos::fence();
   // Row r's messages of part p start after every part's messages to rows below r and part p's
-  // predecessors' messages to r: message order within each row.
-  for (int64_t r = 0, at = 0; r < n; ++r)
+  // predecessors' messages to r: message order within each row. Counts fit I (count <= I's max).
+  I next = I(0);
+  for (int64_t r = 0; r < n; ++r) {
+    rowptr[r] = next;
     for (int64_t p = 0; p < parts; ++p) {
-      const int64_t c = h[p * n + r];
-      h[p * n + r] = at;
-      at += c;
+      const I c = h[p * n + r];
+      h[p * n + r] = next;
+      next += c;
     }
+  }
+  rowptr[n] = next;
   Kokkos::parallel_for(
       "sparseport::kokkos::reduce_counting.scatter", HostParts(0, parts), KOKKOS_LAMBDA(const int64_t p) {
-        int64_t* hp = h + p * n;
-        for (int64_t e = host_split(count, p, parts), e1 = host_split(count, p + 1, parts); e < e1; ++e) {
-          const int64_t at = hp[static_cast<int64_t>(m.dst[e])]++;
-          sdst[at] = m.dst[e];
-          spick[at] = m.pick != nullptr ? m.pick[e] : static_cast<I>(e);
-          if (m.w != nullptr) sw[at] = m.w[e];
+        I* hp = h + p * n;
+        const int64_t e0 = host_split(count, p, parts), e1 = host_split(count, p + 1, parts);
+        if (m.w != nullptr) {
+          for (int64_t e = e0; e < e1; ++e) {
+            const I at = hp[static_cast<int64_t>(m.dst[e])]++;
+            spick[at] = m.pick != nullptr ? m.pick[e] : static_cast<I>(e);
+            sw[at] = m.w[e];
+          }
+        } else if (m.pick != nullptr) {
+          for (int64_t e = e0; e < e1; ++e) spick[hp[static_cast<int64_t>(m.dst[e])]++] = m.pick[e];
+        } else {
+          for (int64_t e = e0; e < e1; ++e) spick[hp[static_cast<int64_t>(m.dst[e])]++] = static_cast<I>(e);
         }
       });
   Kokkos::fence();
   Messages<I, V> sorted = m;
-  sorted.dst = sdst;
+  sorted.dst = nullptr;  // rows are rowptr's
   sorted.pick = spick;
   sorted.w = m.w != nullptr ? sw : nullptr;
-  host_reduce_sorted<op>(sorted);
+  const int64_t total = n + count, blocks = host_block_count(total);
+  Kokkos::parallel_for(
+      "sparseport::kokkos::reduce_counting.rows", host_blocks(blocks), KOKKOS_LAMBDA(const int64_t b) {
+        const int64_t r0 = host_row_at(rowptr, n, host_split(total, b, blocks));
+        const int64_t r1 = host_row_at(rowptr, n, host_split(total, b + 1, blocks));
+        for (int64_t r = r0; r < r1; ++r)
+          host_message_row<op, true>(sorted, static_cast<int64_t>(rowptr[r]), static_cast<int64_t>(rowptr[r + 1]),
+                                     sorted.out + r * sorted.out_ld, mean);
+      });
 }
 
 template <class I, class V>
