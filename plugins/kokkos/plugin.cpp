@@ -49,16 +49,18 @@ const sparseport_variant kVariants[] = {
      "spaces: blocks of whole rows + messages, one search a block, runs reduced in vector registers)"},
     {SPARSEPORT_OP_SEGMENT_REDUCE, "segment_reduce.atomic", 0,
      "every element a Kokkos atomic update (add, max or min), then counts fix empty rows and means (host spaces: "
-     "no atomics, each thread owns a range of output rows and folds its messages in message order)"},
+     "no atomics, a counting sort of the messages by output row, then blocks of whole rows, messages folded in "
+     "message order)"},
     {SPARSEPORT_OP_SCATTER_REDUCE, "scatter_reduce.atomic", kDefault,
      "every element a Kokkos atomic update (add, max or min), then counts fix empty rows and means (host spaces: "
-     "no atomics, each thread owns a range of output rows and folds its messages in message order)"},
+     "no atomics, a counting sort of the messages by output row, then blocks of whole rows, messages folded in "
+     "message order)"},
     {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.team_segments", kDefault | kDet,
      "each output row finds its run of sorted dst by binary search, messages formed on the fly; no atomics (host "
      "spaces: blocks of whole rows + messages, one search a block, runs reduced in vector registers)"},
     {SPARSEPORT_OP_GATHER_SCATTER, "gather_scatter.atomic", 0,
-     "every element of every gathered message a Kokkos atomic update; the baseline (host spaces: no atomics, each "
-     "thread owns a range of output rows and folds its messages in message order)"},
+     "every element of every gathered message a Kokkos atomic update; the baseline (host spaces: no atomics, a "
+     "counting sort of the messages by output row, then blocks of whole rows, messages folded in message order)"},
     {SPARSEPORT_OP_CSR_ATTENTION, "csr_attention.onepass", kDefault | kDet,
      "online softmax in one pass; device spaces: work items of at most T entries, a team thread each, V rows "
      "summed by vector lanes, a longer row's items merged in item order (split-K); host spaces: blocks of whole "
