@@ -20,8 +20,10 @@
 // or the device's size: the variant stays flagged deterministic.
 //
 // Host spaces: blocks of whole rows balanced on rows + nonzeros, scores in batches of 32 as dots in
-// vector registers with K and V rows prefetched, one rescale per batch that raises the maximum, V
-// rows summed by plain loops.
+// vector registers with K and V rows prefetched (up to 512 bytes each), one rescale per batch that
+// raises the maximum, a batch's weighted V rows summed in register tiles of the output row
+// (host_v_batch). Those two: 0.84x -> 0.94-0.97x the openmp plugin's best at F = 128, 0.96x ->
+// 1.03-1.07x at F = 32 (Intel 2-core VM, 17 graphs, 2026-12-05-cpu-kokkos-openmp-attention.md).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -47,12 +49,65 @@ namespace {
 constexpr int kBatch = 32;
 constexpr int64_t kPrefetch = 16;
 
-// Prefetches the first min(n values, 256 bytes) of a row, a cache line at a time (host only).
+// Prefetches the first min(n values, kPrefetchBytes) of a row, a cache line at a time (host only).
+// 512 bytes: a whole row at F = 128 in float; 256 (the openmp plugin's cap) left half of each K and V
+// row to the demand loads, ~2 % slower on cit-HepPh at F = 128 and within noise elsewhere. g++ 12
+// -O3 keeps these prefetches in this helper here (objdump: 16 a kernel), unlike in common.hpp's
+// tiles (3be4420).
+constexpr int64_t kPrefetchBytes = 512;
 template <class V>
 inline void prefetch_row(const V* p, int64_t n) {
   const char* c = reinterpret_cast<const char*>(p);
-  const int64_t bytes = n * static_cast<int64_t>(sizeof(V)) < 256 ? n * static_cast<int64_t>(sizeof(V)) : 256;
+  const int64_t bytes = n * static_cast<int64_t>(sizeof(V)) < kPrefetchBytes ? n * static_cast<int64_t>(sizeof(V)) : kPrefetchBytes;
   for (int64_t x = 0; x < bytes; x += 64) __builtin_prefetch(c + x);
+}
+
+// Host spaces: a batch's weighted V rows added into columns [j0, j0 + 8 NV) of the output row o in
+// NV vectors of 8 values held in registers (the openmp plugin's reduce_rows tiles), the row loaded
+// once a batch (times c first where the batch raised the maximum; zeros for a row's first batch)
+// and stored once. The loop before read and wrote o for every entry: at F = 128 a store and two
+// loads a vector an entry, where this takes one load (see onepass). Each column takes the same
+// operations in the same order (o * c, then + w[t] * v[t] in entry order), so the same bits.
+template <int NV, class I, class V>
+inline void host_v_tile(V* o, int64_t j0, const V* v, int64_t ldv, const I* cols, const V* w, int nb, bool first,
+                        bool rescale, V c) {
+  typedef V Vec __attribute__((vector_size(8 * sizeof(V))));
+  Vec acc[NV];
+  if (first) {
+    for (int k = 0; k < NV; ++k) acc[k] = Vec{};
+  } else {
+    for (int k = 0; k < NV; ++k) __builtin_memcpy(&acc[k], o + j0 + 8 * k, sizeof acc[k]);
+    if (rescale)
+      for (int k = 0; k < NV; ++k) acc[k] = acc[k] * c;
+  }
+  for (int t = 0; t < nb; ++t) {
+    const V* x = v + static_cast<int64_t>(cols[t]) * ldv + j0;
+    const V pt = w[t];
+    for (int k = 0; k < NV; ++k) {
+      Vec y;
+      __builtin_memcpy(&y, x + 8 * k, sizeof y);
+      acc[k] = acc[k] + pt * y;
+    }
+  }
+  for (int k = 0; k < NV; ++k) __builtin_memcpy(o + j0 + 8 * k, &acc[k], sizeof acc[k]);
+}
+
+// All Fv columns of a batch: tiles of 64 columns where the build has AVX-512 (8 of its 32 vector
+// registers; kHostWideTiles, as host_message_row), then 32, 16, 8, then one column at a time.
+template <class I, class V>
+inline void host_v_batch(V* o, int64_t fv, const V* v, int64_t ldv, const I* cols, const V* w, int nb, bool first,
+                         bool rescale, V c) {
+  int64_t j0 = 0;
+  if constexpr (kHostWideTiles)
+    for (; j0 + 64 <= fv; j0 += 64) host_v_tile<8>(o, j0, v, ldv, cols, w, nb, first, rescale, c);
+  for (; j0 + 32 <= fv; j0 += 32) host_v_tile<4>(o, j0, v, ldv, cols, w, nb, first, rescale, c);
+  if (j0 + 16 <= fv) host_v_tile<2>(o, j0, v, ldv, cols, w, nb, first, rescale, c), j0 += 16;
+  if (j0 + 8 <= fv) host_v_tile<1>(o, j0, v, ldv, cols, w, nb, first, rescale, c), j0 += 8;
+  for (; j0 < fv; ++j0) {
+    V a = first ? V(0) : (rescale ? o[j0] * c : o[j0]);
+    for (int t = 0; t < nb; ++t) a = a + w[t] * v[static_cast<int64_t>(cols[t]) * ldv + j0];
+    o[j0] = a;
+  }
 }
 
 // ---- device spaces: work items ----------------------------------------------------------------
@@ -264,7 +319,8 @@ void onepass(const sparseport_attention_args& args) {
     // equal rows + nonzeros. Scores a batch of kBatch entries at a time, each a dot in vector
     // registers (host_dot), with the K row kPrefetch entries ahead and the batch's V rows
     // prefetched; the output row is rescaled once per batch that raises the maximum (not once
-    // per entry), and the batch's weighted V rows are added by plain, vectorisable loops.
+    // per entry), folded into host_v_batch's load of the row, which adds the batch's weighted V
+    // rows in register tiles (a plain loop per entry before: the row loaded and stored per entry).
     const int64_t nnz = args.a.nnz, total = m + nnz, blocks = host_block_count(total);
     Kokkos::parallel_for(
         "sparseport::kokkos::csr_attention.onepass", host_blocks(blocks), KOKKOS_LAMBDA(const int64_t b) {
@@ -275,7 +331,8 @@ void onepass(const sparseport_attention_args& args) {
             V* oi = out + i * ldo;
             const V* qi = q + i * ldq;
             const int64_t begin = static_cast<int64_t>(rp[i]), end = static_cast<int64_t>(rp[i + 1]);
-            for (int64_t j = 0; j < fv; ++j) oi[j] = V(0);
+            if (end == begin)
+              for (int64_t j = 0; j < fv; ++j) oi[j] = V(0);
             V top = V(0), z = V(0);
             for (int64_t e0 = begin; e0 < end; e0 += kBatch) {
               const int nb = static_cast<int>(end - e0 < kBatch ? end - e0 : kBatch);
@@ -289,23 +346,21 @@ void onepass(const sparseport_attention_args& args) {
                 // The first score sets the maximum; a NaN never raises it (and spreads through exp).
                 bmx = t == 0 || w[t] > bmx ? w[t] : bmx;
               }
+              bool rescale = false;
+              V c = V(1);
               if (e0 == begin) {
                 top = bmx;
               } else if (bmx > top) {
-                const V c = exp_of(top - bmx);
+                c = exp_of(top - bmx);
                 z = z * c;
-                for (int64_t j = 0; j < fv; ++j) oi[j] = oi[j] * c;
+                rescale = true;
                 top = bmx;
               }
               for (int t = 0; t < nb; ++t) {
                 w[t] = exp_of(w[t] - top);
                 z = z + w[t];
               }
-              for (int t = 0; t < nb; ++t) {
-                const V* vj = v + static_cast<int64_t>(ci[e0 + t]) * ldv;
-                const V pt = w[t];
-                for (int64_t j = 0; j < fv; ++j) oi[j] = oi[j] + pt * vj[j];
-              }
+              host_v_batch(oi, fv, v, ldv, ci + e0, w, nb, e0 == begin, rescale, c);
             }
             if (end > begin)
               for (int64_t j = 0; j < fv; ++j) oi[j] = oi[j] / z;
