@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // spmm.tc_window: SpMM on the tensor cores for f16 and bf16 values (float32 accumulation), sum and
 // mean, over the condensed row-window format of tc_window_format.hpp (8-row windows, their distinct
-// columns compacted into blocks of 16, dense 8 x 16 tiles, heavy windows split into parts of 32
+// columns compacted into blocks of 16, dense 8 x 16 tiles, heavy windows split into parts of 4 to 32
 // blocks); spmm.tc_window_tf32 runs float32 values the same way as TF32 (m16n8k8, 32-bit tiles), only
 // where the caller allows TF32. The format is built on the GPU once per plan (a radix sort of
 // (window, column, row) keys, scans, a scatter) and held by the plan cache; every call re-reads A's
@@ -77,6 +77,7 @@ class TcPlan : public Plan {
   void* parts_ = nullptr;  // TcPart[parts]
   void* pos_ = nullptr;    // int64[nnz]: each entry's place in tiles_ (null for a pattern)
   int64_t windows_ = 0, blocks_ = 0, parts_n_ = 0, split_ = 0, slots_ = 0;
+  int part_blocks_ = kTcPartBlocks;  // the longest part (tc_part_blocks)
 
  private:
   const State* state_;
@@ -121,23 +122,35 @@ __global__ void __launch_bounds__(kBlock) tc_flags_kernel(const unsigned long lo
     x[i] = i < n ? starts_slot(keys, i) : 0;
 }
 
-// Per window: blocks, parts, whether split (each array windows + 1 long, scanned next).
+// Per window: its blocks (windows + 1 long, scanned next).
 template <class I>
 __global__ void __launch_bounds__(kBlock)
-    tc_window_counts_kernel(const I* rowptr, int64_t m, int64_t windows, const int64_t* slot_scan, int64_t* nb,
-                            int64_t* np, int64_t* ns) {
+    tc_window_blocks_kernel(const I* rowptr, int64_t m, int64_t windows, const int64_t* slot_scan, int64_t* nb) {
   for (int64_t w = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; w <= windows;
        w += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     if (w == windows) {
-      nb[w] = np[w] = ns[w] = 0;
+      nb[w] = 0;
       continue;
     }
     const int64_t e0 = rowptr[w * kTcWindowRows];
     const int64_t e1 = rowptr[(w + 1) * kTcWindowRows < m ? (w + 1) * kTcWindowRows : m];
     const int64_t slots = slot_scan[e1] - slot_scan[e0];
-    const int64_t blocks = (slots + kTcBlockCols - 1) / kTcBlockCols;
-    const int64_t parts = blocks > kTcPartBlocks ? (blocks + kTcPartBlocks - 1) / kTcPartBlocks : 1;
-    nb[w] = blocks;
+    nb[w] = (slots + kTcBlockCols - 1) / kTcBlockCols;
+  }
+}
+
+// Per window, from its blocks (nb_scan, scanned): parts of at most part_blocks, whether split (each
+// array windows + 1 long, scanned next).
+__global__ void __launch_bounds__(kBlock)
+    tc_window_parts_kernel(int64_t windows, const int64_t* nb_scan, int part_blocks, int64_t* np, int64_t* ns) {
+  for (int64_t w = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; w <= windows;
+       w += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    if (w == windows) {
+      np[w] = ns[w] = 0;
+      continue;
+    }
+    const int64_t blocks = nb_scan[w + 1] - nb_scan[w];
+    const int64_t parts = blocks > part_blocks ? (blocks + part_blocks - 1) / part_blocks : 1;
     np[w] = parts;
     ns[w] = parts > 1 ? 1 : 0;
   }
@@ -173,7 +186,7 @@ __global__ void __launch_bounds__(kBlock)
 
 __global__ void __launch_bounds__(kBlock)
     tc_parts_kernel(int64_t windows, const int64_t* nb_scan, const int64_t* np_scan, const int64_t* ns_scan,
-                    TcPart* parts) {
+                    int part_blocks, TcPart* parts) {
   for (int64_t w = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; w < windows;
        w += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t b0 = nb_scan[w], nb = nb_scan[w + 1] - b0;
@@ -181,9 +194,9 @@ __global__ void __launch_bounds__(kBlock)
     for (int64_t q = 0; q < np; ++q) {
       TcPart t;
       t.window = w;
-      t.first_block = b0 + q * kTcPartBlocks;
-      const int64_t left = nb - q * kTcPartBlocks;
-      t.blocks = static_cast<int32_t>(left < kTcPartBlocks ? left : kTcPartBlocks);
+      t.first_block = b0 + q * part_blocks;
+      const int64_t left = nb - q * part_blocks;
+      t.blocks = static_cast<int32_t>(left < part_blocks ? left : part_blocks);
       t.split = np > 1 ? static_cast<int32_t>(ns_scan[w]) : -1;
       t.nparts = static_cast<int32_t>(np);
       t.pad = 0;
@@ -245,19 +258,25 @@ std::shared_ptr<TcPlan> build_plan(const State& s, const sparseport_csr& a) {
   tc_flags_kernel<<<blocks_for(nnz + 1), kBlock, 0, s.stream()>>>(sk, nnz, slot_scan.as<int64_t>());
   check_launch("spmm.tc_window (slot flags)");
   exclusive_scan_inplace(s, slot_scan.get(), nnz + 1, SPARSEPORT_I64);
-  tc_window_counts_kernel<I><<<blocks_for(windows + 1), kBlock, 0, s.stream()>>>(
-      rowptr, m, windows, slot_scan.as<int64_t>(), nb.as<int64_t>(), np.as<int64_t>(), ns.as<int64_t>());
-  check_launch("spmm.tc_window (window counts)");
-  for (Scratch* x : {&nb, &np, &ns}) exclusive_scan_inplace(s, x->get(), windows + 1, SPARSEPORT_I64);
-  // The four totals, then one wait: the sizes of the plan's arrays.
+  tc_window_blocks_kernel<I><<<blocks_for(windows + 1), kBlock, 0, s.stream()>>>(
+      rowptr, m, windows, slot_scan.as<int64_t>(), nb.as<int64_t>());
+  check_launch("spmm.tc_window (window blocks)");
+  exclusive_scan_inplace(s, nb.get(), windows + 1, SPARSEPORT_I64);
+  // Two waits: the total blocks choose the part length, which the parts' counts need.
   int64_t sizes[4] = {0, 0, 0, 0};
   read_back(s, slot_scan.as<int64_t>() + nnz, &sizes[0]);
   read_back(s, nb.as<int64_t>() + windows, &sizes[1]);
-  read_back(s, np.as<int64_t>() + windows, &sizes[2]);
-  read_back(s, ns.as<int64_t>() + windows, &sizes[3]);
-  check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (tc_window sizes)");
+  check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (tc_window blocks)");
   plan->slots_ = sizes[0];
   plan->blocks_ = sizes[1];
+  plan->part_blocks_ = tc_part_blocks(plan->blocks_, s.info().sms);
+  tc_window_parts_kernel<<<blocks_for(windows + 1), kBlock, 0, s.stream()>>>(
+      windows, nb.as<int64_t>(), plan->part_blocks_, np.as<int64_t>(), ns.as<int64_t>());
+  check_launch("spmm.tc_window (window parts)");
+  for (Scratch* x : {&np, &ns}) exclusive_scan_inplace(s, x->get(), windows + 1, SPARSEPORT_I64);
+  read_back(s, np.as<int64_t>() + windows, &sizes[2]);
+  read_back(s, ns.as<int64_t>() + windows, &sizes[3]);
+  check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (tc_window parts)");
   plan->parts_n_ = sizes[2];
   plan->split_ = sizes[3];
   if (plan->parts_n_ > int64_t{2147483647} * kTcWarps || plan->split_ > 2147483647)
@@ -282,13 +301,14 @@ std::shared_ptr<TcPlan> build_plan(const State& s, const sparseport_csr& a) {
                                                                    one);
   check_launch("spmm.tc_window (scatter)");
   tc_parts_kernel<<<blocks_for(windows), kBlock, 0, s.stream()>>>(windows, nb.as<int64_t>(), np.as<int64_t>(),
-                                                                  ns.as<int64_t>(), parts);
+                                                                  ns.as<int64_t>(), plan->part_blocks_, parts);
   check_launch("spmm.tc_window (parts)");
   plan->watch(a.rowptr, static_cast<size_t>(m + 1) * sizeof(I));
   plan->watch(a.colind, static_cast<size_t>(nnz) * sizeof(I));
   const std::string note = "spmm.tc_window plan: windows " + std::to_string(windows) + ", slot columns " +
                            std::to_string(plan->slots_) + ", blocks " + std::to_string(plan->blocks_) + ", parts " +
-                           std::to_string(plan->parts_n_) + ", split windows " + std::to_string(plan->split_);
+                           std::to_string(plan->parts_n_) + ", split windows " + std::to_string(plan->split_) +
+                           ", part blocks " + std::to_string(plan->part_blocks_);
   s.set_note(note);
   if (log_enabled()) std::fprintf(stderr, "[sparseport cuda] %s\n", note.c_str());
   return plan;

@@ -24,7 +24,8 @@
 //    window padded with empty slot columns (column -1: B's row is read as zeros, never loaded). Each block
 //    stores its 16 column indices and a dense 8 x 16 tile of 16-bit values (zeros where A has no entry),
 //    in the order the mma's B fragment is held by the warp's lanes (tc_frag_pos): one 8-byte load a lane.
-//  - A part is a run of at most kTcPartBlocks = 32 blocks of one window, the work of one warp. Every
+//  - A part is a run of at most part_blocks blocks of one window, the work of one warp; part_blocks
+//    (4 to 32, tc_part_blocks) is chosen per plan from the matrix's blocks and the GPU's SMs. Every
 //    window has at least one part (an empty window's part writes beta * C). A window of several parts
 //    (a split window) sums them in float32 in a scratch accumulator; its last part to finish writes C.
 #pragma once
@@ -44,10 +45,33 @@ namespace sparseport::cuda {
 constexpr int kTcWindowRows = 8;   // mma n
 constexpr int kTcBlockCols = 16;   // mma k
 constexpr int kTcTileValues = kTcWindowRows * kTcBlockCols;  // 128 values, 256 bytes a block
-// Blocks per part. FlashSparse's balanced kernels split heavy windows into parts of 32 blocks; here a
-// part is one warp's serial chain of 32 (16 x F) gathers, about the length of a CSR row of 512
-// entries that a row_warp lane walks, so hubs cost no longer chains than regular rows do. Unmeasured.
+// The longest part, in blocks. FlashSparse's balanced kernels split heavy windows into parts of 32
+// blocks; here a part is one warp's serial chain of 32 (16 x F) gathers, about the length of a CSR
+// row of 512 entries that a row_warp lane walks, so hubs cost no longer chains than regular rows do.
+// Unmeasured. Large matrices keep it (tc_part_blocks).
 constexpr int kTcPartBlocks = 32;
+// The shortest part, in blocks: each part of a split window adds its 8 x F float32 sums into the
+// scratch with atomics (32 F bytes, as many as one block's gathers of B), so at 4 blocks a quarter of
+// a part's traffic is already that sum. Unmeasured.
+constexpr int kTcMinPartBlocks = 4;
+// Warps of spmm_tc_kernel an SM is taken to hold when choosing the part length: half of Hopper's 64
+// warp slots; the kernel's registers allow about that. Unmeasured.
+constexpr int kTcResidentWarpsPerSm = 32;
+
+// Blocks per part for a matrix of total_blocks blocks on a GPU of `sms` SMs (sms <= 0 counts as 1).
+// A part is a serial chain, one block of gathers in flight, so a call takes about max(longest part,
+// total_blocks / warps resident) block latencies: on H200, small skewed graphs' main kernel took a
+// fixed 29-31 us at F = 32, the 32-block chains of their hub windows on a grid far below the GPU's
+// warps (benchmarks/results/2026-12-04-h200-kokkos-wide-tc-small-weak-band.md section 2). Parts of
+// about total_blocks / warps resident blocks shorten the chain without leaving warps waiting: that as
+// a power of two in [kTcMinPartBlocks, kTcPartBlocks], so matrices of at least 32 x sms x 32 blocks
+// (135168 on an H200's 132 SMs) keep 32.
+SPARSEPORT_TC_HD constexpr int tc_part_blocks(int64_t total_blocks, int sms) {
+  const int64_t per_warp = total_blocks / (int64_t{sms > 0 ? sms : 1} * kTcResidentWarpsPerSm);
+  int p = kTcMinPartBlocks;
+  while (p < kTcPartBlocks && 2 * p <= per_warp) p *= 2;
+  return p;
+}
 
 // Where tile element (row r of the window, slot s of the block) is stored among the block's 128
 // values. The mma.m16n8k16 B fragment (16 x 8, k x n, "col"): lane = 4 g + t holds b0, b1 = (k = 2t,
@@ -61,7 +85,7 @@ struct TcFormatSize {
   int64_t windows = 0;        // ceil(m / 8)
   int64_t slot_columns = 0;   // slot columns over all windows
   int64_t blocks = 0;         // sum over windows of ceil(slot columns / 16)
-  int64_t parts = 0;          // sum over windows of max(1, ceil(blocks / 32))
+  int64_t parts = 0;          // sum over windows of max(1, ceil(blocks / part_blocks))
   int64_t split_windows = 0;  // windows of more than one part
   int64_t max_window_blocks = 0;
 
@@ -72,10 +96,12 @@ struct TcFormatSize {
   }
 };
 
-// The format's sizes for a host CSR (rowptr of rows + 1 entries, colind of rowptr[rows]), computed
-// the way the GPU build does (sorted (column, row) pairs per window).
+// The format's sizes for a host CSR (rowptr of rows + 1 entries, colind of rowptr[rows]) cut into
+// parts of at most part_blocks (>= 1) blocks, computed the way the GPU build does (sorted (column,
+// row) pairs per window). The GPU's plan uses tc_part_blocks(blocks, its SMs).
 template <class I>
-TcFormatSize tc_format_size(const std::vector<I>& rowptr, const std::vector<I>& colind, int64_t rows) {
+TcFormatSize tc_format_size(const std::vector<I>& rowptr, const std::vector<I>& colind, int64_t rows,
+                            int part_blocks = kTcPartBlocks) {
   TcFormatSize z;
   z.windows = (rows + kTcWindowRows - 1) / kTcWindowRows;
   std::vector<std::pair<int64_t, int64_t>> e;  // (column, row in window)
@@ -91,7 +117,7 @@ TcFormatSize tc_format_size(const std::vector<I>& rowptr, const std::vector<I>& 
     for (size_t i = 0; i < e.size(); ++i)
       if (i == 0 || e[i].first != e[i - 1].first || e[i] == e[i - 1]) ++slots;
     const int64_t blocks = (slots + kTcBlockCols - 1) / kTcBlockCols;
-    const int64_t parts = std::max<int64_t>(1, (blocks + kTcPartBlocks - 1) / kTcPartBlocks);
+    const int64_t parts = std::max<int64_t>(1, (blocks + part_blocks - 1) / part_blocks);
     z.slot_columns += slots;
     z.blocks += blocks;
     z.parts += parts;

@@ -3,7 +3,8 @@
 // float64 oracle computed from the 16-bit inputs themselves (plain loops here).
 //  - CudaTcFormat (no GPU needed): the host model of the window format (tc_window_format.hpp): the
 //    tile layout is the mma B fragment's and a permutation, the sizes of hand-made matrices
-//    (duplicates, unsorted columns, empty windows, a split mega-row), the sort key's width.
+//    (duplicates, unsorted columns, empty windows, a split mega-row), the part length chosen from the
+//    blocks and SMs, the sort key's width.
 //  - CudaTc (GPU): random, power-law with a 10^5-entry mega-row (several parts, summed through the
 //    float32 scratch), empty windows, a matrix without entries, duplicate + unsorted columns, int64
 //    indices, rectangular A (rows != cols both ways), a pattern A, F in {1, 7, 8, 15, 16, 33, 64, 100,
@@ -25,8 +26,9 @@
 // round-to-nearest), and mean's division and alpha/beta add 2 roundings of 2^-24. So
 //   |got - want| <= 2 ulp16(|want|) + (n + P + 2) 2^-23 sum |a_k b_k| (|alpha| and |beta C| included)
 //                   + the 16-bit type's smallest subnormal,
-// n the row's entries; P <= n / 512 + 1 is folded in as n + 2 + n / 16 (generous, still far below a
-// 16-bit accumulator's error: a bf16 running sum loses 2^-9 relative per addition).
+// n the row's entries; P <= n / 64 + 1 (parts of at least 4 blocks of 16) is folded in as
+// n + 2 + n / 16 (generous, still far below a 16-bit accumulator's error: a bf16 running sum loses
+// 2^-9 relative per addition).
 // Without a GPU the CudaTc tests skip and say why; so they do while spmm.tc_window is off (the build
 // option SPARSEPORT_CUDA_TENSOR_CORES, OFF by default, or the environment variable of that name, as
 // the plugin reads them): `SPARSEPORT_CUDA_TENSOR_CORES=1 ctest -R CudaTc` runs them.
@@ -39,6 +41,8 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include <cuda_runtime_api.h>
 
 #include "cuda_test.hpp"
 #include "values16_math.hpp"
@@ -100,6 +104,33 @@ TEST(CudaTcFormat, SizesOfHandMadeMatrices) {
   EXPECT_EQ(m.split_windows, 1);
   EXPECT_EQ(m.max_window_blocks, 6250);
   EXPECT_EQ(m.bytes(100001, 8, 32), 6250 * (256 + 128) + 196 * 32 + 100001 * 8);
+}
+
+// Parts of about total blocks / resident warps (32 an SM) blocks, a power of two in [4, 32].
+TEST(CudaTcFormat, PartBlocksFollowTheBlocksPerWarp) {
+  EXPECT_EQ(cu::tc_part_blocks(0, 132), 4);
+  EXPECT_EQ(cu::tc_part_blocks(6250, 132), 4);         // 6250 / 4224 warps = 1 block a warp
+  EXPECT_EQ(cu::tc_part_blocks(4224 * 8 - 1, 132), 4);
+  EXPECT_EQ(cu::tc_part_blocks(4224 * 8, 132), 8);
+  EXPECT_EQ(cu::tc_part_blocks(4224 * 16 - 1, 132), 8);
+  EXPECT_EQ(cu::tc_part_blocks(4224 * 16, 132), 16);
+  EXPECT_EQ(cu::tc_part_blocks(135168 - 1, 132), 16);
+  EXPECT_EQ(cu::tc_part_blocks(135168, 132), 32);      // 32 x 132 SMs x 32 warps: today's parts
+  EXPECT_EQ(cu::tc_part_blocks(int64_t{1} << 40, 132), 32);
+  EXPECT_EQ(cu::tc_part_blocks(32 * 8, 0), 8);         // no SM count: one SM
+  EXPECT_EQ(cu::tc_part_blocks(32 * 8, -3), 8);
+  EXPECT_EQ(cu::tc_part_blocks(-1, 132), 4);
+
+  // The mega-row of SizesOfHandMadeMatrices (6250 blocks) in shorter parts.
+  std::vector<int64_t> rp = {0, 100000};
+  std::vector<int64_t> ci(100000);
+  for (int64_t i = 0; i < 100000; ++i) ci[static_cast<size_t>(i)] = (i * 7919) % 100000;
+  const cu::TcFormatSize p4 = cu::tc_format_size(rp, ci, 1, 4), p8 = cu::tc_format_size(rp, ci, 1, 8);
+  EXPECT_EQ(p4.blocks, 6250);
+  EXPECT_EQ(p4.parts, 1563);  // ceil(6250 / 4)
+  EXPECT_EQ(p8.parts, 782);   // ceil(6250 / 8)
+  EXPECT_EQ(p4.split_windows, 1);
+  EXPECT_EQ(cu::tc_format_size(rp, ci, 1).parts, 196);  // the default, 32
 }
 
 TEST(CudaTcFormat, SortKeyWidth) {
@@ -364,7 +395,8 @@ TEST(CudaTc, DuplicateAndUnsortedColumns) {
   check_matrix(ctx, b, {16, 100}, kSeed + 13, "duplicates int64");
 }
 
-// Power law with a mega-row of 10^5 entries (scaled: at least 4000, over 8 parts), hubs, empty rows.
+// Power law with a mega-row of 10^5 entries (scaled: at least 4000, over 8 or more parts), hubs, empty
+// rows.
 TEST(CudaTc, PowerLawWithMegaRow) {
   TC_REQUIRE_GPU_AND_ON();
   Context ctx = Context::create("cuda");
@@ -467,11 +499,17 @@ TEST(CudaTc, PlanSizesMatchTheHostModel) {
   (void)run_tc(ctx, da, a, b, c0, Call{});
   sparseport_cuda_diagnostics d{};
   ASSERT_EQ(sparseport_cuda_get_diagnostics(ctx.exec().state, &d), 0);
-  const cu::TcFormatSize z = cu::tc_format_size(a.rowptr, a.colind, a.rows);
+  // The part length the plan chose from its blocks and the context's device (current after create).
+  int dev = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), cudaSuccess);
+  const int part_blocks = cu::tc_part_blocks(cu::tc_format_size(a.rowptr, a.colind, a.rows).blocks, sms);
+  const cu::TcFormatSize z = cu::tc_format_size(a.rowptr, a.colind, a.rows, part_blocks);
   EXPECT_GT(z.split_windows, 0) << "the mega-row should split";
   const std::string want = "spmm.tc_window plan: windows " + std::to_string(z.windows) + ", slot columns " +
                            std::to_string(z.slot_columns) + ", blocks " + std::to_string(z.blocks) + ", parts " +
-                           std::to_string(z.parts) + ", split windows " + std::to_string(z.split_windows);
+                           std::to_string(z.parts) + ", split windows " + std::to_string(z.split_windows) +
+                           ", part blocks " + std::to_string(part_blocks);
   EXPECT_EQ(std::string(d.note), want);
 }
 
