@@ -234,6 +234,17 @@ void read_back(const State& s, const int64_t* p, int64_t* host) {
   check(cudaMemcpyAsync(host, p, sizeof *host, cudaMemcpyDeviceToHost, s.stream()), "cudaMemcpyAsync (tc_window sizes)");
 }
 
+// The plan's part length: SPARSEPORT_TC_PART_BLOCKS (4, 8, 16 or 32) where set, as
+// SPARSEPORT_TC_SLICE sets the slice (one build timed and counted at two part lengths: the counter
+// check of docs/tc_window_next.md), else tc_part_blocks. Read when a plan is built.
+int part_blocks_of(int64_t blocks, int sms) {
+  if (const char* e = std::getenv("SPARSEPORT_TC_PART_BLOCKS"); e != nullptr && *e != '\0') {
+    const int v = std::atoi(e);
+    if (v == 4 || v == 8 || v == 16 || v == 32) return v;
+  }
+  return tc_part_blocks(blocks, sms);
+}
+
 template <class I, class S>
 std::shared_ptr<TcPlan> build_plan(const State& s, const sparseport_csr& a) {
   const int64_t m = a.rows, nnz = a.nnz;
@@ -269,7 +280,7 @@ std::shared_ptr<TcPlan> build_plan(const State& s, const sparseport_csr& a) {
   check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (tc_window blocks)");
   plan->slots_ = sizes[0];
   plan->blocks_ = sizes[1];
-  plan->part_blocks_ = tc_part_blocks(plan->blocks_, s.info().sms);
+  plan->part_blocks_ = part_blocks_of(plan->blocks_, s.info().sms);
   tc_window_parts_kernel<<<blocks_for(windows + 1), kBlock, 0, s.stream()>>>(
       windows, nb.as<int64_t>(), plan->part_blocks_, np.as<int64_t>(), ns.as<int64_t>());
   check_launch("spmm.tc_window (window parts)");
