@@ -74,8 +74,8 @@ std::string type_suffix(const ProblemInfo& p);  // "f32/i32/sum"
 Structure read_structure(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args);
 // The graph signature: shape, nnz, hash of rowptr, hash of the colind sample. Stable across runs.
 std::string graph_signature(const Structure& s);
-// A CSR operand's: shape, nnz, and its summary's two hashes (rowptr, colind sample), computed where
-// the operand lives (summary.hpp).
+// A CSR operand's: shape, nnz, and its summary's two hashes (a sample each of rowptr and colind,
+// plugin_abi.h), computed where the operand lives (summary.hpp).
 std::string graph_signature(const sparseport_csr_summary& s);
 
 

@@ -18,6 +18,37 @@ namespace {
 // the sort it replaces costs an entry (log2 of a block's entries, 8-10 compares).
 constexpr int64_t kStampsPerEntry = 8;
 
+// The signature hash of v[0..n) (plugin_abi.h): S = min(n, SPARSEPORT_SUMMARY_SAMPLE) entries at
+// positions floor(j * (n - 1) / (S - 1)), so the first and the last always, and every entry when
+// n <= S (then the hash is the one every entry gave before issue 35, so those cache lines still
+// replay). Why a small sample of both arrays and not every rowptr entry: a cache hit in a new
+// process must cost <= 50 us (issue 35). On rmat:20:16 (1M rows, 16.1M entries; this 2-core VM,
+// the operands made as cache_hit_cost makes them, each part timed once cold in a fresh process,
+// medians of 3) the summary took 3.3 ms: 2.5 ms hashing all 1M rowptr entries (0.63 ms of it the
+// loads alone; the hashing ~1 ms even warm) and 0.8 ms (0.55-1.2) the 16384 colind samples. A cold
+// sampled entry costs ~80-100 ns, and the misses hardly overlap here: issuing all loads before
+// hashing, or prefetching 8-16 samples ahead, saved nothing (1024 a side: 115 against 111 us), and
+// 8 lines on each of 32 pages cost what 256 lines on 256 pages do (22 against 25 us), so it is the
+// line, not the page walk. Extra entries per sampled line did cost (4 adjacent ones: 40 against
+// 25 us). So the count of entries is the price: cold, both arrays, 64 a side took 15 us, 128 took
+// 25 us, 256 took 42 us, 1024 took 111 us. Positions are stepped exactly (quotient and remainder),
+// not divided per sample.
+template <class I>
+uint64_t sample_hash(const I* v, int64_t n) {
+  const int64_t samples = std::min<int64_t>(n, SPARSEPORT_SUMMARY_SAMPLE);
+  if (samples <= 0) return hash_finish(0, 0);
+  const int64_t gaps = std::max<int64_t>(samples - 1, 1);
+  const int64_t step = (n - 1) / gaps, step_rem = (n - 1) % gaps;
+  uint64_t h = 0;
+  for (int64_t j = 0, e = 0, rem = 0; j < samples; ++j) {
+    h += hash_term(static_cast<int64_t>(v[e]), e);
+    e += step;
+    rem += step_rem;
+    if (rem >= gaps) rem -= gaps, ++e;
+  }
+  return hash_finish(h, samples);
+}
+
 template <class I>
 sparseport_csr_summary summarize_typed(const sparseport_csr& a, uint32_t want) {
   const auto* rowptr = static_cast<const I*>(a.rowptr);
@@ -26,21 +57,8 @@ sparseport_csr_summary summarize_typed(const sparseport_csr& a, uint32_t want) {
   s.rows = a.rows;
   s.cols = a.cols;
   s.nnz = a.nnz;
-  uint64_t h = 0;
-  for (int64_t i = 0; i <= a.rows; ++i) h += hash_term(static_cast<int64_t>(rowptr[i]), i);
-  s.rowptr_hash = hash_finish(h, a.rows + 1);
-  h = 0;
-  const int64_t samples = std::min<int64_t>(a.nnz, SPARSEPORT_SUMMARY_SAMPLE);
-  // Sample j is entry floor(j * nnz / samples), stepped exactly (quotient and remainder) instead of
-  // one 128-bit division per sample (a 50k-entry sampled subgraph's summary: 110 -> 96 us).
-  const int64_t step = samples > 0 ? a.nnz / samples : 0, step_rem = samples > 0 ? a.nnz % samples : 0;
-  for (int64_t j = 0, e = 0, rem = 0; j < samples; ++j) {
-    h += hash_term(static_cast<int64_t>(colind[e]), j);
-    e += step;
-    rem += step_rem;
-    if (rem >= samples) rem -= samples, ++e;
-  }
-  s.colind_hash = hash_finish(h, samples);
+  s.rowptr_hash = sample_hash(rowptr, a.rows + 1);
+  s.colind_hash = sample_hash(colind, a.nnz);
   if ((want & SPARSEPORT_SUMMARY_FEATURES) == 0) return s;
 
   const bool square = a.rows == a.cols;

@@ -308,19 +308,27 @@ typedef struct sparseport_index_report {
 /* ABI 1.3: what the scheduler reads of a CSR operand, computed where it lives (one pass on the
  * device for device memory, no copy of the arrays). The host computes the same numbers bit for bit
  * (scheduler/summary.cpp is the definition); a plugin's result must equal it.
- *   want SIGNATURE: rows, cols, nnz, rowptr_hash (every rowptr entry, widened to 64 bits) and
- *                   colind_hash (the sampled entries below).
+ *   want SIGNATURE: rows, cols, nnz, rowptr_hash and colind_hash (each over a sample of its array,
+ *                   entries widened to 64 bits; below).
  *   want FEATURES:  also the histograms, max_degree, the distance sum and the block counts.
- * Hashes: h = sum over i of mix64(v_i ^ (i * 0x9E3779B97F4A7C15)) modulo 2^64 (order-free, so a
- * grid sums it in any order), then mix64(h + n); mix64 is SplitMix64's finaliser. The colind
- * sample is the entries at positions (j * nnz) / S for j < S = min(nnz, SPARSEPORT_SUMMARY_SAMPLE).
+ * Hashes: of an array v of n entries (rowptr: n = rows + 1; colind: n = nnz), the S =
+ * min(n, SPARSEPORT_SUMMARY_SAMPLE) entries at positions p_j = (j * (n - 1)) / (S - 1), j < S
+ * (p_0 = 0 when S = 1): the first and the last entry always, every entry when n <= S.
+ * h = sum over j of mix64(v_p ^ (p * 0x9E3779B97F4A7C15)), p = p_j, modulo 2^64 (order-free, so a
+ * grid sums it in any order), then mix64(h + S); mix64 is SplitMix64's finaliser. Since issue 35
+ * rowptr is sampled too (it was hashed whole, and colind sampled at (j * nnz) / S, S <= 16384;
+ * the numbers' one consumer is the decision cache's key): a cache hit in a new process must cost
+ * <= 50 us, and reading all of rowptr took 2.5 ms on a 1M-row matrix (scheduler/summary.cpp,
+ * sample_hash, has the numbers). So matrices of the same rows, cols and nnz whose rowptr and
+ * colind agree at the sampled positions share a signature (a performance decision, never a
+ * result). For n <= S the hashes are the old ones.
  * Blocks: the 32-row blocks b = (j * nblocks) / B for j < B = min(nblocks, SPARSEPORT_SUMMARY_BLOCKS),
  * nblocks = ceil(rows / 32); a block's first SPARSEPORT_SUMMARY_BLOCK_CAP entries (in storage order)
  * are counted.
  *   want CHECK (ABI 1.4): also checks the index contents in the same pass, as check_indices does
  *                   for a CSR, and sets index_checked = 1 and index_problem (0: valid). A plan's
- *                   construction reads rowptr for the signature anyway; the check then costs its
- *                   extra bytes only, not a launch and a synchronisation of its own. The details of
+ *                   construction asks for the signature anyway; the check then costs the bytes it
+ *                   reads only, not a launch and a synchronisation of its own. The details of
  *                   a violation come from check_indices. A plugin that cannot check leaves
  *                   index_checked = 0 and the caller checks separately. With an invalid rowptr the
  *                   SIGNATURE numbers are still defined; FEATURES must not be asked before a
@@ -329,7 +337,7 @@ typedef struct sparseport_index_report {
 #define SPARSEPORT_SUMMARY_FEATURES 2u
 #define SPARSEPORT_SUMMARY_CHECK 4u
 #define SPARSEPORT_SUMMARY_BUCKETS 40
-#define SPARSEPORT_SUMMARY_SAMPLE 16384
+#define SPARSEPORT_SUMMARY_SAMPLE 128
 #define SPARSEPORT_SUMMARY_BLOCKS 2048
 #define SPARSEPORT_SUMMARY_BLOCK_CAP 1024
 

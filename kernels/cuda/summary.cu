@@ -5,13 +5,15 @@
 //
 // One kernel of 256-thread blocks; every sum is an integer sum, so the result does not depend on
 // the launch shape or the order of the atomics.
-//  - Stream blocks (at most 8 per SM, grid-stride): rowptr[0..rows] hashed, 4 loads in flight a
-//    thread; the colind sample hashed. With FEATURES also the degrees (maximum, histogram) and
-//    tiles of consecutive entries, one warp a tile: the row of the tile's first entry is found by a
-//    32-way search of rowptr (4 dependent loads for 1M rows), then the lanes hold a window of 32
-//    row ends (relative to the tile) and diagonals, and each entry finds its row in the window by
-//    a 5-step shuffle search. The window moves on by 32 rows, or by a search past a run of empty
-//    rows. Tiles cut hub rows, so a mega-row is spread over many warps like any other entries.
+//  - Stream blocks (at most 8 per SM, grid-stride): the rowptr and colind samples hashed (at most
+//    SPARSEPORT_SUMMARY_SAMPLE entries each: the whole signature since issue 35). With FEATURES
+//    (or CHECK, below) rowptr[0..rows] read, 4 loads in flight a thread, and with FEATURES the
+//    degrees (maximum, histogram) and tiles of consecutive entries, one warp a tile: the row of
+//    the tile's first entry is found by a 32-way search of rowptr (4 dependent loads for 1M
+//    rows), then the lanes hold a window of 32 row ends (relative to the tile) and diagonals, and
+//    each entry finds its row in the window by a 5-step shuffle search. The window moves on by 32
+//    rows, or by a search past a run of empty rows. Tiles cut hub rows, so a mega-row is spread
+//    over many warps like any other entries.
 //  - With FEATURES, first one block per sampled 32-row block: its first 1024 columns (in storage
 //    order) sorted in shared memory by cub::BlockRadixSort (4 keys a thread, padded with the
 //    largest key; only the low bits a column in [0, cols) can use, unless the block holds a
@@ -93,7 +95,7 @@ struct Params {
   const I* rowptr;
   const I* colind;
   int64_t rows, cols, nnz;
-  sm::SampleParams sample;
+  sm::SampleParams rsample, sample;  // the rowptr and colind samples of the signature
   sm::DiagParams diag;
   sm::DistanceParams dist;
   int64_t tile, tiles;       // entries in a warp's tile, and the number of tiles
@@ -275,12 +277,12 @@ __device__ void stream_block(const Params<I>& p, int64_t block, int64_t blocks, 
   unsigned long long hrow = 0, hcol = 0, dsum = 0;
   int64_t max_degree = 0;
 
-  // rowptr[i], i <= rows, and with CHECK colind[i], i < nnz, in the same loop: the column loads
-  // are in flight with the rowptr loads (a second loop after this one cost a second round of
-  // memory latency: 8 us on a 1M-row band). The loop runs by warps, so every lane reaches
-  // warp_count.
+  // With FEATURES or CHECK, rowptr[i], i <= rows, and with CHECK colind[i], i < nnz, in the same
+  // loop: the column loads are in flight with the rowptr loads (a second loop after this one cost
+  // a second round of memory latency: 8 us on a 1M-row band). The loop runs by warps, so every
+  // lane reaches warp_count. The signature alone reads only the samples below.
   const int64_t n = p.rows + 1;
-  const int64_t span = p.check && p.nnz > n ? p.nnz : n;
+  const int64_t span = !kFeatures && !p.check ? 0 : (p.check && p.nnz > n ? p.nnz : n);
   for (int64_t base = block * kBlock + warp * 32; base < span; base += kRowsUnroll * stride) {
     I v[kRowsUnroll], next[kRowsUnroll], col[kRowsUnroll];
 #pragma unroll
@@ -294,7 +296,6 @@ __device__ void stream_block(const Params<I>& p, int64_t block, int64_t blocks, 
 #pragma unroll
     for (int u = 0; u < kRowsUnroll; ++u) {
       const int64_t i = base + u * stride + lane;
-      if (i < n) hrow += sm::hash_term(static_cast<int64_t>(v[u]), i);
       if (p.check && i < p.rows && next[u] < v[u]) atomicMax(slot(p.acc, kBadRow), ~static_cast<unsigned long long>(i));
       if (p.check && i < p.nnz && (col[u] < 0 || static_cast<int64_t>(col[u]) >= p.cols))
         atomicMax(slot(p.acc, kBadEntry), ~static_cast<unsigned long long>(i));
@@ -306,9 +307,15 @@ __device__ void stream_block(const Params<I>& p, int64_t block, int64_t blocks, 
       }
     }
   }
-  // The colind sample.
-  for (int64_t j = block * kBlock + threadIdx.x; j < p.sample.samples; j += stride)
-    hcol += sm::hash_term(static_cast<int64_t>(__ldg(p.colind + sm::sample_position(j, p.sample))), j);
+  // The signature's samples: each term is the entry with its position (summary.cpp, sample_hash).
+  for (int64_t j = block * kBlock + threadIdx.x; j < p.rsample.samples; j += stride) {
+    const int64_t i = sm::sample_position(j, p.rsample);
+    hrow += sm::hash_term(static_cast<int64_t>(__ldg(p.rowptr + i)), i);
+  }
+  for (int64_t j = block * kBlock + threadIdx.x; j < p.sample.samples; j += stride) {
+    const int64_t e = sm::sample_position(j, p.sample);
+    hcol += sm::hash_term(static_cast<int64_t>(__ldg(p.colind + e)), e);
+  }
   // The entries, a tile per warp.
   if constexpr (kFeatures) {
     for (int64_t t = block * kWarps + warp; t < p.tiles; t += blocks * kWarps)
@@ -407,7 +414,7 @@ __device__ void finish(const Params<I>& p, int& last_block) {
     o->rows = p.rows;
     o->cols = p.cols;
     o->nnz = p.nnz;
-    o->rowptr_hash = sm::hash_finish(take(kRowptrSum), p.rows + 1);
+    o->rowptr_hash = sm::hash_finish(take(kRowptrSum), p.rsample.samples);
     o->colind_hash = sm::hash_finish(take(kColindSum), p.sample.samples);
     if constexpr (kFeatures) {
       o->max_degree = static_cast<int64_t>(take(kMaxDegree));
@@ -495,14 +502,16 @@ sparseport_csr_summary summarize_typed(const State& s, const sparseport_csr& a, 
   p.rows = a.rows;
   p.cols = a.cols;
   p.nnz = a.nnz;
+  p.rsample = sm::sample_params(a.rows + 1);
   p.sample = sm::sample_params(a.nnz);
 
-  // Enough stream blocks for 4 rowptr entries a thread and one sample, and with FEATURES for
-  // kTilesPerWarp tiles of kMinTile entries a warp; at most one wave (the blocks the SMs hold at
-  // once), loops take the rest.
+  // Enough stream blocks for one sample a thread, with FEATURES or CHECK for 4 rowptr entries a
+  // thread, and with FEATURES for kTilesPerWarp tiles of kMinTile entries a warp; at most one wave
+  // (the blocks the SMs hold at once), loops take the rest.
   const int64_t sms = s.info().sms > 0 ? s.info().sms : 1;
   const int64_t per_sm = features ? resident_per_sm<I, true>() : resident_per_sm<I, false>();
-  int64_t need = std::max(ceil_div(a.rows + 1, kRowsUnroll * kBlock), ceil_div(p.sample.samples, kBlock));
+  int64_t need = ceil_div(std::max(p.rsample.samples, p.sample.samples), kBlock);
+  if (features || p.check) need = std::max(need, ceil_div(a.rows + 1, kRowsUnroll * kBlock));
   if (features) need = std::max(need, ceil_div(a.nnz, kMinTile * kWarps * kTilesPerWarp));
   if (p.check) need = std::max(need, ceil_div(a.nnz, kRowsUnroll * kBlock));
   const int64_t blocks = std::clamp<int64_t>(need, 1, per_sm * sms);

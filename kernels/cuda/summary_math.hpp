@@ -61,25 +61,32 @@ SPARSEPORT_HD uint64_t div_by(uint64_t n, uint64_t d, double inv) {
   return q;
 }
 
-// Entry j < S of the colind sample: floor(j * nnz / S), S = min(nnz, SPARSEPORT_SUMMARY_SAMPLE).
-// With nnz = q * S + r (0 <= r < S): j * q + floor(j * r / S), and j * r < S^2 <= 2^28.
+// Entry j < S of a signature sample of n entries (rowptr: n = rows + 1; colind: n = nnz):
+// floor(j * (n - 1) / (S - 1)), S = min(n, SPARSEPORT_SUMMARY_SAMPLE) (scheduler/summary.cpp,
+// sample_hash; position 0 alone when S = 1). With n - 1 = q * g + r, g = max(S - 1, 1), 0 <= r < g:
+// j * q + floor(j * r / g), and j * r < S^2 <= 2^32 (static_assert below), so a 32-bit product
+// and division suffice.
+static_assert(int64_t{SPARSEPORT_SUMMARY_SAMPLE} * SPARSEPORT_SUMMARY_SAMPLE <= (int64_t{1} << 32),
+              "a sample's j * r fits 32 bits");
 struct SampleParams {
   int64_t samples = 0;  // S
-  int64_t q = 0;        // nnz / S
-  uint32_t r = 0;       // nnz % S
+  int64_t q = 0;        // (n - 1) / g
+  uint32_t r = 0;       // (n - 1) % g
+  uint32_t gaps = 1;    // g
 };
-inline SampleParams sample_params(int64_t nnz) {
+inline SampleParams sample_params(int64_t n) {
   SampleParams p;
-  p.samples = nnz < SPARSEPORT_SUMMARY_SAMPLE ? nnz : SPARSEPORT_SUMMARY_SAMPLE;
+  p.samples = n < SPARSEPORT_SUMMARY_SAMPLE ? n : SPARSEPORT_SUMMARY_SAMPLE;
   if (p.samples > 0) {
-    p.q = nnz / p.samples;
-    p.r = static_cast<uint32_t>(nnz % p.samples);
+    p.gaps = static_cast<uint32_t>(p.samples > 1 ? p.samples - 1 : 1);
+    p.q = (n - 1) / p.gaps;
+    p.r = static_cast<uint32_t>((n - 1) % p.gaps);
   }
   return p;
 }
 SPARSEPORT_HD int64_t sample_position(int64_t j, const SampleParams& p) {
   const uint32_t jr = static_cast<uint32_t>(j) * p.r;
-  return j * p.q + static_cast<int64_t>(jr / static_cast<uint32_t>(p.samples));
+  return j * p.q + static_cast<int64_t>(jr / p.gaps);
 }
 
 // Row i's diagonal column floor(i * cols / rows) (scheduler::diagonal_of), for 0 <= i < rows.

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <type_traits>
 
 #include "backends/kokkos/space.hpp"
@@ -39,6 +41,13 @@ using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int64_t>>;
 // rows amortises that; on a GPU the team's threads share the block. 16 is a plain middle value,
 // not a measured optimum (the Debian build is Serial, where it makes no difference).
 inline constexpr int64_t kRowsPerTeam = 16;
+
+// W adjacent values of a dense row, loaded or stored at once: 16 bytes at W = 16 / sizeof(V) (one
+// vector load on a GPU) where the row's start is 16-byte aligned. spmm's and sddmm's device kernels.
+template <class V, int W>
+struct alignas(sizeof(V) * W) Cols {
+  V v[W];
+};
 
 // Vector lanes across F: the largest power of two <= min(F, what the space allows).
 inline int vector_length(int64_t f) {
@@ -193,31 +202,175 @@ struct Messages {
   int32_t reduce = SPARSEPORT_REDUCE_SUM;
 };
 
-// dst sorted: output row r reduces the run [lower_bound(r), lower_bound(r + 1)), so every output
-// element is written once, in message order, without atomics.
+// A workspace buffer of at least n values: grown by half again when too small (a device allocation
+// per call would synchronise and cost more than the kernels on small inputs), the old buffer freed
+// first, never both at once. `zeroed`: a new buffer is filled with zeros (counters).
+template <class T>
+T* grown(Kokkos::View<T*, MemSpace>& v, size_t n, const char* label, bool zeroed = false) {
+  if (v.extent(0) < n) {
+    const size_t want = std::max(n, v.extent(0) + v.extent(0) / 2);
+    v = Kokkos::View<T*, MemSpace>();  // free the old buffer first: never both at once
+    if (zeroed)
+      v = Kokkos::View<T*, MemSpace>(std::string(label), want);
+    else
+      v = Kokkos::View<T*, MemSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), want);
+  }
+  return v.data();
+}
+
+// The scratch buffers of the ops that hold no plan, kept from call to call as spmm.cpp's Workspace
+// keeps hub_split's (a cudaMalloc and a synchronising cudaFree per call cost more than the kernels
+// on small inputs): reduce_chunks's piece slots and tickets (the tickets zero between calls),
+// reduce_atomic's counts, csr_induced_subgraph's vertex map. One mutex serialises the calls that use
+// them; freed by a Kokkos finalize hook (a View must not outlive Kokkos); the object itself is never
+// destroyed.
+struct OpWorkspace {
+  std::mutex lock;
+  bool hooked = false;
+  Kokkos::View<double*, MemSpace> slots;  // double: aligned for float and double alike
+  Kokkos::View<unsigned*, MemSpace> tickets;
+  Kokkos::View<int64_t*, MemSpace> counts;
+  Kokkos::View<int64_t*, MemSpace> map;
+};
+
+inline OpWorkspace& op_workspace() {
+  static OpWorkspace* w = new OpWorkspace;
+  return *w;
+}
+
+// With w.lock held, before w's first buffer.
+inline void hook_op_workspace(OpWorkspace& w) {
+  if (w.hooked) return;
+  Kokkos::push_finalize_hook([] {
+    OpWorkspace& ws = op_workspace();
+    std::lock_guard<std::mutex> guard(ws.lock);
+    ws.slots = {};
+    ws.tickets = {};
+    ws.counts = {};
+    ws.map = {};
+    ws.hooked = false;
+  });
+  w.hooked = true;
+}
+
+// reduce_sorted's device path: the messages cut into chunks of T (message_chunk), one team thread
+// and its vector lanes (across F) a chunk, as the cuda plugin's segment_reduce.nnz_balanced cuts
+// them, so a thread's work is the same whatever the skew and a thread finds its runs by walking dst,
+// with no search over the whole index. The kernel it replaced gave each output row to one team
+// thread, found its run by two binary searches over the whole index and folded it alone, so a hub
+// run was one thread's chain: on an H200 (2026-12-05, one build, A/B) this one is 17-28x faster on
+// rmat:18:16 (segment_reduce F = 32: 9.49 -> 0.559 ms, F = 128: 37.5 -> 1.35; gather_scatter 6.58 ->
+// 0.536, 27.4 -> 1.22) and 1.3-2.5x on a 1024 x 1024 mesh. Here:
+//  - A run of equal destinations inside one chunk is folded in message order and stored once: the
+//    reference's order, so its bits.
+//  - A run that crosses chunks leaves the piece each chunk holds in a scratch slot (slot 1 of the
+//    chunk where it begins, slot 0 of every later one); the piece that draws the run's last ticket
+//    (a counter per lane, kept by the run's first chunk, as spmm.hub_split's tickets) folds the
+//    slots in chunk order and stores. T depends on E and the device only, so the bits are the
+//    same run to run (the variant's deterministic flag), though a crossing run's are not the
+//    reference's.
+//  - An output row that no message reaches is written 0 by the chunk in which the next run begins
+//    (the last chunk: the rows after the last run). Destinations outside [0, rows) are skipped, so
+//    an index that was not checked cannot write outside out (ops::check_index checks the index in
+//    range and sorted before any plugin runs; an unsorted one would leave tickets drawn).
+// Every lane walks the same messages (its columns lane, lane + vl, ...), so lanes never diverge.
+inline constexpr int64_t kMinMessageChunk = 128;
+inline constexpr int kMessageItemsPerTeam = 8;
+
+// Messages a chunk: about four chunks per lane group the space runs at once (a chunk holding a
+// hub's messages then delays the last wave by at most a quarter of a fair share, spmm.hub_split's
+// kWaves), never fewer than kMinMessageChunk, so that the two slots a crossing run costs a chunk
+// (2 F values written and read) stay within 2 / 128 of its T message rows.
+inline int64_t message_chunk(int64_t count, int64_t vl) {
+  const int64_t workers = std::max<int64_t>(1, ExecSpace().concurrency() / std::max<int64_t>(vl, 1));
+  const int64_t per_item = (count + 4 * workers - 1) / (4 * workers);
+  return std::max(kMinMessageChunk, per_item);
+}
+
 template <Op op, class I, class V>
-void reduce_sorted_op(const Messages<I, V>& msg) {
+void reduce_chunks_op(const Messages<I, V>& msg, V* slots, unsigned* tickets, int64_t t, int64_t vl) {
   const Messages<I, V> m = msg;
   const bool mean = m.reduce == SPARSEPORT_REDUCE_MEAN;
-  Kokkos::parallel_for(
-      "sparseport::kokkos::reduce_sorted", row_blocks(m.out_rows, m.f), KOKKOS_LAMBDA(const Member& t) {
-        const int64_t r0 = static_cast<int64_t>(t.league_rank()) * kRowsPerTeam;
-        const int64_t r1 = r0 + kRowsPerTeam < m.out_rows ? r0 + kRowsPerTeam : m.out_rows;
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t r) {
-          const int64_t lo = lower_bound(m.dst, m.count, r), hi = lower_bound(m.dst, m.count, r + 1);
-          Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, m.f), [&](const int64_t j) {
-            V acc = V(0);
-            for (int64_t e = lo; e < hi; ++e) {
-              const int64_t src = m.pick != nullptr ? static_cast<int64_t>(m.pick[e]) : e;
-              const V x = (m.w != nullptr ? m.w[e] : V(1)) * m.rows[src * m.ld + j];
-              acc = e == lo ? x : fold<op>(acc, x);
+  const int64_t E = m.count, n = m.out_rows, f = m.f;
+  const int64_t items = std::max<int64_t>(1, (E + t - 1) / t);
+  const auto body = KOKKOS_LAMBDA(const Member& team) {
+    const int64_t x = static_cast<int64_t>(team.league_rank()) * kMessageItemsPerTeam + team.team_rank();
+    if (x >= items) return;  // no barrier below
+    const int64_t c0 = x * t, c1 = c0 + t < E ? c0 + t : E;
+    const auto zero_rows = [&](int64_t from, int64_t to, int64_t lane) {  // rows [from, to) within out
+      for (int64_t r = from < 0 ? 0 : from; r < to && r < n; ++r)
+        for (int64_t j = lane; j < f; j += vl) m.out[r * m.out_ld + j] = V(0);
+    };
+    Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, vl), [&](const int64_t lane) {
+      for (int64_t e = c0; e < c1;) {
+        const int64_t r = static_cast<int64_t>(m.dst[e]);
+        const bool began_before = e == c0 && e > 0 && static_cast<int64_t>(m.dst[e - 1]) == r;
+        if (!began_before) zero_rows(e > 0 ? static_cast<int64_t>(m.dst[e - 1]) + 1 : 0, r, lane);
+        int64_t end = e + 1;
+        while (end < c1 && static_cast<int64_t>(m.dst[end]) == r) ++end;
+        const bool goes_on = end == c1 && c1 < E && static_cast<int64_t>(m.dst[c1]) == r;
+        const bool valid = r >= 0 && r < n;
+        // A crossing run's extent: [lo, hi), chunks a .. b.
+        const int64_t lo = began_before ? lower_bound(m.dst, c0, r) : e;
+        const int64_t hi = goes_on ? c1 + lower_bound(m.dst + c1, E - c1, r + 1) : end;
+        V* slot = slots + (2 * x + (began_before ? 0 : 1)) * f;
+        for (int64_t j = lane; j < f && valid; j += vl) {
+          V acc = V(0);
+          for (int64_t k = e; k < end; ++k) {
+            const int64_t src = m.pick != nullptr ? static_cast<int64_t>(m.pick[k]) : k;
+            const V v = (m.w != nullptr ? m.w[k] : V(1)) * m.rows[src * m.ld + j];
+            acc = k == e ? v : fold<op>(acc, v);
+          }
+          if (began_before || goes_on)
+            slot[j] = acc;
+          else
+            m.out[r * m.out_ld + j] = mean ? acc / static_cast<V>(end - e) : acc;
+        }
+        if (valid && (began_before || goes_on)) {
+          // The last piece to draw this lane's ticket folds the run (CUDA's threadFenceReduction
+          // pattern: the fence puts this piece's slot before its ticket).
+          const int64_t a = lo / t, b = (hi - 1) / t;
+          Kokkos::memory_fence();
+          unsigned* ticket = tickets + a * vl + lane;
+          if (Kokkos::atomic_fetch_add(ticket, 1u) + 1u == static_cast<unsigned>(b - a + 1)) {
+            Kokkos::memory_fence();
+            for (int64_t j = lane; j < f; j += vl) {
+              V acc = slots[(2 * a + 1) * f + j];
+              for (int64_t k = a + 1; k <= b; ++k) acc = fold<op>(acc, slots[2 * k * f + j]);
+              m.out[r * m.out_ld + j] = mean ? acc / static_cast<V>(hi - lo) : acc;
             }
-            if (hi == lo) acc = V(0);
-            else if (mean) acc = acc / static_cast<V>(hi - lo);
-            m.out[r * m.out_ld + j] = acc;
-          });
-        });
-      });
+            *ticket = 0u;  // zero for the next call
+          }
+        }
+        e = end;
+      }
+      if (x == items - 1) zero_rows(E > 0 ? static_cast<int64_t>(m.dst[E - 1]) + 1 : 0, n, lane);
+    });
+  };
+  const int64_t league = (items + kMessageItemsPerTeam - 1) / kMessageItemsPerTeam;
+  Kokkos::parallel_for("sparseport::kokkos::reduce_chunks",
+                       Policy(static_cast<int>(league), kMessageItemsPerTeam, static_cast<int>(vl)), body);
+}
+
+template <class I, class V>
+void reduce_chunks(const Messages<I, V>& msg) {
+  if (msg.out_rows == 0 || msg.f == 0) return;
+  const int64_t vl = vector_length(msg.f);
+  const int64_t t = message_chunk(msg.count, vl);
+  const int64_t items = std::max<int64_t>(1, (msg.count + t - 1) / t);
+  OpWorkspace& w = op_workspace();
+  std::lock_guard<std::mutex> guard(w.lock);
+  hook_op_workspace(w);
+  const size_t doubles = (static_cast<size_t>(2 * items * msg.f) * sizeof(V) + sizeof(double) - 1) / sizeof(double);
+  V* slots = reinterpret_cast<V*>(grown(w.slots, doubles, "sparseport::kokkos::message_slots"));
+  unsigned* tickets = grown(w.tickets, static_cast<size_t>(items * vl), "sparseport::kokkos::message_tickets", true);
+  if (msg.reduce == SPARSEPORT_REDUCE_MAX)
+    reduce_chunks_op<Op::max>(msg, slots, tickets, t, vl);
+  else if (msg.reduce == SPARSEPORT_REDUCE_MIN)
+    reduce_chunks_op<Op::min>(msg, slots, tickets, t, vl);
+  else
+    reduce_chunks_op<Op::sum>(msg, slots, tickets, t, vl);
+  Kokkos::fence();  // before the lock goes: the next call reuses the slots
 }
 
 // Host spaces: out row o = the fold of messages [lo, hi) over columns [j0, j0 + 8 NV), in NV 8-wide
@@ -335,13 +488,7 @@ void reduce_sorted(const Messages<I, V>& msg) {
     Kokkos::fence();
     return;
   }
-  if (msg.reduce == SPARSEPORT_REDUCE_MAX)
-    reduce_sorted_op<Op::max>(msg);
-  else if (msg.reduce == SPARSEPORT_REDUCE_MIN)
-    reduce_sorted_op<Op::min>(msg);
-  else
-    reduce_sorted_op<Op::sum>(msg);
-  Kokkos::fence();
+  reduce_chunks(msg);
 }
 
 // *x += n atomically, for counters and cursors (n >= 0), returning the old value. 64-bit signed
@@ -433,6 +580,7 @@ void reduce_atomic_op(const Messages<I, V>& msg, int64_t* count) {
         const int64_t r1 = r0 + kRowsPerTeam < m.out_rows ? r0 + kRowsPerTeam : m.out_rows;
         Kokkos::parallel_for(Kokkos::TeamThreadRange(t, r0, r1), [&](const int64_t r) {
           Kokkos::parallel_for(Kokkos::ThreadVectorRange(t, m.f), [&](const int64_t j) { m.out[r * m.out_ld + j] = start; });
+          Kokkos::single(Kokkos::PerThread(t), [&]() { count[r] = 0; });
         });
       });
   Kokkos::parallel_for(
@@ -587,8 +735,12 @@ void reduce_atomic(const Messages<I, V>& msg) {
     Kokkos::fence();
     return;
   }
-  Kokkos::View<int64_t*, MemSpace> counts("sparseport::kokkos::counts", static_cast<size_t>(msg.out_rows));
-  int64_t* count = counts.data();
+  // The counts from the workspace (a View per call was a cudaMalloc, a memset kernel and a
+  // synchronising cudaFree), zeroed by reduce_atomic_op's first kernel.
+  OpWorkspace& w = op_workspace();
+  std::lock_guard<std::mutex> guard(w.lock);
+  hook_op_workspace(w);
+  int64_t* count = grown(w.counts, static_cast<size_t>(msg.out_rows), "sparseport::kokkos::counts");
   if (msg.reduce == SPARSEPORT_REDUCE_MAX)
     reduce_atomic_op<Op::max>(msg, count);
   else if (msg.reduce == SPARSEPORT_REDUCE_MIN)

@@ -12,7 +12,8 @@
 // thread: on an H200 (Kokkos 3.4, CUDA, 2026-12-04) it ran 107-143x slower than the cuda plugin's
 // csr_attention.fused on rmat:18:16 (262k rows, ~4M entries, power-law: 37.1 against 0.34 ms at
 // F = 32, 105 against 0.73 ms at F = 128), where a hub row of tens of thousands of entries was one
-// team thread's serial loop while the rest of the GPU idled. Not measured since the rewrite.
+// team thread's serial loop while the rest of the GPU idled. Since the rewrite (H200, 2026-12-04):
+// 1.06 ms at F = 32 (35x faster; 0.33x the cuda plugin's 0.35) and 2.52 at F = 128 (0.29x of 0.74).
 // The hub list is a plan (kept in the backend's plan cache, as spmm.hub_split's; a stale plan costs
 // balance, never correctness, see hubs.hpp). No atomics, and the partition depends only on rowptr
 // (T on nnz and rows alone), so the bits change neither from run to run nor with the launch shape
@@ -22,6 +23,10 @@
 // vector registers with K and V rows prefetched, one rescale per batch that raises the maximum, V
 // rows summed by plain loops.
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -110,6 +115,137 @@ void hook(Workspace& w) {
 constexpr int64_t kWholeRow = -1;
 KOKKOS_INLINE_FUNCTION int64_t slot_of(const Hubs& h, const Chunk& c) {
   return c.hub < 0 ? kWholeRow : h.off[c.hub] + c.hub + c.k;
+}
+
+// Device spaces: the entries an item scores at once (kScoreBatch). Their K rows are loaded in one
+// vector reduction (Dots: kScoreBatch sums, reduced across the lanes together) and their V rows in
+// one pass over the output row, so a lane has kScoreBatch gathers of K and of V in flight where one
+// entry at a time had one, and the output row is read and written once a batch, not once an entry.
+// The arithmetic is the same, in the same order: each score is its own sum, and the softmax state
+// and the output row take the batch's entries one after the other (so the bits of a row do not
+// change with the batch). Before (an entry at a time): 0.22-0.39x the cuda plugin's
+// csr_attention.fused on rmat:18:16 and mesh2d 1024 x 1024 at F = 32 and 128 (H200, 2026-12-04).
+constexpr int kScoreBatch = 4;
+
+// SPARSEPORT_KOKKOS_WIDE=0 keeps scalar loads (as for spmm and sddmm: an A/B in one process).
+inline bool wide_rows() {
+  const char* w = std::getenv("SPARSEPORT_KOKKOS_WIDE");
+  return w == nullptr || std::strcmp(w, "0") != 0;
+}
+
+template <class V, int U>
+struct Dots {
+  V d[U];
+  KOKKOS_INLINE_FUNCTION Dots() {
+    for (int u = 0; u < U; ++u) d[u] = V(0);
+  }
+  KOKKOS_INLINE_FUNCTION Dots& operator+=(const Dots& o) {
+    for (int u = 0; u < U; ++u) d[u] += o.d[u];
+    return *this;
+  }
+  KOKKOS_INLINE_FUNCTION void operator+=(const volatile Dots& o) volatile {
+    for (int u = 0; u < U; ++u) d[u] += o.d[u];
+  }
+};
+
+}  // namespace
+}  // namespace sparseport::kokkos
+
+// The zero of Dots for Kokkos's Sum (a vector reduction of a type of ours).
+template <class V, int U>
+struct Kokkos::reduction_identity<sparseport::kokkos::Dots<V, U>> {
+  KOKKOS_FORCEINLINE_FUNCTION static sparseport::kokkos::Dots<V, U> sum() { return sparseport::kokkos::Dots<V, U>(); }
+};
+
+namespace sparseport::kokkos {
+namespace {
+
+// Device spaces: every item's softmax over its entries into out (a row of at most T entries) or its
+// workspace slot (a hub's item), kScoreBatch entries at a time (above). W > 1: W adjacent values of
+// Q, K, V and the output at once (Cols, 16 bytes), where F, Fv, the lds and the pointers allow. The
+// width groups a score's sum differently, so the bits are those of the same operands at the same
+// 16-byte alignment (as spmm.team_rows's, also flagged deterministic).
+template <int W, class I, class V>
+void walk_device(const I* rp, const I* ci, const V* q, const V* k, const V* v, V* out, V* po, V* pm, V* pz,
+                 const Hubs& h, int64_t m, int64_t t, int64_t f, int64_t fv, int64_t ldq, int64_t ldk, int64_t ldv,
+                 int64_t ldo, V scale) {
+  constexpr int U = kScoreBatch;
+  using C = Cols<V, W>;
+  const V neg_inf = -std::numeric_limits<V>::infinity();
+  const int64_t items = h.extra + m, fw = f / W, fvw = fv / W;
+  const int vl = vector_length(fvw > fw ? fvw : fw);
+  // A team thread per item, team_size() items a team, in teams of the size Kokkos recommends for
+  // the kernel (as sddmm's and spmm's device kernels).
+  const auto walk = KOKKOS_LAMBDA(const Member& team) {
+    const int64_t x0 = static_cast<int64_t>(team.league_rank()) * team.team_size();
+    const int64_t x1 = x0 + team.team_size() < items ? x0 + team.team_size() : items;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, x0, x1), [&](const int64_t x) {
+      const Chunk c = chunk_of(rp, h, t, x);
+      const int64_t slot = slot_of(h, c);
+      C* acc = reinterpret_cast<C*>(slot == kWholeRow ? out + c.row * ldo : po + slot * fv);
+      const C* qi = reinterpret_cast<const C*>(q + c.row * ldq);
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, fvw), [&](const int64_t j) { acc[j] = C{}; });
+      V top = neg_inf, z = V(0);
+      for (int64_t e0 = c.eb; e0 < c.ee; e0 += U) {
+        const int nu = c.ee - e0 < U ? static_cast<int>(c.ee - e0) : U;
+        // A batch past the item's end repeats its first entry's rows (loaded, never used).
+        const C* kr[U];
+        const C* vr[U];
+        for (int u = 0; u < U; ++u) {
+          const int64_t col = static_cast<int64_t>(ci[u < nu ? e0 + u : e0]);
+          kr[u] = reinterpret_cast<const C*>(k + col * ldk);
+          vr[u] = reinterpret_cast<const C*>(v + col * ldv);
+        }
+        Dots<V, U> d;
+        Kokkos::parallel_reduce(
+            Kokkos::ThreadVectorRange(team, fw),
+            [&](const int64_t y, Dots<V, U>& s) {
+              const C a = qi[y];
+              C b[U];
+              for (int u = 0; u < U; ++u) b[u] = kr[u][y];
+              for (int u = 0; u < U; ++u)
+                for (int w = 0; w < W; ++w) s.d[u] += a.v[w] * b[u].v[w];
+            },
+            d);
+        // Each item's softmax starts from m = -inf and guards the two places where -inf - -inf would
+        // make a NaN (onepass says what that gives); a NaN never raises the maximum.
+        V rescale[U], p[U];
+        for (int u = 0; u < nu; ++u) {
+          const V sc = scale * d.d[u];
+          const V next = sc > top ? sc : top;
+          rescale[u] = next == top ? V(1) : exp_of(top - next);
+          p[u] = sc == neg_inf ? V(0) : exp_of(sc - next);
+          z = z * rescale[u] + p[u];
+          top = next;
+        }
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, fvw), [&](const int64_t j) {
+          C b[U];
+          for (int u = 0; u < U; ++u) b[u] = vr[u][j];
+          C a = acc[j];
+          for (int u = 0; u < U; ++u)
+            if (u < nu)
+              for (int w = 0; w < W; ++w) a.v[w] = a.v[w] * rescale[u] + p[u] * b[u].v[w];
+          acc[j] = a;
+        });
+      }
+      if (slot == kWholeRow) {
+        if (c.ee > c.eb)  // an empty row keeps its zeros
+          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, fvw), [&](const int64_t j) {
+            C a = acc[j];
+            for (int w = 0; w < W; ++w) a.v[w] = a.v[w] / z;
+            acc[j] = a;
+          });
+      } else {
+        Kokkos::single(Kokkos::PerThread(team), [&]() {
+          pm[slot] = top;
+          pz[slot] = z;
+        });
+      }
+    });
+  };
+  const int ts = Policy(1, Kokkos::AUTO, vl).team_size_recommended(walk, Kokkos::ParallelForTag());
+  Kokkos::parallel_for("sparseport::kokkos::csr_attention.onepass",
+                       Policy(static_cast<int>((items + ts - 1) / ts), ts, vl), walk);
 }
 
 template <class I, class V>
@@ -207,51 +343,15 @@ void onepass(const sparseport_attention_args& args) {
     pm = po + slots * fv;
     pz = pm + slots;
   }
-  const int64_t items = h.extra + m;
+  constexpr int W = static_cast<int>(16 / sizeof(V));
+  const auto on16 = [](const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % 16 == 0; };
+  const bool wide = f % W == 0 && fv % W == 0 && ldq % W == 0 && ldk % W == 0 && ldv % W == 0 && ldo % W == 0 &&
+                    on16(q) && on16(k) && on16(v) && on16(out) && (po == nullptr || on16(po)) && wide_rows();
+  if (wide)
+    walk_device<W>(rp, ci, q, k, v, out, po, pm, pz, h, m, t, f, fv, ldq, ldk, ldv, ldo, scale);
+  else
+    walk_device<1>(rp, ci, q, k, v, out, po, pm, pz, h, m, t, f, fv, ldq, ldk, ldv, ldo, scale);
   const int vl = vector_length(fv > f ? fv : f);
-  // A team thread per item, team_size() items a team, in teams of the size Kokkos recommends for
-  // the kernel (as sddmm's and spmm's device kernels).
-  const auto walk = KOKKOS_LAMBDA(const Member& team) {
-    const int64_t x0 = static_cast<int64_t>(team.league_rank()) * team.team_size();
-    const int64_t x1 = x0 + team.team_size() < items ? x0 + team.team_size() : items;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, x0, x1), [&](const int64_t x) {
-      const Chunk c = chunk_of(rp, h, t, x);
-      const int64_t slot = slot_of(h, c);
-      V* acc = slot == kWholeRow ? out + c.row * ldo : po + slot * fv;
-      const V* qi = q + c.row * ldq;
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, fv), [&](const int64_t j) { acc[j] = V(0); });
-      V top = neg_inf, z = V(0);
-      for (int64_t e = c.eb; e < c.ee; ++e) {
-        const int64_t col = static_cast<int64_t>(ci[e]);
-        const V* kj = k + col * ldk;
-        V dot = V(0);
-        Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(team, f), [&](const int64_t y, V& s) { s += qi[y] * kj[y]; }, dot);
-        const V s = scale * dot;
-        // A NaN never raises the maximum (and spreads through exp); see above for the guards.
-        const V next = s > top ? s : top;
-        const V rescale = next == top ? V(1) : exp_of(top - next);
-        const V p = s == neg_inf ? V(0) : exp_of(s - next);
-        z = z * rescale + p;
-        top = next;
-        const V* vj = v + col * ldv;
-        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, fv),
-                             [&](const int64_t j) { acc[j] = acc[j] * rescale + p * vj[j]; });
-      }
-      if (slot == kWholeRow) {
-        if (c.ee > c.eb)  // an empty row keeps its zeros
-          Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, fv), [&](const int64_t j) { acc[j] = acc[j] / z; });
-      } else {
-        Kokkos::single(Kokkos::PerThread(team), [&]() {
-          pm[slot] = top;
-          pz[slot] = z;
-        });
-      }
-    });
-  };
-  const int ts = Policy(1, Kokkos::AUTO, vl).team_size_recommended(walk, Kokkos::ParallelForTag());
-  Kokkos::parallel_for("sparseport::kokkos::csr_attention.onepass",
-                       Policy(static_cast<int>((items + ts - 1) / ts), ts, vl), walk);
   if (h.count > 0) {
     // A team thread per hub merges its items' states in item order (the same bits every run): m is
     // the largest m_p (never NaN, see above), each item weighs exp(m_p - m), or 1 where m_p == m

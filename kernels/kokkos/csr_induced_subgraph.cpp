@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // csr_induced_subgraph: a vertex map (A.rows entries, -1 where a vertex is not selected) built in
-// each phase (the plugin keeps no state between the two calls); phase 0 counts the kept entries of
-// each selected row and scans, phase 1 writes them relabelled in A's order, a row per team thread.
+// each phase (the plugin keeps no state between the two calls) in the ops' workspace; phase 0 counts
+// the kept entries of each selected row and scans, phase 1 writes them relabelled in A's order (a
+// row per thread on host spaces, per team thread with its lanes on a device).
 #include "kernels/kokkos/common.hpp"
 #include "kernels/kokkos/kernels.hpp"
 #include "core/plugin_support.hpp"
@@ -17,10 +18,15 @@ void induced_subgraph(const sparseport_induced_subgraph_args& args) {
   const I* vert = detail::as<I>(args.vertices.data);
   I* orp = detail::as_mut<I>(args.out.rowptr);
   const int64_t s = args.vertices.n;
-  Kokkos::View<int64_t*, MemSpace> map_view(Kokkos::view_alloc(Kokkos::WithoutInitializing, "sparseport::kokkos::map"),
-                                            static_cast<size_t>(args.a.rows));
-  Kokkos::deep_copy(map_view, int64_t(-1));
-  int64_t* local = map_view.data();
+  // The map lives in the ops' workspace (common.hpp): a View per phase was an allocation, a fill
+  // behind a fence and a synchronising free, twice a subgraph.
+  OpWorkspace& w = op_workspace();
+  std::lock_guard<std::mutex> guard(w.lock);
+  hook_op_workspace(w);
+  int64_t* local = grown(w.map, static_cast<size_t>(args.a.rows), "sparseport::kokkos::map");
+  Kokkos::parallel_for(
+      "sparseport::kokkos::csr_induced_subgraph.unmapped", Range(0, args.a.rows),
+      KOKKOS_LAMBDA(const int64_t v) { local[v] = -1; });
   // Vertices are distinct, so no two writes meet.
   Kokkos::parallel_for(
       "sparseport::kokkos::csr_induced_subgraph.map", Range(0, s),
@@ -50,17 +56,43 @@ void induced_subgraph(const sparseport_induced_subgraph_args& args) {
   }
   I* oci = detail::as_mut<I>(args.out.colind);
   V* ov = detail::as_mut<V>(args.out.values);
+  if constexpr (!kDeviceMemory) {
+    Kokkos::parallel_for(
+        "sparseport::kokkos::csr_induced_subgraph.fill", Range(0, s), KOKKOS_LAMBDA(const int64_t t) {
+          const int64_t r = static_cast<int64_t>(vert[t]);
+          int64_t o = static_cast<int64_t>(orp[t]);
+          for (int64_t e = static_cast<int64_t>(rp[r]); e < static_cast<int64_t>(rp[r + 1]); ++e) {
+            const int64_t c = local[static_cast<int64_t>(ci[e])];
+            if (c < 0) continue;
+            oci[o] = static_cast<I>(c);
+            if (ov != nullptr) ov[o] = av[e];
+            ++o;
+          }
+        });
+    Kokkos::fence();
+    return;
+  }
+  // Devices: a team thread a selected row, its lanes across the entries, each kept entry's place
+  // from a scan over the lanes (A's order, as on the host): one thread's serial walk of a row, as
+  // on the host, left a hub row one thread's chain and its loads one lane wide.
   Kokkos::parallel_for(
-      "sparseport::kokkos::csr_induced_subgraph.fill", Range(0, s), KOKKOS_LAMBDA(const int64_t t) {
-        const int64_t r = static_cast<int64_t>(vert[t]);
-        int64_t o = static_cast<int64_t>(orp[t]);
-        for (int64_t e = static_cast<int64_t>(rp[r]); e < static_cast<int64_t>(rp[r + 1]); ++e) {
-          const int64_t c = local[static_cast<int64_t>(ci[e])];
-          if (c < 0) continue;
-          oci[o] = static_cast<I>(c);
-          if (ov != nullptr) ov[o] = av[e];
-          ++o;
-        }
+      "sparseport::kokkos::csr_induced_subgraph.fill", row_blocks(s, 32), KOKKOS_LAMBDA(const Member& team) {
+        const int64_t t0 = static_cast<int64_t>(team.league_rank()) * kRowsPerTeam;
+        const int64_t t1 = t0 + kRowsPerTeam < s ? t0 + kRowsPerTeam : s;
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(team, t0, t1), [&](const int64_t t) {
+          const int64_t r = static_cast<int64_t>(vert[t]);
+          const int64_t e0 = static_cast<int64_t>(rp[r]), o = static_cast<int64_t>(orp[t]);
+          Kokkos::parallel_scan(Kokkos::ThreadVectorRange(team, static_cast<int64_t>(rp[r + 1]) - e0),
+                                [&](const int64_t x, int64_t& at, const bool final) {
+                                  const int64_t c = local[static_cast<int64_t>(ci[e0 + x])];
+                                  if (c < 0) return;
+                                  if (final) {
+                                    oci[o + at] = static_cast<I>(c);
+                                    if (ov != nullptr) ov[o + at] = av[e0 + x];
+                                  }
+                                  at += 1;
+                                });
+        });
       });
   Kokkos::fence();
 }

@@ -141,17 +141,4 @@ KOKKOS_INLINE_FUNCTION Chunk chunk_of(const I* rp, const Hubs& h, int64_t t, int
   return c;
 }
 
-// A workspace buffer of at least n values: grown by half again when too small (a device allocation
-// per call would synchronise and cost more than the kernels on small inputs), the old buffer freed
-// first, never both at once.
-template <class T>
-T* grown(Kokkos::View<T*, MemSpace>& v, size_t n, const char* label) {
-  if (v.extent(0) < n) {
-    const size_t want = std::max(n, v.extent(0) + v.extent(0) / 2);
-    v = Kokkos::View<T*, MemSpace>();  // free the old buffer first: never both at once
-    v = Kokkos::View<T*, MemSpace>(Kokkos::view_alloc(Kokkos::WithoutInitializing, std::string(label)), want);
-  }
-  return v.data();
-}
-
 }  // namespace sparseport::kokkos

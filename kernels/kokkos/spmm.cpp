@@ -119,18 +119,14 @@ KOKKOS_INLINE_FUNCTION void store(const Spmm<I, V>& p, V* cij, V acc, int64_t co
   *cij = finished(p, acc, count, p.read_c ? *cij : V(0));
 }
 
-// Device spaces: W adjacent columns of C or of a row of B, one load or store (16 bytes at W = 16 /
-// sizeof(V), where F, the lds and the pointers allow: wide_columns). The cuda plugin's row kernels
-// get most of their lead at F <= 64 from these loads: each lane's gather moves 16 bytes instead of
-// 4, so a warp has 4x the bytes in flight (mdual at F = 32, 1M entries of ~4 a row: team_rows 0.13 ms
-// against row_warp_vec4's 0.045, 0.071 with these loads; over the 17 shared matrices at F = 32-128 the
-// best kokkos variant went from 0.63x to 0.73x the cuda plugin's best; H200, 2026-12-04,
-// benchmarks/results/2026-12-04-h200-kokkos-wide-tc-small-weak-band.md). W = 1 is the scalar kernel.
-template <class V, int W>
-struct alignas(sizeof(V) * W) Cols {
-  V v[W];
-};
-
+// Device spaces: Cols (common.hpp) of W adjacent columns of C or of a row of B, one load or store
+// (16 bytes at W = 16 / sizeof(V), where F, the lds and the pointers allow: wide_columns). The cuda
+// plugin's row kernels get most of their lead at F <= 64 from these loads: each lane's gather moves
+// 16 bytes instead of 4, so a warp has 4x the bytes in flight (mdual at F = 32, 1M entries of ~4 a
+// row: team_rows 0.13 ms against row_warp_vec4's 0.045, 0.071 with these loads; over the 17 shared
+// matrices at F = 32-128 the best kokkos variant went from 0.63x to 0.73x the cuda plugin's best;
+// H200, 2026-12-04, benchmarks/results/2026-12-04-h200-kokkos-wide-tc-small-weak-band.md). W = 1 is
+// the scalar kernel.
 template <int W, class I, class V>
 KOKKOS_INLINE_FUNCTION void store(const Spmm<I, V>& p, V* cij, const Cols<V, W>& acc, int64_t count) {
   Cols<V, W>* out = reinterpret_cast<Cols<V, W>*>(cij);
@@ -806,9 +802,22 @@ void hub_split_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, i
 // lane): not yet run. The G partials meet in team scratch after a team barrier and the item's first
 // team thread folds them in group order: run to run the same bits, but not team_rows' (the additions
 // are grouped differently).
-// Items a team: 8 x G team threads x vl lanes = 8 x 32 = 256 CUDA threads whatever F, the cuda
-// plugin's hub_split block (kBlock), so the two kernels' occupancy compares directly.
-constexpr int kGroupItemsPerTeam = 8;
+// Items a team: 2 x G team threads x vl lanes (64 CUDA threads; 32 resident CTAs an SM still fill its
+// 2048 threads). The team barrier before the partials meet holds every item of a team until its
+// longest one is done; with 8 items a team (256 threads, the cuda plugin's hub_split block) the
+// best kokkos variant was 0.669x the cuda plugin's best over the 17 shared matrices x F = 32, 64,
+// 128, with 2 items 0.685x and 0.696x in two runs, with 1 item 0.689x (>= 0.6x on 36, 39, 40 and 38
+// of the 51 inputs; H200, 2026-12-05, benchmarks/results/2026-12-05-h200-kokkos-branches.md).
+constexpr int kGroupItemsPerTeam = 2;
+// SPARSEPORT_KOKKOS_GROUP_ITEMS = 1, 2, 4 or 8 sets it where set (read per call, as
+// SPARSEPORT_KOKKOS_GROUPS), for A/B runs.
+inline int group_items_per_team() {
+  if (const char* v = std::getenv("SPARSEPORT_KOKKOS_GROUP_ITEMS"); v != nullptr) {
+    const int k = std::atoi(v);
+    if (k == 1 || k == 2 || k == 4 || k == 8) return k;
+  }
+  return kGroupItemsPerTeam;
+}
 // Lanes of a group at most (group_lanes: 8, 16 under the narrow rule), so tickets per hub in
 // hub_split_groups_device.
 constexpr int64_t kTicketLanes = 16;
@@ -819,11 +828,12 @@ void hub_split_groups_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, uns
   using Part = Kokkos::View<Cols<V, W>*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
   const int groups = static_cast<int>(Policy::vector_length_max() / vl);
   const int64_t items = h.extra + p.m, fw = p.f / W;
-  const int ts = kGroupItemsPerTeam * groups;
+  const int per_team = group_items_per_team();
+  const int ts = per_team * groups;
   const auto body = KOKKOS_LAMBDA(const Member& team) {
     const int r = team.team_rank();
     const int g = r % groups;
-    const int64_t x = static_cast<int64_t>(team.league_rank()) * kGroupItemsPerTeam + r / groups;
+    const int64_t x = static_cast<int64_t>(team.league_rank()) * per_team + r / groups;
     // Aligned for the 16-byte Cols (a scratch View alone is aligned to 8 bytes in Kokkos 3.4).
     const size_t cells = static_cast<size_t>(team.team_size()) * static_cast<size_t>(vl) * NK;
     Part part(static_cast<Cols<V, W>*>(team.team_scratch(0).get_shmem_aligned(cells * sizeof(Cols<V, W>),
@@ -901,7 +911,7 @@ void hub_split_groups_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, uns
       *ticket = 0u;
     });
   };
-  const int64_t league = (items + kGroupItemsPerTeam - 1) / kGroupItemsPerTeam;
+  const int64_t league = (items + per_team - 1) / per_team;
   const size_t bytes =
       static_cast<size_t>(ts) * static_cast<size_t>(vl) * NK * sizeof(Cols<V, W>) + alignof(Cols<V, W>);
   Kokkos::parallel_for("sparseport::kokkos::spmm.hub_split(groups)",

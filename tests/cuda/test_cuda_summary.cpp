@@ -54,19 +54,22 @@ TEST(CudaSummaryMath, HashesAndBucketsMatchTheDefinition) {
 }
 
 TEST(CudaSummaryMath, SamplePositionsMatchTheDefinition) {
-  for (int64_t nnz : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{100}, int64_t{16383}, int64_t{16384}, int64_t{16385},
-                      int64_t{32768}, int64_t{1000003}, int64_t{3000000000}, (int64_t{1} << 40) + 12345, kI64Max / 3,
-                      kI64Max}) {
-    const sm::SampleParams p = sm::sample_params(nnz);
-    const int64_t S = std::min<int64_t>(nnz, SPARSEPORT_SUMMARY_SAMPLE);
-    ASSERT_EQ(p.samples, S) << nnz;
+  constexpr int64_t kS = SPARSEPORT_SUMMARY_SAMPLE;
+  for (int64_t n : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{100}, kS - 1, kS, kS + 1, 2 * kS - 1, 2 * kS,
+                    int64_t{16384}, int64_t{1000003}, int64_t{3000000000}, (int64_t{1} << 40) + 12345, kI64Max / 3,
+                    kI64Max}) {
+    const sm::SampleParams p = sm::sample_params(n);
+    const int64_t S = std::min<int64_t>(n, kS);
+    ASSERT_EQ(p.samples, S) << n;
     int64_t wrong = 0, first_wrong = -1;
     for (int64_t j = 0; j < S; ++j) {
-      const auto want = static_cast<int64_t>(static_cast<sch::summary_u128>(j) * static_cast<uint64_t>(nnz) /
-                                             static_cast<uint64_t>(S));
+      const auto want = S == 1 ? int64_t{0}
+                               : static_cast<int64_t>(static_cast<sch::summary_u128>(j) * static_cast<uint64_t>(n - 1) /
+                                                      static_cast<uint64_t>(S - 1));
       if (sm::sample_position(j, p) != want && wrong++ == 0) first_wrong = j;
     }
-    EXPECT_EQ(wrong, 0) << "nnz " << nnz << ", first wrong sample " << first_wrong;
+    EXPECT_EQ(wrong, 0) << "n " << n << ", first wrong sample " << first_wrong;
+    EXPECT_EQ(sm::sample_position(S - 1, p), n - 1) << "the last entry is sampled, n " << n;
   }
 }
 

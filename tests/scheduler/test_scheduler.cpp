@@ -1510,32 +1510,144 @@ TEST(SchedulerShapeClass, RechecksGetRarerAsTheVendorsFullSizeCostGrows) {
     EXPECT_LE(m / static_cast<double>(class_recheck_every(m)), std::max(0.01, m / 4096)) << m;
 }
 
+// A signature hash as plugin_abi.h defines it, written with one 128-bit division per sample: the
+// S = min(n, SPARSEPORT_SUMMARY_SAMPLE) entries at floor(j * (n - 1) / (S - 1)), each hashed with
+// its position.
+template <class I>
+uint64_t defined_sample_hash(const std::vector<I>& v) {
+  const auto n = static_cast<int64_t>(v.size());
+  const int64_t samples = std::min<int64_t>(n, SPARSEPORT_SUMMARY_SAMPLE);
+  uint64_t h = 0;
+  for (int64_t j = 0; j < samples; ++j) {
+    const auto p = samples == 1 ? int64_t{0}
+                                : static_cast<int64_t>(static_cast<summary_u128>(j) * static_cast<uint64_t>(n - 1) /
+                                                       static_cast<uint64_t>(samples - 1));
+    h += hash_term(static_cast<int64_t>(v[static_cast<size_t>(p)]), p);
+  }
+  return hash_finish(h, samples);
+}
+
 // The host summary's hashes are those plugin_abi.h defines (the cuda plugin's kernel must give the
-// same bits): every rowptr entry, and the colind entries at floor(j * nnz / S), S = min(nnz, 16384),
-// here written as the definition with one 128-bit division per sample.
+// same bits): rowptr and colind each sampled, sizes on both sides of the sample's size, including
+// rows + 1 and nnz below it (every entry: the hash all entries gave before issue 35, so cache
+// lines of small matrices still replay; checked against that formula too).
 TEST(SchedulerSummary, TheHashesAreTheAbisDefinition) {
-  for (const int64_t nnz : {0, 1, 5, 16383, 16384, 16385, 24576, 49999, 53248, 100003, 1 << 20}) {
-    HostCsr<int32_t, float> g;
-    g.rows = 997;
-    g.cols = 1 << 20;
-    std::mt19937_64 rng(static_cast<uint64_t>(nnz));
-    for (int64_t e = 0; e < nnz; ++e) g.colind.push_back(static_cast<int32_t>(rng() % (1u << 20)));
-    for (int64_t i = 1; i <= g.rows; ++i) g.rowptr.push_back(static_cast<int32_t>(i * nnz / g.rows));
-    g.values.assign(static_cast<size_t>(nnz), 1.0f);
-    const sparseport_csr a{g.rows, g.cols, nnz, g.rowptr.data(), g.colind.data(), g.values.data(), SPARSEPORT_I32,
-                           SPARSEPORT_F32};
-    const sparseport_csr_summary got = summarize_host(a, SPARSEPORT_SUMMARY_SIGNATURE);
-    uint64_t h = 0;
-    for (int64_t i = 0; i <= g.rows; ++i) h += hash_term(g.rowptr[static_cast<size_t>(i)], i);
-    EXPECT_EQ(got.rowptr_hash, hash_finish(h, g.rows + 1)) << nnz;
-    const int64_t samples = std::min<int64_t>(nnz, SPARSEPORT_SUMMARY_SAMPLE);
-    h = 0;
-    for (int64_t j = 0; j < samples; ++j) {
-      const auto e = static_cast<int64_t>(static_cast<summary_u128>(j) * static_cast<uint64_t>(nnz) /
-                                          static_cast<uint64_t>(samples));
-      h += hash_term(g.colind[static_cast<size_t>(e)], j);
+  constexpr int64_t S = SPARSEPORT_SUMMARY_SAMPLE;
+  const std::vector<int64_t> row_counts = {0, 1, S - 2, S - 1, S, 997, 100003};
+  const std::vector<int64_t> entry_counts = {0, 1, 5, S - 1, S, S + 1, 3 * S - 2, 49999, 100003, int64_t{1} << 20};
+  for (const int64_t rows : row_counts)
+    for (const int64_t nnz : entry_counts) {
+      if (rows == 0 && nnz > 0) continue;
+      HostCsr<int32_t, float> g;
+      g.rows = rows;
+      g.cols = 1 << 20;
+      std::mt19937_64 rng(static_cast<uint64_t>(nnz * 31 + rows));
+      for (int64_t e = 0; e < nnz; ++e) g.colind.push_back(static_cast<int32_t>(rng() % (1u << 20)));
+      for (int64_t i = 1; i <= g.rows; ++i) g.rowptr.push_back(static_cast<int32_t>(i * nnz / g.rows));
+      const sparseport_csr a{g.rows, g.cols, nnz, g.rowptr.data(), g.colind.data(), nullptr, SPARSEPORT_I32,
+                             SPARSEPORT_F32};
+      const sparseport_csr_summary got = summarize_host(a, SPARSEPORT_SUMMARY_SIGNATURE);
+      EXPECT_EQ(got.rowptr_hash, defined_sample_hash(g.rowptr)) << rows << " rows, " << nnz << " entries";
+      EXPECT_EQ(got.colind_hash, defined_sample_hash(g.colind)) << rows << " rows, " << nnz << " entries";
+      uint64_t all = 0;  // before issue 35: every rowptr entry, and colind at j * nnz / S (j, for nnz <= S)
+      for (int64_t i = 0; i <= g.rows; ++i) all += hash_term(g.rowptr[static_cast<size_t>(i)], i);
+      if (rows + 1 <= S) {
+        EXPECT_EQ(got.rowptr_hash, hash_finish(all, rows + 1)) << rows;
+      }
+      all = 0;
+      for (int64_t e = 0; e < nnz; ++e) all += hash_term(g.colind[static_cast<size_t>(e)], e);
+      if (nnz <= S) {
+        EXPECT_EQ(got.colind_hash, hash_finish(all, nnz)) << nnz;
+      }
     }
-    EXPECT_EQ(got.colind_hash, hash_finish(h, samples)) << nnz;
+}
+
+// What the sampled signature tells apart, on a matrix much longer than the sample (issue 35). The
+// key holds rows, cols and nnz exactly, and rowptr and colind at S evenly spaced positions each,
+// the first and the last among them. So:
+//  - a row one entry longer (or shorter) anywhere: nnz differs, and so does rowptr[rows] (sampled);
+//  - row r one entry shorter and a later row r2 one longer, colind the same (rows r + 1 .. r2
+//    start one earlier): told apart exactly when a sampled rowptr position lies in (r, r2], so
+//    always when r2 - r >= the spacing ceil(rows / (S - 1)); between neighbouring rows whose
+//    boundary is not sampled, not;
+//  - a changed column: told apart exactly when its position is sampled;
+//  - rows reordered (a permutation changes rowptr nearly everywhere): told apart.
+// Matrices not told apart differ in few places, and share a performance decision only.
+TEST(SchedulerSummary, TheSampledSignatureTellsApartWhatItSamples) {
+  constexpr int64_t S = SPARSEPORT_SUMMARY_SAMPLE;
+  const int64_t rows = 200003;
+  std::mt19937_64 rng(35);
+  HostCsr<int32_t, float> base;
+  base.rows = base.cols = rows;
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t d = 1 + static_cast<int64_t>(rng() % 8);
+    for (int64_t k = 0; k < d; ++k) base.colind.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(rows)));
+    base.rowptr.push_back(static_cast<int32_t>(base.colind.size()));
+  }
+  base.values.assign(base.colind.size(), 1.0f);
+  const auto signature = [](const HostCsr<int32_t, float>& g) {
+    const sparseport_csr a{g.rows, g.cols, g.nnz(), g.rowptr.data(), g.colind.data(), nullptr, SPARSEPORT_I32,
+                           SPARSEPORT_F32};
+    return graph_signature(summarize_host(a, SPARSEPORT_SUMMARY_SIGNATURE));
+  };
+  const std::string sig = signature(base);
+  // The sampled rowptr positions, as plugin_abi.h defines them.
+  std::vector<bool> sampled(static_cast<size_t>(rows) + 1, false);
+  for (int64_t j = 0; j < S; ++j)
+    sampled[static_cast<size_t>(j * rows / (S - 1))] = true;
+  const int64_t spacing = (rows + S - 2) / (S - 1);
+  // Row r one entry shorter and row r2 > r one longer, colind unchanged: rows r + 1 .. r2 start
+  // one entry earlier (each hands its last entry on to the next).
+  const auto move = [&](int64_t r, int64_t r2) {
+    HostCsr<int32_t, float> g = base;
+    for (int64_t i = r + 1; i <= r2; ++i) --g.rowptr[static_cast<size_t>(i)];
+    return g;
+  };
+  ASSERT_EQ(signature(base), sig) << "stable";
+
+  {  // One more entry in a row in the middle.
+    HostCsr<int32_t, float> g = base;
+    const int64_t r = rows / 2 + 7;
+    g.colind.insert(g.colind.begin() + g.rowptr[static_cast<size_t>(r) + 1], 3);
+    for (int64_t i = r + 1; i <= rows; ++i) ++g.rowptr[static_cast<size_t>(i)];
+    g.values.push_back(1.0f);
+    EXPECT_NE(signature(g), sig) << "a row one entry longer";
+  }
+  int64_t untold = 0;
+  for (int64_t k = 0; k < 40; ++k) {
+    const int64_t r = rows / 4 + static_cast<int64_t>(rng() % static_cast<uint64_t>(rows / 2));
+    EXPECT_NE(signature(move(r, r + spacing)), sig) << "an entry moved " << spacing << " rows on from row " << r;
+    // Neighbouring rows: told apart exactly when the boundary r + 1 is sampled.
+    const bool at_sample = sampled[static_cast<size_t>(r) + 1];
+    untold += !at_sample;
+    EXPECT_EQ(signature(move(r, r + 1)) != sig, at_sample) << "an entry moved from row " << r << " to the next";
+  }
+  EXPECT_GT(untold, 0) << "the blind spot was exercised";
+  for (int64_t j : {int64_t{1}, S / 2, S - 2}) {  // a boundary that is sampled, well inside
+    const int64_t r = j * rows / (S - 1) - 1;
+    EXPECT_NE(signature(move(r, r + 1)), sig) << "an entry moved across sampled row boundary " << r + 1;
+  }
+  {  // Columns: told apart at a sampled position, not elsewhere.
+    const int64_t n = base.nnz();
+    const int64_t at = (S / 2) * (n - 1) / (S - 1), off = at + 1;
+    ASSERT_NE(off, ((S / 2) + 1) * (n - 1) / (S - 1)) << "off is between two samples";
+    HostCsr<int32_t, float> g = base;
+    g.colind[static_cast<size_t>(at)] = static_cast<int32_t>((g.colind[static_cast<size_t>(at)] + 1) % rows);
+    EXPECT_NE(signature(g), sig) << "a sampled column changed";
+    g = base;
+    g.colind[static_cast<size_t>(off)] = static_cast<int32_t>((g.colind[static_cast<size_t>(off)] + 1) % rows);
+    EXPECT_EQ(signature(g), sig) << "a column between samples changed";
+  }
+  {  // The rows in reverse order.
+    HostCsr<int32_t, float> g;
+    g.rows = g.cols = rows;
+    for (int64_t i = rows - 1; i >= 0; --i) {
+      for (int32_t e = base.rowptr[static_cast<size_t>(i)]; e < base.rowptr[static_cast<size_t>(i) + 1]; ++e)
+        g.colind.push_back(base.colind[static_cast<size_t>(e)]);
+      g.rowptr.push_back(static_cast<int32_t>(g.colind.size()));
+    }
+    g.values = base.values;
+    EXPECT_NE(signature(g), sig) << "rows reversed";
   }
 }
 

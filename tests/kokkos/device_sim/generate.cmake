@@ -33,13 +33,18 @@ if(name STREQUAL "common.hpp")
   replace("const int64_t cap = Policy::vector_length_max();" "const int64_t cap = SPARSEPORT_SIM_VLMAX;" 1)
   # The message reductions (reduce_sorted, reduce_atomic: segment_reduce, gather_scatter).
   replace("if constexpr (!kDeviceMemory) {" "if constexpr (false) {  // device_sim" 2)
+  # reduce_chunks: teams of what a host team can be, and the chunk length the test chooses.
+  replace("inline constexpr int kMessageItemsPerTeam = 8;"
+          "inline constexpr int kMessageItemsPerTeam = SPARSEPORT_SIM_ITEMS_PER_TEAM;" 1)
+  replace("  return std::max(kMinMessageChunk, per_item);"
+          "  extern int64_t sim_message_chunk;  // device_sim: tests/kokkos/device_sim/sim_plans.cpp\n  return sim_message_chunk > 0 ? sim_message_chunk : std::max(kMinMessageChunk, per_item);" 1)
 else()
   replace("if constexpr (!kDeviceMemory) {" "if constexpr (false) {  // device_sim" 0)
 endif()
 if(name STREQUAL "spmm.cpp")
   replace("if constexpr (kDeviceMemory) {" "if constexpr (true) {  // device_sim" 1)
   # hub_split's lane groups: a team of kGroupItemsPerTeam x groups threads must fit a host team.
-  replace("constexpr int kGroupItemsPerTeam = 8;" "constexpr int kGroupItemsPerTeam = SPARSEPORT_SIM_ITEMS_PER_TEAM;" 1)
+  replace("constexpr int kGroupItemsPerTeam = 2;" "constexpr int kGroupItemsPerTeam = SPARSEPORT_SIM_ITEMS_PER_TEAM;" 1)
   replace("const int groups = static_cast<int>(Policy::vector_length_max() / vl);"
           "const int groups = static_cast<int>(std::min<int64_t>(SPARSEPORT_SIM_VLMAX / vl, SPARSEPORT_SIM_GROUPS_CAP));" 1)
   replace("Policy::vector_length_max()" "int64_t{SPARSEPORT_SIM_VLMAX}" 2)

@@ -3,8 +3,9 @@
 // reduce_atomic, behind segment_reduce.cpp and gather_scatter.cpp), as generated for a host space by
 // generate.cmake (README.md in this folder), against the reference kernels: segment_reduce
 // (team_segments: sorted index; atomic: any order) and gather_scatter (team_segments, atomic) over
-// every reduce, F = 1-64, padded lds, weights or none, a hub segment of 3000 messages, empty output
-// rows and NaN messages.
+// every reduce, F = 1-64, padded lds, weights or none, hub segments of 3000 and 5000 messages, empty
+// output rows (leading, trailing, all), NaN messages, and team_segments's chunks at the kernel's
+// length and at 1 and 7 messages (every run crossing chunks), each call twice for the same bits.
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
@@ -22,13 +23,27 @@
 using namespace sparseport;
 static int failures = 0, checks = 0;
 
-// Output rows 0..n-1: row 3 a hub of 3000 messages, every 5th row empty, the rest 0-6 messages.
-static std::vector<int64_t> segment_lengths(int64_t n, std::mt19937_64& rng) {
-  std::vector<int64_t> len(static_cast<size_t>(n));
-  for (int64_t r = 0; r < n; ++r) len[static_cast<size_t>(r)] = r % 5 == 0 ? 0 : static_cast<int64_t>(rng() % 7);
-  if (n > 3) len[3] = 3000;
+// Output rows 0..n-1. Shape 0: row 3 a hub of 3000 messages, every 5th row empty, the rest 0-6
+// messages. Shape 1: rows 0-9 and the last 20 empty, row 50 a hub of 5000, the rest 0-40. Shape 2:
+// no messages at all.
+static std::vector<int64_t> segment_lengths(int64_t n, int shape, std::mt19937_64& rng) {
+  std::vector<int64_t> len(static_cast<size_t>(n), 0);
+  for (int64_t r = 0; r < n; ++r) {
+    int64_t& l = len[static_cast<size_t>(r)];
+    if (shape == 0) l = r % 5 == 0 ? 0 : static_cast<int64_t>(rng() % 7);
+    if (shape == 1) l = r < 10 || r >= n - 20 ? 0 : static_cast<int64_t>(rng() % 41);
+  }
+  if (shape == 0 && n > 3) len[3] = 3000;
+  if (shape == 1 && n > 50) len[50] = 5000;
   return len;
 }
+
+// reduce_chunks's chunk length (kernels/kokkos/common.hpp, message_chunk): 0 takes the kernel's rule;
+// 1 and 7 put chunk boundaries everywhere, so that runs cross many chunks (the hubs hundreds).
+namespace sparseport::kokkos {
+extern int64_t sim_message_chunk;
+}
+static const int64_t kChunks[] = {0, 1, 7};
 
 // got against want (n x f within ld): NaN where want is NaN, equal infinities, else within a bound
 // relative to the row's sum of |message| (scale, n x f).
@@ -53,6 +68,30 @@ int compare(const std::vector<V>& got, const std::vector<V>& want, const std::ve
   return bad;
 }
 
+// The variant is flagged deterministic: a second call gives the same bits.
+template <class V>
+void same_bits(const std::vector<V>& a, const std::vector<V>& b, const std::string& what) {
+  ++checks;
+  if (std::memcmp(a.data(), b.data(), a.size() * sizeof(V)) != 0) ++failures, std::printf("FAIL %s: bits differ between two calls\n", what.c_str());
+}
+
+// A team_segments variant (run(out)) at each chunk length of kChunks against want, each call twice
+// for the same bits.
+template <class V, class Run>
+void at_each_chunk(Run run, const std::vector<V>& want, const std::vector<double>& scale, int64_t n, int64_t f,
+                   int64_t ld, const std::string& what) {
+  for (const int64_t chunk : kChunks) {
+    sparseport::kokkos::sim_message_chunk = chunk;
+    std::vector<V> got(want.size(), V(-9)), again = got;
+    run(got.data());
+    run(again.data());
+    const std::string w = what + " chunk=" + std::to_string(chunk);
+    compare(got, want, scale, n, f, ld, w);
+    same_bits(got, again, w);
+  }
+  sparseport::kokkos::sim_message_chunk = 0;
+}
+
 template <class I, class V>
 void suite(uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -62,8 +101,9 @@ void suite(uint64_t seed) {
   const std::string tn = std::string(sizeof(I) == 8 ? "<i64," : "<i32,") + (sizeof(V) == 8 ? "f64>" : "f32>");
   const V nan = std::numeric_limits<V>::quiet_NaN();
   const int64_t n = 200, src_rows = 150;
+  for (int shape : {0, 1, 2})
   for (int64_t f : {1, 3, 8, 32, 33, 64}) {
-    const std::vector<int64_t> len = segment_lengths(n, rng);
+    const std::vector<int64_t> len = segment_lengths(n, shape, rng);
     std::vector<I> dst;
     for (int64_t r = 0; r < n; ++r) dst.insert(dst.end(), static_cast<size_t>(len[static_cast<size_t>(r)]), static_cast<I>(r));
     const int64_t e = static_cast<int64_t>(dst.size());
@@ -83,7 +123,7 @@ void suite(uint64_t seed) {
       if (e > 7) msgs[static_cast<size_t>(7 * ld)] = nan;
       x[static_cast<size_t>(11 * ld + f - 1)] = nan;
       for (int32_t reduce : {SPARSEPORT_REDUCE_SUM, SPARSEPORT_REDUCE_MEAN, SPARSEPORT_REDUCE_MAX, SPARSEPORT_REDUCE_MIN}) {
-        const std::string base = tn + " F=" + std::to_string(f) + " pad=" + std::to_string(pad) + " reduce=" + std::to_string(reduce);
+        const std::string base = tn + " shape=" + std::to_string(shape) + " F=" + std::to_string(f) + " pad=" + std::to_string(pad) + " reduce=" + std::to_string(reduce);
         // segment_reduce, sorted (team_segments) and shuffled (atomic: any order; same rows).
         for (bool shuffled : {false, true}) {
           std::vector<I> idx = dst;
@@ -110,13 +150,17 @@ void suite(uint64_t seed) {
             a.reduce = reduce;
             return a;
           };
-          std::vector<V> want(static_cast<size_t>(n * ldo), V(-9)), got = want;
+          std::vector<V> want(static_cast<size_t>(n * ldo), V(-9));
           reference::segment_reduce(args_of(want.data()), true);
-          if (shuffled)
+          if (shuffled) {
+            std::vector<V> got = want;
+            std::fill(got.begin(), got.end(), V(-9));
             kokkos::segment_reduce_atomic(args_of(got.data()));
-          else
-            kokkos::segment_reduce_team_segments(args_of(got.data()));
-          compare(got, want, scale, n, f, ldo, "segment_reduce" + std::string(shuffled ? ".atomic" : ".team_segments") + base);
+            compare(got, want, scale, n, f, ldo, "segment_reduce.atomic" + base);
+            continue;
+          }
+          at_each_chunk([&](V* out) { kokkos::segment_reduce_team_segments(args_of(out)); }, want, scale, n, f, ldo,
+                        "segment_reduce.team_segments" + base);
         }
         // gather_scatter, weighted and not, by both variants (dst sorted, as the op requires).
         for (bool weighted : {true, false}) {
@@ -134,13 +178,13 @@ void suite(uint64_t seed) {
             a.reduce = reduce;
             return a;
           };
-          std::vector<V> want(static_cast<size_t>(n * ldo), V(-9)), got = want, got2 = want;
+          std::vector<V> want(static_cast<size_t>(n * ldo), V(-9)), got2 = want;
           reference::gather_scatter(args_of(want.data()), true);
-          kokkos::gather_scatter_team_segments(args_of(got.data()));
           kokkos::gather_scatter_atomic(args_of(got2.data()));
           const std::string what = base + (weighted ? " weighted" : "");
-          compare(got, want, scale, n, f, ldo, "gather_scatter.team_segments" + what);
           compare(got2, want, scale, n, f, ldo, "gather_scatter.atomic" + what);
+          at_each_chunk([&](V* out) { kokkos::gather_scatter_team_segments(args_of(out)); }, want, scale, n, f, ldo,
+                        "gather_scatter.team_segments" + what);
         }
       }
     }

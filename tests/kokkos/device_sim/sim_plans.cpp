@@ -6,6 +6,10 @@
 #include "backends/kokkos/runtime.hpp"
 
 namespace sparseport::kokkos {
+// common.hpp's message_chunk in the simulation (generate.cmake): > 0 replaces the kernel's chunk
+// length (sim_messages.cpp sets it).
+int64_t sim_message_chunk = 0;
+
 PlanCache& plans() {
   static PlanCache* cache = new PlanCache(32, [] { Kokkos::push_finalize_hook([] { plans().clear(); }); });
   return *cache;

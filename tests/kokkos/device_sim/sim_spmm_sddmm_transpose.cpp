@@ -403,6 +403,16 @@ int main(int argc, char** argv) {
       spmm_suite<int64_t, float>(3);
       spmm_suite<int64_t, double>(4);
     }
+    // The default groups with one item a team (SPARSEPORT_KOKKOS_GROUP_ITEMS=1: teams of G threads,
+    // the barrier shared by one item's groups only).
+    if (s == "all" || s == "spmm") {
+      unsetenv("SPARSEPORT_KOKKOS_GROUPS");
+      setenv("SPARSEPORT_KOKKOS_GROUP_ITEMS", "1", 1);
+      std::printf("spmm, SPARSEPORT_KOKKOS_GROUP_ITEMS=1\n");
+      spmm_suite<int32_t, float>(1);
+      spmm_suite<int64_t, double>(4);
+      unsetenv("SPARSEPORT_KOKKOS_GROUP_ITEMS");
+    }
     if (s == "all" || s == "sddmm") {
       sddmm_suite<int32_t, float>(5);
       sddmm_suite<int32_t, double>(6);
