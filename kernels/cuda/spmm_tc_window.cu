@@ -30,11 +30,11 @@
 //    and their latency, as FlashSparse's is.
 //  - C is written once: a window of one part from its accumulators (alpha, beta, mean and one rounding
 //    to 16 bits in the epilogue); a split window through a float32 scratch row block that its parts add
-//    into with atomics, the last part to finish (a ticket, the threadFenceReduction pattern, as
-//    hub_split's CTAs) writing C from it. FlashSparse adds into C with atomics and leaves C's zeroing to
-//    the caller: that cannot give alpha * AB + beta * C, and 16-bit atomics would round every partial.
-//    The float32 atomics make split windows' sums order-dependent in their last bits: not deterministic
-//    (not flagged SPARSEPORT_VARIANT_DETERMINISTIC).
+//    into with L2 reductions (red, 16-byte vectors on sm_90: red_piece), the last part to finish (a
+//    ticket, the threadFenceReduction pattern, as hub_split's CTAs) writing C from it. FlashSparse adds
+//    into C with atomics and leaves C's zeroing to the caller: that cannot give alpha * AB + beta * C,
+//    and 16-bit atomics would round every partial. The float32 reductions make split windows' sums
+//    order-dependent in their last bits: not deterministic (not flagged SPARSEPORT_VARIANT_DETERMINISTIC).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -377,11 +377,13 @@ struct TcParams {
   const TcPart* parts = nullptr;
   int64_t nparts = 0;
   int64_t slices = 1;            // warps a part: feature slices of 16 T
-  float* acc = nullptr;          // split windows: [split][8][F]
+  float* acc = nullptr;          // split windows: [split][8][acc_ld]
+  int64_t acc_ld = 0;            // slices x 16 T: every lane's 2 T features have a place, past F too
   unsigned* tickets = nullptr;   // split windows: warps finished
   Finish<float> fin{};
   bool bvec = false;             // B's rows 16-byte aligned: vector loads
   bool cvec = false;             // C's rows 16-byte aligned: vector stores
+  bool accvec = false;           // the scratch 16-byte aligned: vector reductions (sm_90)
 };
 
 // The slot columns of block `blk` whose tile values lane (g, t) holds (tc_frag_pos): slots 2t,
@@ -500,6 +502,62 @@ __device__ __forceinline__ void store_row(const TcParams<I, S>& p, int64_t row, 
   }
 }
 
+// *p += v in the L2 with no value returned (red, not atom: nvcc compiles an atomicAdd whose result is
+// unused as ATOMG here, and the H200's counters saw only atomics). Relaxed, GPU scope, as atomicAdd.
+__device__ __forceinline__ void red_add(float* p, float v) {
+  asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p), "f"(v) : "memory");
+}
+
+// One lane's 2 T sums of a split window's scratch row (features fl .. fl + 2 T - 1, all with a place
+// in the row: p.acc_ld covers the slice). sm_90 (PTX 8.1) adds 8 or 16 bytes in one reduction where
+// the scratch is 16-byte aligned (p.accvec; the row stride and fl are multiples of 2 T floats):
+//  - T = 1 and 2: one .v2 / .v4 a lane; the 8 lanes of a row (g = 0 ... 7) cover 64 / 128 contiguous
+//    bytes, whole 32-byte sectors;
+//  - T = 4: a lane's 8 floats are one whole sector, but two .v4 from each lane would touch 8 sectors a
+//    row, each half, per instruction. So lanes g and g ^ 1 (lane ^ 4) swap halves first: in the first
+//    reduction the pair fills the even lane's sector (the even lane its low half, the odd lane the
+//    even lane's high half), in the second the odd lane's: 4 whole sectors a row per instruction, as
+//    with T = 2. The shuffles run in warp-uniform flow (split and accvec are the warp's).
+// Elsewhere one scalar reduction a float.
+template <int T>
+__device__ __forceinline__ void red_piece(float* row, int64_t fl, const float (&v)[2 * T], bool vec, int lane) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (vec) {
+    if constexpr (T == 1) {
+      asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(row + fl), "f"(v[0]), "f"(v[1]) : "memory");
+    } else if constexpr (T == 2) {
+      asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(row + fl), "f"(v[0]), "f"(v[1]),
+                   "f"(v[2]), "f"(v[3])
+                   : "memory");
+    } else {
+      static_assert(T == 4, "slices of 16, 32 or 64 features");
+      const bool even = (lane & 4) == 0;  // g even
+      float r[4], lo[4], hi[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        // The even lane sends its high half (features fl + 4 ...), the odd lane its low half.
+        r[e] = __shfl_xor_sync(0xffffffffu, even ? v[4 + e] : v[e], 4);
+        lo[e] = even ? v[e] : r[e];      // the even lane's sector: its low half, the partner's high half
+        hi[e] = even ? r[e] : v[4 + e];  // the odd lane's sector: the partner's low half, its high half
+      }
+      float* p0 = row + fl + (even ? 0 : -4);  // the even lane's sector (fl - 4: its high half)
+      float* p1 = row + fl + (even ? 8 : 4);   // the odd lane's sector (fl + 8: its low half)
+      asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p0), "f"(lo[0]), "f"(lo[1]), "f"(lo[2]),
+                   "f"(lo[3])
+                   : "memory");
+      asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p1), "f"(hi[0]), "f"(hi[1]), "f"(hi[2]),
+                   "f"(hi[3])
+                   : "memory");
+    }
+    return;
+  }
+#else
+  (void)vec, (void)lane;
+#endif
+#pragma unroll
+  for (int e = 0; e < 2 * T; ++e) red_add(row + fl + e, v[e]);
+}
+
 // One warp per (part, slice of 16 T features), the slices of a part in adjacent warps (they share its
 // tiles and slot columns through L1). No shared memory: each lane loads its pieces of the block's B
 // rows straight into the registers the mma reads, and the next block's loads are in flight while this
@@ -559,22 +617,21 @@ __global__ void __launch_bounds__(kTcWarps * 32) spmm_tc_kernel(TcParams<I, S> p
   for (int h = 0; h < 2; ++h) {
     const int n = 2 * t + h;
     const int64_t row = r0 + n;
-    if (row >= p.m || fl >= p.F) continue;
     float v[2 * T];
 #pragma unroll
     for (int j = 0; j < T; ++j) v[2 * j] = acc[j][h], v[2 * j + 1] = acc[j][2 + h];
     if (pt.split < 0) {
-      store_row<T>(p, row, fl, full, v);
+      if (row < p.m && fl < p.F) store_row<T>(p, row, fl, full, v);
     } else {
-      float* dst = p.acc + (static_cast<int64_t>(pt.split) * kTcWindowRows + n) * p.F + fl;
-#pragma unroll
-      for (int e = 0; e < 2 * T; ++e)
-        if (fl + e < p.F) atomicAdd(dst + e, v[e]);
+      // Every lane, rows past m and features past F included (zeros, into places never read): no
+      // bounds tests, and the T = 4 shuffles see the whole warp.
+      red_piece<T>(p.acc + (static_cast<int64_t>(pt.split) * kTcWindowRows + n) * p.acc_ld, fl, v, p.accvec, lane);
     }
   }
   if (pt.split < 0) return;
   // A split window: the last of its parts' warps (all slices) to finish writes its 8 rows of C from
-  // the accumulator (the threadFenceReduction pattern).
+  // the accumulator (the threadFenceReduction pattern: each lane's reductions, then its fence, are
+  // ordered before lane 0's ticket; the last warp fences before it reads).
   __threadfence();
   __syncwarp();
   unsigned ticket = 0;
@@ -582,14 +639,14 @@ __global__ void __launch_bounds__(kTcWarps * 32) spmm_tc_kernel(TcParams<I, S> p
   ticket = __shfl_sync(0xffffffffu, ticket, 0);
   if (ticket != static_cast<unsigned>(pt.nparts * p.slices - 1)) return;
   __threadfence();
-  const float* accw = p.acc + static_cast<int64_t>(pt.split) * kTcWindowRows * p.F;
+  const float* accw = p.acc + static_cast<int64_t>(pt.split) * kTcWindowRows * p.acc_ld;
   for (int64_t idx = lane; idx < kTcWindowRows * p.F; idx += 32) {
     const int64_t n = idx / p.F, f = idx % p.F, row = r0 + n;
     if (row >= p.m) break;
     const float count = static_cast<float>(p.rowptr[row + 1] - p.rowptr[row]);
     S* cp = p.c + row * p.ldc + f;
     const float old = p.fin.beta != 0.0f ? widen(*cp) : 0.0f;
-    *cp = narrow<S>(count > 0.0f ? p.fin.value(__ldcg(accw + idx), count, old) : p.fin.empty(old));
+    *cp = narrow<S>(count > 0.0f ? p.fin.value(__ldcg(accw + n * p.acc_ld + f), count, old) : p.fin.empty(old));
   }
 }
 
@@ -608,7 +665,6 @@ int slice_tiles(int64_t F, bool values16) {
 
 template <int T, class I, class S>
 void launch(const State& s, TcParams<I, S> p) {
-  p.slices = ceil_div(p.F, 16 * T);
   const int64_t warps = p.nparts * p.slices;
   const int64_t grid = ceil_div(warps, kTcWarps);
   if (grid > 2147483647)
@@ -672,15 +728,18 @@ void spmm_tc_window(const State& s, const sparseport_spmm_args& a) {
     p.bvec = aligned16(a.b.data) && (a.b.ld * static_cast<int64_t>(sizeof(W))) % 16 == 0;
     p.cvec = aligned16(a.c.data) && (a.c.ld * static_cast<int64_t>(sizeof(S))) % 16 == 0;
     const int T = slice_tiles(p.F, is16_v<S>);
+    p.slices = ceil_div(p.F, 16 * T);
     Scratch acc, tickets;
     if (plan->split_ > 0) {
-      const size_t n = static_cast<size_t>(plan->split_) * kTcWindowRows * static_cast<size_t>(p.F);
+      p.acc_ld = p.slices * 16 * T;
+      const size_t n = static_cast<size_t>(plan->split_) * kTcWindowRows * static_cast<size_t>(p.acc_ld);
       acc = Scratch(s, n * sizeof(float));
       tickets = Scratch(s, static_cast<size_t>(plan->split_) * sizeof(unsigned));
       check(cudaMemsetAsync(acc.get(), 0, n * sizeof(float), s.stream()), "cudaMemsetAsync (tc_window accumulators)");
       check(cudaMemsetAsync(tickets.get(), 0, static_cast<size_t>(plan->split_) * sizeof(unsigned), s.stream()),
             "cudaMemsetAsync (tc_window tickets)");
       p.acc = acc.as<float>();
+      p.accvec = aligned16(p.acc);  // the pool's blocks are; a caller's scratch allocator's may not be
       p.tickets = tickets.as<unsigned>();
     }
     switch (T) {
