@@ -2,12 +2,12 @@
 // spmm.tc_window: SpMM on the tensor cores for f16 and bf16 values (float32 accumulation), sum and
 // mean, over the condensed row-window format of tc_window_format.hpp (8-row windows, their distinct
 // columns compacted into blocks of 16, dense 8 x 16 tiles, heavy windows split into parts of 4 to 32
-// blocks); spmm.tc_window_tf32 runs float32 values the same way as TF32 (m16n8k8, 32-bit tiles), only
-// where the caller allows TF32. The format is built on the GPU once per plan (a radix sort of
-// (window, column, row) keys, scans, a scatter) and held by the plan cache; every call re-reads A's
-// values into the tiles (A's values may change between calls at the same address, as a GAT layer's
-// do; the structure may not, as for every plan here), then one warp per (part, feature slice) runs
-// the mma with the window on the n = 8 side.
+// blocks, the length chosen per call from F by tc_part_blocks); spmm.tc_window_tf32 runs float32
+// values the same way as TF32 (m16n8k8, 32-bit tiles), only where the caller allows TF32. The format
+// is built on the GPU once per plan (a radix sort of (window, column, row) keys, scans, a scatter) and
+// held by the plan cache; every call re-reads A's values into the tiles (A's values may change
+// between calls at the same address, as a GAT layer's do; the structure may not, as for every plan
+// here), then one warp per (part, feature slice) runs the mma with the window on the n = 8 side.
 //
 // Why this shape:
 //  - The CUDA-core 16-bit kernels are bound by chains of dependent gathers, not by bytes: 16-bit SpMM
@@ -65,19 +65,37 @@ struct TcPart {
   int32_t pad;
 };
 
+// The parts of one part length, and the plan's note when a call runs them.
+struct TcParts {
+  const TcPart* parts = nullptr;
+  int64_t n = 0;      // parts
+  int64_t split = 0;  // split windows (scratch row blocks and tickets)
+  std::string note;
+};
+
+// The part length depends on F (tc_part_blocks), the plan does not: its key has no F, and the sort,
+// the scans, the tiles and the columns are the same at every F. So the build makes the part list
+// for each of the four lengths and each call picks one. A length at which no window splits shares the
+// list of the length below it; otherwise the lists cost up to 4 x 32 bytes a window (a window of one
+// block: 128 bytes beside its 320 of tiles and columns; the split windows' parts add ~1.9x those of
+// length 4). Simpler than building a length's parts on its first call: the plan stays immutable once
+// built, which the calls that share it through the plan cache, from any thread, rely on.
 class TcPlan : public Plan {
  public:
   explicit TcPlan(const State& s) : state_(&s) {}
   ~TcPlan() override {
-    for (void* p : {cols_, tiles_, parts_, pos_})
+    for (void* p : {cols_, tiles_, pos_})
+      if (p != nullptr) (void)cudaFreeAsync(p, state_->stream());
+    for (void* p : parts_mem_)
       if (p != nullptr) (void)cudaFreeAsync(p, state_->stream());
   }
   void* cols_ = nullptr;   // I[blocks * 16], -1 for an empty slot column
   void* tiles_ = nullptr;  // tc_word_t[blocks * 128], tc_frag_pos order
-  void* parts_ = nullptr;  // TcPart[parts]
   void* pos_ = nullptr;    // int64[nnz]: each entry's place in tiles_ (null for a pattern)
-  int64_t windows_ = 0, blocks_ = 0, parts_n_ = 0, split_ = 0, slots_ = 0;
-  int part_blocks_ = kTcPartBlocks;  // the longest part (tc_part_blocks)
+  void* parts_mem_[kTcPartLengths] = {};  // TcPart[parts], owned (null where shared with a shorter length)
+  TcParts by_length_[kTcPartLengths];     // parts of tc_part_length(i) blocks
+  TcPartCounts counts_;                   // what tc_part_blocks chooses from
+  int64_t windows_ = 0, blocks_ = 0, slots_ = 0;
 
  private:
   const State* state_;
@@ -154,6 +172,42 @@ __global__ void __launch_bounds__(kBlock)
     np[w] = parts;
     ns[w] = parts > 1 ? 1 : 0;
   }
+}
+
+// For every part length tc_part_length(i): the parts of split windows and the split windows, and the
+// longest window's blocks, from the windows' blocks (nb_scan, scanned); each warp's sums one 64-bit
+// atomic a counter. counts (zeroed): split parts [kTcPartLengths], split windows [kTcPartLengths], the
+// longest window. A grid of at most 1024 CTAs (grid-stride), so at most 74k atomics on 9 words.
+__global__ void __launch_bounds__(kBlock)
+    tc_part_counts_kernel(int64_t windows, const int64_t* nb_scan, unsigned long long* counts) {
+  unsigned long long sp[kTcPartLengths] = {}, sw[kTcPartLengths] = {}, longest = 0;
+  for (int64_t w = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; w < windows;
+       w += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t nb = nb_scan[w + 1] - nb_scan[w];
+    longest = nb > static_cast<int64_t>(longest) ? static_cast<unsigned long long>(nb) : longest;
+#pragma unroll
+    for (int i = 0; i < kTcPartLengths; ++i) {
+      const int64_t P = tc_part_length(i);
+      if (nb > P) sp[i] += static_cast<unsigned long long>((nb + P - 1) / P), sw[i] += 1;
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) {
+#pragma unroll
+    for (int i = 0; i < kTcPartLengths; ++i) {
+      sp[i] += __shfl_down_sync(0xffffffffu, sp[i], o);
+      sw[i] += __shfl_down_sync(0xffffffffu, sw[i], o);
+    }
+    const unsigned long long l = __shfl_down_sync(0xffffffffu, longest, o);
+    longest = l > longest ? l : longest;
+  }
+  if ((threadIdx.x & 31u) != 0) return;
+#pragma unroll
+  for (int i = 0; i < kTcPartLengths; ++i) {
+    if (sp[i] != 0) atomicAdd(counts + i, sp[i]);
+    if (sw[i] != 0) atomicAdd(counts + kTcPartLengths + i, sw[i]);
+  }
+  if (longest != 0) atomicMax(counts + 2 * kTcPartLengths, longest);
 }
 
 // Sorted position i: its slot column's index (and the column, written by the slot's first entry),
@@ -234,15 +288,19 @@ void read_back(const State& s, const int64_t* p, int64_t* host) {
   check(cudaMemcpyAsync(host, p, sizeof *host, cudaMemcpyDeviceToHost, s.stream()), "cudaMemcpyAsync (tc_window sizes)");
 }
 
-// The plan's part length: SPARSEPORT_TC_PART_BLOCKS (4, 8, 16 or 32) where set, as
-// SPARSEPORT_TC_SLICE sets the slice (one build timed and counted at two part lengths: the counter
-// check of docs/tc_window_next.md), else tc_part_blocks. Read when a plan is built.
-int part_blocks_of(int64_t blocks, int sms) {
+// A call's part length, as the index i of tc_part_length(i): SPARSEPORT_TC_PART_BLOCKS (4, 8, 16 or 32)
+// where set, as SPARSEPORT_TC_SLICE sets the slice (one plan timed and counted at every part length),
+// else tc_part_blocks from the plan's counts, F and the slices. Read at every call.
+int part_length_index(const TcPartCounts& c, int64_t F, int64_t slices, int sms) {
+  int P = 0;
   if (const char* e = std::getenv("SPARSEPORT_TC_PART_BLOCKS"); e != nullptr && *e != '\0') {
     const int v = std::atoi(e);
-    if (v == 4 || v == 8 || v == 16 || v == 32) return v;
+    if (v == 4 || v == 8 || v == 16 || v == 32) P = v;
   }
-  return tc_part_blocks(blocks, sms);
+  if (P == 0) P = tc_part_blocks(c, F, slices, sms);
+  int i = 0;
+  while (i + 1 < kTcPartLengths && tc_part_length(i) < P) ++i;
+  return i;
 }
 
 template <class I, class S>
@@ -273,31 +331,39 @@ std::shared_ptr<TcPlan> build_plan(const State& s, const sparseport_csr& a) {
       rowptr, m, windows, slot_scan.as<int64_t>(), nb.as<int64_t>());
   check_launch("spmm.tc_window (window blocks)");
   exclusive_scan_inplace(s, nb.get(), windows + 1, SPARSEPORT_I64);
-  // Two waits: the total blocks choose the part length, which the parts' counts need.
-  int64_t sizes[4] = {0, 0, 0, 0};
+  // One wait: the slot columns, the blocks and every part length's counts, which size the arrays.
+  constexpr int kCounts = 2 * kTcPartLengths + 1;
+  Scratch counts(s, kCounts * sizeof(unsigned long long));
+  check(cudaMemsetAsync(counts.get(), 0, kCounts * sizeof(unsigned long long), s.stream()),
+        "cudaMemsetAsync (tc_window part counts)");
+  tc_part_counts_kernel<<<std::min(blocks_for(windows), 1024u), kBlock, 0, s.stream()>>>(
+      windows, nb.as<int64_t>(), counts.as<unsigned long long>());
+  check_launch("spmm.tc_window (part counts)");
+  int64_t sizes[2] = {0, 0};
+  unsigned long long hc[kCounts] = {};
   read_back(s, slot_scan.as<int64_t>() + nnz, &sizes[0]);
   read_back(s, nb.as<int64_t>() + windows, &sizes[1]);
+  check(cudaMemcpyAsync(hc, counts.get(), sizeof hc, cudaMemcpyDeviceToHost, s.stream()),
+        "cudaMemcpyAsync (tc_window part counts)");
   check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (tc_window blocks)");
   plan->slots_ = sizes[0];
   plan->blocks_ = sizes[1];
-  plan->part_blocks_ = part_blocks_of(plan->blocks_, s.info().sms);
-  tc_window_parts_kernel<<<blocks_for(windows + 1), kBlock, 0, s.stream()>>>(
-      windows, nb.as<int64_t>(), plan->part_blocks_, np.as<int64_t>(), ns.as<int64_t>());
-  check_launch("spmm.tc_window (window parts)");
-  for (Scratch* x : {&np, &ns}) exclusive_scan_inplace(s, x->get(), windows + 1, SPARSEPORT_I64);
-  read_back(s, np.as<int64_t>() + windows, &sizes[2]);
-  read_back(s, ns.as<int64_t>() + windows, &sizes[3]);
-  check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (tc_window parts)");
-  plan->parts_n_ = sizes[2];
-  plan->split_ = sizes[3];
-  if (plan->parts_n_ > int64_t{2147483647} * kTcWarps || plan->split_ > 2147483647)
-    throw Unsupported("spmm.tc_window: A has " + std::to_string(plan->parts_n_) +
+  plan->counts_.blocks = plan->blocks_;
+  plan->counts_.max_window_blocks = static_cast<int64_t>(hc[2 * kTcPartLengths]);
+  for (int i = 0; i < kTcPartLengths; ++i) {
+    TcParts& q = plan->by_length_[i];
+    plan->counts_.split_parts[i] = static_cast<int64_t>(hc[i]);
+    q.split = static_cast<int64_t>(hc[kTcPartLengths + i]);
+    q.n = windows - q.split + plan->counts_.split_parts[i];  // one part a window that does not split
+  }
+  // The most parts and split windows are those of the shortest length.
+  if (plan->by_length_[0].n > int64_t{2147483647} * kTcWarps || plan->by_length_[0].split > 2147483647)
+    throw Unsupported("spmm.tc_window: A has " + std::to_string(plan->by_length_[0].n) +
                       " parts, more than one launch of 2^31 - 1 CTAs takes");
 
   I* cols = plan_alloc<I>(s, plan->cols_, plan->blocks_ * kTcBlockCols, "cudaMallocFromPoolAsync (tc_window columns)");
   using W = tc_word_t<S>;
   auto* tiles = plan_alloc<W>(s, plan->tiles_, plan->blocks_ * kTcTileValues, "cudaMallocFromPoolAsync (tc_window tiles)");
-  auto* parts = plan_alloc<TcPart>(s, plan->parts_, plan->parts_n_, "cudaMallocFromPoolAsync (tc_window parts)");
   int64_t* pos = nullptr;
   if (a.values != nullptr) pos = plan_alloc<int64_t>(s, plan->pos_, nnz, "cudaMallocFromPoolAsync (tc_window places)");
   check(cudaMemsetAsync(cols, 0xff, static_cast<size_t>(plan->blocks_) * kTcBlockCols * sizeof(I), s.stream()),
@@ -311,17 +377,32 @@ std::shared_ptr<TcPlan> build_plan(const State& s, const sparseport_csr& a) {
                                                                    rowptr, nb.as<int64_t>(), colbits, cols, tiles, pos,
                                                                    one);
   check_launch("spmm.tc_window (scatter)");
-  tc_parts_kernel<<<blocks_for(windows), kBlock, 0, s.stream()>>>(windows, nb.as<int64_t>(), np.as<int64_t>(),
-                                                                  ns.as<int64_t>(), plan->part_blocks_, parts);
-  check_launch("spmm.tc_window (parts)");
+  // The part lists, shortest first; np and ns are reused (stream order) by each length.
+  const std::string head = "spmm.tc_window plan: windows " + std::to_string(windows) + ", slot columns " +
+                           std::to_string(plan->slots_) + ", blocks " + std::to_string(plan->blocks_);
+  for (int i = 0; i < kTcPartLengths; ++i) {
+    TcParts& q = plan->by_length_[i];
+    const int P = tc_part_length(i);
+    q.note = head + ", parts " + std::to_string(q.n) + ", split windows " + std::to_string(q.split) +
+             ", part blocks " + std::to_string(P);
+    if (i > 0 && plan->by_length_[i - 1].split == 0) {  // no window splits: the same parts as the length below
+      q.parts = plan->by_length_[i - 1].parts;
+      continue;
+    }
+    tc_window_parts_kernel<<<blocks_for(windows + 1), kBlock, 0, s.stream()>>>(windows, nb.as<int64_t>(), P,
+                                                                               np.as<int64_t>(), ns.as<int64_t>());
+    check_launch("spmm.tc_window (window parts)");
+    for (Scratch* x : {&np, &ns}) exclusive_scan_inplace(s, x->get(), windows + 1, SPARSEPORT_I64);
+    auto* parts = plan_alloc<TcPart>(s, plan->parts_mem_[i], q.n, "cudaMallocFromPoolAsync (tc_window parts)");
+    tc_parts_kernel<<<blocks_for(windows), kBlock, 0, s.stream()>>>(windows, nb.as<int64_t>(), np.as<int64_t>(),
+                                                                    ns.as<int64_t>(), P, parts);
+    check_launch("spmm.tc_window (parts)");
+    q.parts = parts;
+  }
   plan->watch(a.rowptr, static_cast<size_t>(m + 1) * sizeof(I));
   plan->watch(a.colind, static_cast<size_t>(nnz) * sizeof(I));
-  const std::string note = "spmm.tc_window plan: windows " + std::to_string(windows) + ", slot columns " +
-                           std::to_string(plan->slots_) + ", blocks " + std::to_string(plan->blocks_) + ", parts " +
-                           std::to_string(plan->parts_n_) + ", split windows " + std::to_string(plan->split_) +
-                           ", part blocks " + std::to_string(plan->part_blocks_);
-  s.set_note(note);
-  if (log_enabled()) std::fprintf(stderr, "[sparseport cuda] %s\n", note.c_str());
+  if (log_enabled())
+    for (const TcParts& q : plan->by_length_) std::fprintf(stderr, "[sparseport cuda] %s\n", q.note.c_str());
   return plan;
 }
 
@@ -702,7 +783,7 @@ void spmm_tc_window(const State& s, const sparseport_spmm_args& a) {
       plan = build_plan<I, S>(s, a.a);
       s.plans().insert(key, plan);
     }
-    if (a.b.cols == 0 || plan->parts_n_ == 0) return;  // no output element
+    if (a.b.cols == 0 || plan->windows_ == 0) return;  // no output element
     if (a.a.values != nullptr && a.a.nnz > 0) {
       // Values may have changed since the plan was built (same arrays, new weights): nnz x (8 + 2
       // sizeof(W)) bytes a call, against at least nnz x F sizeof(W) bytes of B gathered.
@@ -721,22 +802,25 @@ void spmm_tc_window(const State& s, const sparseport_spmm_args& a) {
     p.ldc = a.c.ld;
     p.cols = static_cast<const I*>(plan->cols_);
     p.tiles = static_cast<const W*>(plan->tiles_);
-    p.parts = static_cast<const TcPart*>(plan->parts_);
-    p.nparts = plan->parts_n_;
     p.fin = {static_cast<float>(a.alpha), static_cast<float>(a.beta), a.reduce == SPARSEPORT_REDUCE_MEAN};
     // Vector loads and stores: 16-byte aligned rows (a lane's 2 T values then never cross 16 bytes).
     p.bvec = aligned16(a.b.data) && (a.b.ld * static_cast<int64_t>(sizeof(W))) % 16 == 0;
     p.cvec = aligned16(a.c.data) && (a.c.ld * static_cast<int64_t>(sizeof(S))) % 16 == 0;
     const int T = slice_tiles(p.F, is16_v<S>);
     p.slices = ceil_div(p.F, 16 * T);
+    // The part length for this F (the plan holds the parts of every length); the note says which ran.
+    const TcParts& q = plan->by_length_[part_length_index(plan->counts_, p.F, p.slices, s.info().sms)];
+    s.set_note(q.note);
+    p.parts = q.parts;
+    p.nparts = q.n;
     Scratch acc, tickets;
-    if (plan->split_ > 0) {
+    if (q.split > 0) {
       p.acc_ld = p.slices * 16 * T;
-      const size_t n = static_cast<size_t>(plan->split_) * kTcWindowRows * static_cast<size_t>(p.acc_ld);
+      const size_t n = static_cast<size_t>(q.split) * kTcWindowRows * static_cast<size_t>(p.acc_ld);
       acc = Scratch(s, n * sizeof(float));
-      tickets = Scratch(s, static_cast<size_t>(plan->split_) * sizeof(unsigned));
+      tickets = Scratch(s, static_cast<size_t>(q.split) * sizeof(unsigned));
       check(cudaMemsetAsync(acc.get(), 0, n * sizeof(float), s.stream()), "cudaMemsetAsync (tc_window accumulators)");
-      check(cudaMemsetAsync(tickets.get(), 0, static_cast<size_t>(plan->split_) * sizeof(unsigned), s.stream()),
+      check(cudaMemsetAsync(tickets.get(), 0, static_cast<size_t>(q.split) * sizeof(unsigned), s.stream()),
             "cudaMemsetAsync (tc_window tickets)");
       p.acc = acc.as<float>();
       p.accvec = aligned16(p.acc);  // the pool's blocks are; a caller's scratch allocator's may not be

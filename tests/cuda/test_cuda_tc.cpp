@@ -3,12 +3,14 @@
 // float64 oracle computed from the 16-bit inputs themselves (plain loops here).
 //  - CudaTcFormat (no GPU needed): the host model of the window format (tc_window_format.hpp): the
 //    tile layout is the mma B fragment's and a permutation, the sizes of hand-made matrices
-//    (duplicates, unsorted columns, empty windows, a split mega-row), the part length chosen from the
-//    blocks and SMs, the sort key's width.
+//    (duplicates, unsorted columns, empty windows, a split mega-row), the part length's cost model
+//    (the chain against the split windows' scratch sums: shorter parts at F = 32 than at 128 on a
+//    skewed input, 32 where the warps are all busy), the sort key's width.
 //  - CudaTc (GPU): random, power-law with a 10^5-entry mega-row (several parts, summed through the
 //    float32 scratch), empty windows, a matrix without entries, duplicate + unsorted columns, int64
 //    indices, rectangular A (rows != cols both ways), a pattern A, F in {1, 7, 8, 15, 16, 33, 64, 100,
-//    128}, alpha / beta (beta 0 with NaN in C, which must not leak in), sum and mean, B and C with
+//    128}, alpha / beta (beta 0 with NaN in C, which must not leak in), sum and mean, every part length
+//    on one plan (the scratch's vector reductions at slices of 16, 32 and 64), B and C with
 //    ld > F and misaligned starts (the path without cp.async); A's values changed in place between
 //    calls (the plan's tiles are refreshed); feature slices of 16, 32 and 64 giving the same bits; the
 //    plan's sizes (its note) equal to the host model's; max / min and float32 refused with reasons.
@@ -106,31 +108,64 @@ TEST(CudaTcFormat, SizesOfHandMadeMatrices) {
   EXPECT_EQ(m.bytes(100001, 8, 32), 6250 * (256 + 128) + 196 * 32 + 100001 * 8);
 }
 
-// Parts of about total blocks / resident warps (32 an SM) blocks, a power of two in [4, 32].
-TEST(CudaTcFormat, PartBlocksFollowTheBlocksPerWarp) {
-  EXPECT_EQ(cu::tc_part_blocks(0, 132), 4);
-  EXPECT_EQ(cu::tc_part_blocks(6250, 132), 4);         // 6250 / 4224 warps = 1 block a warp
-  EXPECT_EQ(cu::tc_part_blocks(4224 * 8 - 1, 132), 4);
-  EXPECT_EQ(cu::tc_part_blocks(4224 * 8, 132), 8);
-  EXPECT_EQ(cu::tc_part_blocks(4224 * 16 - 1, 132), 8);
-  EXPECT_EQ(cu::tc_part_blocks(4224 * 16, 132), 16);
-  EXPECT_EQ(cu::tc_part_blocks(135168 - 1, 132), 16);
-  EXPECT_EQ(cu::tc_part_blocks(135168, 132), 32);      // 32 x 132 SMs x 32 warps: today's parts
-  EXPECT_EQ(cu::tc_part_blocks(int64_t{1} << 40, 132), 32);
-  EXPECT_EQ(cu::tc_part_blocks(32 * 8, 0), 8);         // no SM count: one SM
-  EXPECT_EQ(cu::tc_part_blocks(32 * 8, -3), 8);
-  EXPECT_EQ(cu::tc_part_blocks(-1, 132), 4);
+// The part length's model (tc_part_cost_us): 0.9 us a block of the longest part's chain, or of the
+// blocks each resident warp (32 an SM) takes, plus 32 F bytes a split part at 200 bytes a ns.
+TEST(CudaTcFormat, PartLengthTradesTheChainAgainstTheScratch) {
+  // email-Enron's counts (the host model on the graph: 19833 blocks, a window of 144, split parts at
+  // 4, 8, 16, 32 blocks), on an H200's 132 SMs.
+  const cu::TcPartCounts enron{19833, 144, {3771, 1578, 645, 214}};
+  EXPECT_NEAR(cu::tc_part_cost_us(enron, 0, 32, 1, 132), 0.9 * (19833.0 / 4224) + 3771 * 32 * 32 / 200e3, 1e-9);
+  EXPECT_NEAR(cu::tc_part_cost_us(enron, 3, 32, 1, 132), 0.9 * 32 + 214 * 32 * 32 / 200e3, 1e-9);
+  EXPECT_NEAR(cu::tc_part_cost_us(enron, 2, 128, 2, 132), 0.9 * 16 + 645 * 32 * 128 / 200e3, 1e-9);
+  EXPECT_EQ(cu::tc_part_blocks(enron, 32, 1, 132), 8);    // 15.3 us against 23.5 (4), 17.7 (16), 29.9 (32)
+  EXPECT_EQ(cu::tc_part_blocks(enron, 128, 2, 132), 16);  // 27.6 against 85.7, 40.8, 33.2
+  // On one SM the 32 warps have ~600 blocks each at every length: the chain is the same, the scratch
+  // least with the longest parts.
+  EXPECT_EQ(cu::tc_part_blocks(enron, 32, 1, 1), 32);
+  EXPECT_EQ(cu::tc_part_blocks(enron, 32, 1, 0), 32);  // no SM count: one SM
+  // No window longer than 4 blocks: every length gives the same parts, and a tie goes to 32.
+  EXPECT_EQ(cu::tc_part_blocks(cu::TcPartCounts{5000, 4, {0, 0, 0, 0}}, 64, 1, 132), 32);
+  EXPECT_EQ(cu::tc_part_blocks(cu::TcPartCounts{}, 64, 1, 132), 32);  // no blocks at all
+  // A large matrix (rmat:20:16-like, 2^20 blocks): 248 blocks a warp at F = 32, so 32 at every F.
+  const cu::TcPartCounts large{int64_t{1} << 20, 3000, {60000, 25000, 9000, 3000}};
+  for (const int64_t F : {16, 32, 64, 128}) EXPECT_EQ(cu::tc_part_blocks(large, F, (F + 63) / 64, 132), 32) << F;
+
+  // A skewed matrix: 64 hub windows of one row of 1024 distinct columns (64 blocks, split at every
+  // length) and 64 windows of one entry.
+  std::vector<int32_t> rp = {0}, ci;
+  for (int w = 0; w < 128; ++w)
+    for (int r = 0; r < cu::kTcWindowRows; ++r) {
+      if (r == 0 && w % 2 == 0)
+        for (int k = 0; k < 1024; ++k) ci.push_back((k * 37 + w) % 1024);  // distinct, unsorted
+      else if (r == 0)
+        ci.push_back(w);
+      rp.push_back(static_cast<int32_t>(ci.size()));
+    }
+  const cu::TcPartCounts c = cu::tc_part_counts(rp, ci, 1024);
+  EXPECT_EQ(c.blocks, 64 * 64 + 64);
+  EXPECT_EQ(c.max_window_blocks, 64);
+  for (int i = 0; i < cu::kTcPartLengths; ++i) {
+    EXPECT_EQ(c.split_parts[i], 64 * (64 / cu::tc_part_length(i))) << i;
+    EXPECT_EQ(c.split_parts[i], cu::tc_format_size(rp, ci, 1024, cu::tc_part_length(i)).split_parts()) << i;
+  }
+  // F = 32 (one warp a part): parts of 4, 8.8 us against 9.8 with 8 (the chain 3.6 against 7.2, the
+  // scratch 5.2 against 2.6). F = 128 (two warps a part): 4x the scratch bytes, parts of 8, 17.7 us
+  // against 24.6 with 4 and 19.6 with 16.
+  EXPECT_EQ(cu::tc_part_blocks(c, 32, 1, 132), 4);
+  EXPECT_EQ(cu::tc_part_blocks(c, 128, 2, 132), 8);
+  EXPECT_LT(cu::tc_part_blocks(c, 32, 1, 132), cu::tc_part_blocks(c, 128, 2, 132));
 
   // The mega-row of SizesOfHandMadeMatrices (6250 blocks) in shorter parts.
-  std::vector<int64_t> rp = {0, 100000};
-  std::vector<int64_t> ci(100000);
-  for (int64_t i = 0; i < 100000; ++i) ci[static_cast<size_t>(i)] = (i * 7919) % 100000;
-  const cu::TcFormatSize p4 = cu::tc_format_size(rp, ci, 1, 4), p8 = cu::tc_format_size(rp, ci, 1, 8);
+  std::vector<int64_t> mrp = {0, 100000};
+  std::vector<int64_t> mci(100000);
+  for (int64_t i = 0; i < 100000; ++i) mci[static_cast<size_t>(i)] = (i * 7919) % 100000;
+  const cu::TcFormatSize p4 = cu::tc_format_size(mrp, mci, 1, 4), p8 = cu::tc_format_size(mrp, mci, 1, 8);
   EXPECT_EQ(p4.blocks, 6250);
   EXPECT_EQ(p4.parts, 1563);  // ceil(6250 / 4)
   EXPECT_EQ(p8.parts, 782);   // ceil(6250 / 8)
   EXPECT_EQ(p4.split_windows, 1);
-  EXPECT_EQ(cu::tc_format_size(rp, ci, 1).parts, 196);  // the default, 32
+  EXPECT_EQ(p4.split_parts(), 1563);
+  EXPECT_EQ(cu::tc_format_size(mrp, mci, 1).parts, 196);  // the default, 32
 }
 
 TEST(CudaTcFormat, SortKeyWidth) {
@@ -406,6 +441,31 @@ TEST(CudaTc, PowerLawWithMegaRow) {
   check_matrix(ctx, b, {16, 128}, kSeed + 17, "power law int64");
 }
 
+// One plan, every part length (SPARSEPORT_TC_PART_BLOCKS, read at every call): each length's part list
+// against the oracle, through the scratch's vector reductions at slices of 16 (F = 7: .v2, rows padded
+// to 16 floats), 32 (F = 33: .v4) and 64 (F = 100 and 128: .v4 with the lane pairs' swapped halves,
+// F = 100 padded to 128), and the note naming the length that ran.
+TEST(CudaTc, EveryPartLengthOnOnePlan) {
+  TC_REQUIRE_GPU_AND_ON();
+  Context ctx = Context::create("cuda");
+  const auto a = scaled_skewed_csr<int32_t, bfloat16>({30000, 200000, 200000}, {3000, 8000, 8000}, 0.5, kSeed + 30);
+  const DevCsr<int32_t, bfloat16> da = to_device(ctx, a);
+  for (const int64_t F : {7, 33, 100, 128}) {
+    const HostDense<bfloat16> b = dense16<bfloat16>(a.cols, F, F, kSeed + 31), c0(a.rows, F);
+    for (const char* P : {"4", "8", "16", "32"}) {
+      SCOPED_TRACE("F " + std::to_string(F) + ", parts of " + P);
+      setenv("SPARSEPORT_TC_PART_BLOCKS", P, 1);
+      expect_close(a, b, c0, run_tc(ctx, da, a, b, c0, Call{}), Reduce::sum, 1.0, 0.0);
+      sparseport_cuda_diagnostics d{};
+      ASSERT_EQ(sparseport_cuda_get_diagnostics(ctx.exec().state, &d), 0);
+      const std::string note(d.note), tail = std::string(", part blocks ") + P;
+      EXPECT_TRUE(note.size() >= tail.size() && note.compare(note.size() - tail.size(), tail.size(), tail) == 0)
+          << note;
+    }
+    unsetenv("SPARSEPORT_TC_PART_BLOCKS");
+  }
+}
+
 // Rows of 10^5 entries (distinct columns). bf16 ones: exactly bf16(100000) = 99840 (a bf16 running
 // sum stops at 256); f16 products of 0.5: f16(50000) = 49984 (the partial sums pass 65504, f16's
 // largest, only in a 16-bit accumulator); random values: within the bound of the header.
@@ -503,11 +563,12 @@ TEST(CudaTc, PlanSizesMatchTheHostModel) {
   (void)run_tc(ctx, da, a, b, c0, Call{});
   sparseport_cuda_diagnostics d{};
   ASSERT_EQ(sparseport_cuda_get_diagnostics(ctx.exec().state, &d), 0);
-  // The part length the plan chose from its blocks and the context's device (current after create).
+  // The part length the call chose from the plan's counts, F = 16 (one warp a part) and the context's
+  // device (current after create).
   int dev = 0, sms = 0;
   ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
   ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), cudaSuccess);
-  const int part_blocks = cu::tc_part_blocks(cu::tc_format_size(a.rowptr, a.colind, a.rows).blocks, sms);
+  const int part_blocks = cu::tc_part_blocks(cu::tc_part_counts(a.rowptr, a.colind, a.rows), 16, 1, sms);
   const cu::TcFormatSize z = cu::tc_format_size(a.rowptr, a.colind, a.rows, part_blocks);
   EXPECT_GT(z.split_windows, 0) << "the mega-row should split";
   const std::string want = "spmm.tc_window plan: windows " + std::to_string(z.windows) + ", slot columns " +
