@@ -21,6 +21,8 @@
 #   NCU_METRICS  more Nsight Compute metrics per kernel, comma-separated (printed beside the time as
 #            medians), e.g. lts__t_sectors_op_red.sum,lts__t_sectors_op_atom.sum for the split
 #            windows' scratch reductions (docs/tc_window_next.md)
+#   TC_TIMING=0  no cuda_timing (a second run of one build with SPARSEPORT_TC_PART_BLOCKS set:
+#            cuda_timing --tc times every part length by itself)
 set -u
 OUT=${1:?usage: B=BUILD benchmarks/tc_small_calls.sh OUT [MATRIX...]}
 shift
@@ -57,6 +59,8 @@ for m in "${mats[@]}"; do
     fi
   done
 done
-timeout 240 "$B/tests/cuda/cuda_timing" --tc "${mats[@]}" >"$OUT/timing.log" 2>&1 || echo "cuda_timing rc $?" >&2
+if [ "${TC_TIMING:-1}" != 0 ]; then
+  timeout 240 "$B/tests/cuda/cuda_timing" --tc "${mats[@]}" >"$OUT/timing.log" 2>&1 || echo "cuda_timing rc $?" >&2
+fi
 # The ncu lines per kernel name: count and median duration (us), per matrix and F.
 python3 "$(dirname "$0")/ncu_summary.py" "$OUT/ncu.csv"

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // spmm.tc_window: SpMM on the tensor cores for f16 and bf16 values (float32 accumulation), sum and
 // mean, over the condensed row-window format of tc_window_format.hpp (8-row windows, their distinct
-// columns compacted into blocks of 16, dense 8 x 16 tiles, heavy windows split into parts of 32
-// blocks); spmm.tc_window_tf32 runs float32 values the same way as TF32 (m16n8k8, 32-bit tiles), only
-// where the caller allows TF32. The format is built on the GPU once per plan (a radix sort of
-// (window, column, row) keys, scans, a scatter) and held by the plan cache; every call re-reads A's
-// values into the tiles (A's values may change between calls at the same address, as a GAT layer's
-// do; the structure may not, as for every plan here), then one warp per (part, feature slice) runs
-// the mma with the window on the n = 8 side.
+// columns compacted into blocks of 16, dense 8 x 16 tiles, heavy windows split into parts of 4 to 32
+// blocks, the length chosen per call from F by tc_part_blocks); spmm.tc_window_tf32 runs float32
+// values the same way as TF32 (m16n8k8, 32-bit tiles), only where the caller allows TF32. The format
+// is built on the GPU once per plan (a radix sort of (window, column, row) keys, scans, a scatter) and
+// held by the plan cache; every call re-reads A's values into the tiles (A's values may change
+// between calls at the same address, as a GAT layer's do; the structure may not, as for every plan
+// here), then one warp per (part, feature slice) runs the mma with the window on the n = 8 side.
 //
 // Why this shape:
 //  - The CUDA-core 16-bit kernels are bound by chains of dependent gathers, not by bytes: 16-bit SpMM
@@ -30,11 +30,11 @@
 //    and their latency, as FlashSparse's is.
 //  - C is written once: a window of one part from its accumulators (alpha, beta, mean and one rounding
 //    to 16 bits in the epilogue); a split window through a float32 scratch row block that its parts add
-//    into with atomics, the last part to finish (a ticket, the threadFenceReduction pattern, as
-//    hub_split's CTAs) writing C from it. FlashSparse adds into C with atomics and leaves C's zeroing to
-//    the caller: that cannot give alpha * AB + beta * C, and 16-bit atomics would round every partial.
-//    The float32 atomics make split windows' sums order-dependent in their last bits: not deterministic
-//    (not flagged SPARSEPORT_VARIANT_DETERMINISTIC).
+//    into with L2 reductions (red, 16-byte vectors on sm_90: red_piece), the last part to finish (a
+//    ticket, the threadFenceReduction pattern, as hub_split's CTAs) writing C from it. FlashSparse adds
+//    into C with atomics and leaves C's zeroing to the caller: that cannot give alpha * AB + beta * C,
+//    and 16-bit atomics would round every partial. The float32 reductions make split windows' sums
+//    order-dependent in their last bits: not deterministic (not flagged SPARSEPORT_VARIANT_DETERMINISTIC).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -65,18 +65,37 @@ struct TcPart {
   int32_t pad;
 };
 
+// The parts of one part length, and the plan's note when a call runs them.
+struct TcParts {
+  const TcPart* parts = nullptr;
+  int64_t n = 0;      // parts
+  int64_t split = 0;  // split windows (scratch row blocks and tickets)
+  std::string note;
+};
+
+// The part length depends on F (tc_part_blocks), the plan does not: its key has no F, and the sort,
+// the scans, the tiles and the columns are the same at every F. So the build makes the part list
+// for each of the four lengths and each call picks one. A length at which no window splits shares the
+// list of the length below it; otherwise the lists cost up to 4 x 32 bytes a window (a window of one
+// block: 128 bytes beside its 320 of tiles and columns; the split windows' parts add ~1.9x those of
+// length 4). Simpler than building a length's parts on its first call: the plan stays immutable once
+// built, which the calls that share it through the plan cache, from any thread, rely on.
 class TcPlan : public Plan {
  public:
   explicit TcPlan(const State& s) : state_(&s) {}
   ~TcPlan() override {
-    for (void* p : {cols_, tiles_, parts_, pos_})
+    for (void* p : {cols_, tiles_, pos_})
+      if (p != nullptr) (void)cudaFreeAsync(p, state_->stream());
+    for (void* p : parts_mem_)
       if (p != nullptr) (void)cudaFreeAsync(p, state_->stream());
   }
   void* cols_ = nullptr;   // I[blocks * 16], -1 for an empty slot column
   void* tiles_ = nullptr;  // tc_word_t[blocks * 128], tc_frag_pos order
-  void* parts_ = nullptr;  // TcPart[parts]
   void* pos_ = nullptr;    // int64[nnz]: each entry's place in tiles_ (null for a pattern)
-  int64_t windows_ = 0, blocks_ = 0, parts_n_ = 0, split_ = 0, slots_ = 0;
+  void* parts_mem_[kTcPartLengths] = {};  // TcPart[parts], owned (null where shared with a shorter length)
+  TcParts by_length_[kTcPartLengths];     // parts of tc_part_length(i) blocks
+  TcPartCounts counts_;                   // what tc_part_blocks chooses from
+  int64_t windows_ = 0, blocks_ = 0, slots_ = 0;
 
  private:
   const State* state_;
@@ -121,26 +140,74 @@ __global__ void __launch_bounds__(kBlock) tc_flags_kernel(const unsigned long lo
     x[i] = i < n ? starts_slot(keys, i) : 0;
 }
 
-// Per window: blocks, parts, whether split (each array windows + 1 long, scanned next).
+// Per window: its blocks (windows + 1 long, scanned next).
 template <class I>
 __global__ void __launch_bounds__(kBlock)
-    tc_window_counts_kernel(const I* rowptr, int64_t m, int64_t windows, const int64_t* slot_scan, int64_t* nb,
-                            int64_t* np, int64_t* ns) {
+    tc_window_blocks_kernel(const I* rowptr, int64_t m, int64_t windows, const int64_t* slot_scan, int64_t* nb) {
   for (int64_t w = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; w <= windows;
        w += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     if (w == windows) {
-      nb[w] = np[w] = ns[w] = 0;
+      nb[w] = 0;
       continue;
     }
     const int64_t e0 = rowptr[w * kTcWindowRows];
     const int64_t e1 = rowptr[(w + 1) * kTcWindowRows < m ? (w + 1) * kTcWindowRows : m];
     const int64_t slots = slot_scan[e1] - slot_scan[e0];
-    const int64_t blocks = (slots + kTcBlockCols - 1) / kTcBlockCols;
-    const int64_t parts = blocks > kTcPartBlocks ? (blocks + kTcPartBlocks - 1) / kTcPartBlocks : 1;
-    nb[w] = blocks;
+    nb[w] = (slots + kTcBlockCols - 1) / kTcBlockCols;
+  }
+}
+
+// Per window, from its blocks (nb_scan, scanned): parts of at most part_blocks, whether split (each
+// array windows + 1 long, scanned next).
+__global__ void __launch_bounds__(kBlock)
+    tc_window_parts_kernel(int64_t windows, const int64_t* nb_scan, int part_blocks, int64_t* np, int64_t* ns) {
+  for (int64_t w = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; w <= windows;
+       w += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    if (w == windows) {
+      np[w] = ns[w] = 0;
+      continue;
+    }
+    const int64_t blocks = nb_scan[w + 1] - nb_scan[w];
+    const int64_t parts = blocks > part_blocks ? (blocks + part_blocks - 1) / part_blocks : 1;
     np[w] = parts;
     ns[w] = parts > 1 ? 1 : 0;
   }
+}
+
+// For every part length tc_part_length(i): the parts of split windows and the split windows, and the
+// longest window's blocks, from the windows' blocks (nb_scan, scanned); each warp's sums one 64-bit
+// atomic a counter. counts (zeroed): split parts [kTcPartLengths], split windows [kTcPartLengths], the
+// longest window. A grid of at most 1024 CTAs (grid-stride), so at most 74k atomics on 9 words.
+__global__ void __launch_bounds__(kBlock)
+    tc_part_counts_kernel(int64_t windows, const int64_t* nb_scan, unsigned long long* counts) {
+  unsigned long long sp[kTcPartLengths] = {}, sw[kTcPartLengths] = {}, longest = 0;
+  for (int64_t w = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; w < windows;
+       w += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t nb = nb_scan[w + 1] - nb_scan[w];
+    longest = nb > static_cast<int64_t>(longest) ? static_cast<unsigned long long>(nb) : longest;
+#pragma unroll
+    for (int i = 0; i < kTcPartLengths; ++i) {
+      const int64_t P = tc_part_length(i);
+      if (nb > P) sp[i] += static_cast<unsigned long long>((nb + P - 1) / P), sw[i] += 1;
+    }
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o /= 2) {
+#pragma unroll
+    for (int i = 0; i < kTcPartLengths; ++i) {
+      sp[i] += __shfl_down_sync(0xffffffffu, sp[i], o);
+      sw[i] += __shfl_down_sync(0xffffffffu, sw[i], o);
+    }
+    const unsigned long long l = __shfl_down_sync(0xffffffffu, longest, o);
+    longest = l > longest ? l : longest;
+  }
+  if ((threadIdx.x & 31u) != 0) return;
+#pragma unroll
+  for (int i = 0; i < kTcPartLengths; ++i) {
+    if (sp[i] != 0) atomicAdd(counts + i, sp[i]);
+    if (sw[i] != 0) atomicAdd(counts + kTcPartLengths + i, sw[i]);
+  }
+  if (longest != 0) atomicMax(counts + 2 * kTcPartLengths, longest);
 }
 
 // Sorted position i: its slot column's index (and the column, written by the slot's first entry),
@@ -173,7 +240,7 @@ __global__ void __launch_bounds__(kBlock)
 
 __global__ void __launch_bounds__(kBlock)
     tc_parts_kernel(int64_t windows, const int64_t* nb_scan, const int64_t* np_scan, const int64_t* ns_scan,
-                    TcPart* parts) {
+                    int part_blocks, TcPart* parts) {
   for (int64_t w = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; w < windows;
        w += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t b0 = nb_scan[w], nb = nb_scan[w + 1] - b0;
@@ -181,9 +248,9 @@ __global__ void __launch_bounds__(kBlock)
     for (int64_t q = 0; q < np; ++q) {
       TcPart t;
       t.window = w;
-      t.first_block = b0 + q * kTcPartBlocks;
-      const int64_t left = nb - q * kTcPartBlocks;
-      t.blocks = static_cast<int32_t>(left < kTcPartBlocks ? left : kTcPartBlocks);
+      t.first_block = b0 + q * part_blocks;
+      const int64_t left = nb - q * part_blocks;
+      t.blocks = static_cast<int32_t>(left < part_blocks ? left : part_blocks);
       t.split = np > 1 ? static_cast<int32_t>(ns_scan[w]) : -1;
       t.nparts = static_cast<int32_t>(np);
       t.pad = 0;
@@ -221,6 +288,21 @@ void read_back(const State& s, const int64_t* p, int64_t* host) {
   check(cudaMemcpyAsync(host, p, sizeof *host, cudaMemcpyDeviceToHost, s.stream()), "cudaMemcpyAsync (tc_window sizes)");
 }
 
+// A call's part length, as the index i of tc_part_length(i): SPARSEPORT_TC_PART_BLOCKS (4, 8, 16 or 32)
+// where set, as SPARSEPORT_TC_SLICE sets the slice (one plan timed and counted at every part length),
+// else tc_part_blocks from the plan's counts, F and the slices. Read at every call.
+int part_length_index(const TcPartCounts& c, int64_t F, int64_t slices, int sms) {
+  int P = 0;
+  if (const char* e = std::getenv("SPARSEPORT_TC_PART_BLOCKS"); e != nullptr && *e != '\0') {
+    const int v = std::atoi(e);
+    if (v == 4 || v == 8 || v == 16 || v == 32) P = v;
+  }
+  if (P == 0) P = tc_part_blocks(c, F, slices, sms);
+  int i = 0;
+  while (i + 1 < kTcPartLengths && tc_part_length(i) < P) ++i;
+  return i;
+}
+
 template <class I, class S>
 std::shared_ptr<TcPlan> build_plan(const State& s, const sparseport_csr& a) {
   const int64_t m = a.rows, nnz = a.nnz;
@@ -245,29 +327,43 @@ std::shared_ptr<TcPlan> build_plan(const State& s, const sparseport_csr& a) {
   tc_flags_kernel<<<blocks_for(nnz + 1), kBlock, 0, s.stream()>>>(sk, nnz, slot_scan.as<int64_t>());
   check_launch("spmm.tc_window (slot flags)");
   exclusive_scan_inplace(s, slot_scan.get(), nnz + 1, SPARSEPORT_I64);
-  tc_window_counts_kernel<I><<<blocks_for(windows + 1), kBlock, 0, s.stream()>>>(
-      rowptr, m, windows, slot_scan.as<int64_t>(), nb.as<int64_t>(), np.as<int64_t>(), ns.as<int64_t>());
-  check_launch("spmm.tc_window (window counts)");
-  for (Scratch* x : {&nb, &np, &ns}) exclusive_scan_inplace(s, x->get(), windows + 1, SPARSEPORT_I64);
-  // The four totals, then one wait: the sizes of the plan's arrays.
-  int64_t sizes[4] = {0, 0, 0, 0};
+  tc_window_blocks_kernel<I><<<blocks_for(windows + 1), kBlock, 0, s.stream()>>>(
+      rowptr, m, windows, slot_scan.as<int64_t>(), nb.as<int64_t>());
+  check_launch("spmm.tc_window (window blocks)");
+  exclusive_scan_inplace(s, nb.get(), windows + 1, SPARSEPORT_I64);
+  // One wait: the slot columns, the blocks and every part length's counts, which size the arrays.
+  constexpr int kCounts = 2 * kTcPartLengths + 1;
+  Scratch counts(s, kCounts * sizeof(unsigned long long));
+  check(cudaMemsetAsync(counts.get(), 0, kCounts * sizeof(unsigned long long), s.stream()),
+        "cudaMemsetAsync (tc_window part counts)");
+  tc_part_counts_kernel<<<std::min(blocks_for(windows), 1024u), kBlock, 0, s.stream()>>>(
+      windows, nb.as<int64_t>(), counts.as<unsigned long long>());
+  check_launch("spmm.tc_window (part counts)");
+  int64_t sizes[2] = {0, 0};
+  unsigned long long hc[kCounts] = {};
   read_back(s, slot_scan.as<int64_t>() + nnz, &sizes[0]);
   read_back(s, nb.as<int64_t>() + windows, &sizes[1]);
-  read_back(s, np.as<int64_t>() + windows, &sizes[2]);
-  read_back(s, ns.as<int64_t>() + windows, &sizes[3]);
-  check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (tc_window sizes)");
+  check(cudaMemcpyAsync(hc, counts.get(), sizeof hc, cudaMemcpyDeviceToHost, s.stream()),
+        "cudaMemcpyAsync (tc_window part counts)");
+  check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (tc_window blocks)");
   plan->slots_ = sizes[0];
   plan->blocks_ = sizes[1];
-  plan->parts_n_ = sizes[2];
-  plan->split_ = sizes[3];
-  if (plan->parts_n_ > int64_t{2147483647} * kTcWarps || plan->split_ > 2147483647)
-    throw Unsupported("spmm.tc_window: A has " + std::to_string(plan->parts_n_) +
+  plan->counts_.blocks = plan->blocks_;
+  plan->counts_.max_window_blocks = static_cast<int64_t>(hc[2 * kTcPartLengths]);
+  for (int i = 0; i < kTcPartLengths; ++i) {
+    TcParts& q = plan->by_length_[i];
+    plan->counts_.split_parts[i] = static_cast<int64_t>(hc[i]);
+    q.split = static_cast<int64_t>(hc[kTcPartLengths + i]);
+    q.n = windows - q.split + plan->counts_.split_parts[i];  // one part a window that does not split
+  }
+  // The most parts and split windows are those of the shortest length.
+  if (plan->by_length_[0].n > int64_t{2147483647} * kTcWarps || plan->by_length_[0].split > 2147483647)
+    throw Unsupported("spmm.tc_window: A has " + std::to_string(plan->by_length_[0].n) +
                       " parts, more than one launch of 2^31 - 1 CTAs takes");
 
   I* cols = plan_alloc<I>(s, plan->cols_, plan->blocks_ * kTcBlockCols, "cudaMallocFromPoolAsync (tc_window columns)");
   using W = tc_word_t<S>;
   auto* tiles = plan_alloc<W>(s, plan->tiles_, plan->blocks_ * kTcTileValues, "cudaMallocFromPoolAsync (tc_window tiles)");
-  auto* parts = plan_alloc<TcPart>(s, plan->parts_, plan->parts_n_, "cudaMallocFromPoolAsync (tc_window parts)");
   int64_t* pos = nullptr;
   if (a.values != nullptr) pos = plan_alloc<int64_t>(s, plan->pos_, nnz, "cudaMallocFromPoolAsync (tc_window places)");
   check(cudaMemsetAsync(cols, 0xff, static_cast<size_t>(plan->blocks_) * kTcBlockCols * sizeof(I), s.stream()),
@@ -281,16 +377,32 @@ std::shared_ptr<TcPlan> build_plan(const State& s, const sparseport_csr& a) {
                                                                    rowptr, nb.as<int64_t>(), colbits, cols, tiles, pos,
                                                                    one);
   check_launch("spmm.tc_window (scatter)");
-  tc_parts_kernel<<<blocks_for(windows), kBlock, 0, s.stream()>>>(windows, nb.as<int64_t>(), np.as<int64_t>(),
-                                                                  ns.as<int64_t>(), parts);
-  check_launch("spmm.tc_window (parts)");
+  // The part lists, shortest first; np and ns are reused (stream order) by each length.
+  const std::string head = "spmm.tc_window plan: windows " + std::to_string(windows) + ", slot columns " +
+                           std::to_string(plan->slots_) + ", blocks " + std::to_string(plan->blocks_);
+  for (int i = 0; i < kTcPartLengths; ++i) {
+    TcParts& q = plan->by_length_[i];
+    const int P = tc_part_length(i);
+    q.note = head + ", parts " + std::to_string(q.n) + ", split windows " + std::to_string(q.split) +
+             ", part blocks " + std::to_string(P);
+    if (i > 0 && plan->by_length_[i - 1].split == 0) {  // no window splits: the same parts as the length below
+      q.parts = plan->by_length_[i - 1].parts;
+      continue;
+    }
+    tc_window_parts_kernel<<<blocks_for(windows + 1), kBlock, 0, s.stream()>>>(windows, nb.as<int64_t>(), P,
+                                                                               np.as<int64_t>(), ns.as<int64_t>());
+    check_launch("spmm.tc_window (window parts)");
+    for (Scratch* x : {&np, &ns}) exclusive_scan_inplace(s, x->get(), windows + 1, SPARSEPORT_I64);
+    auto* parts = plan_alloc<TcPart>(s, plan->parts_mem_[i], q.n, "cudaMallocFromPoolAsync (tc_window parts)");
+    tc_parts_kernel<<<blocks_for(windows), kBlock, 0, s.stream()>>>(windows, nb.as<int64_t>(), np.as<int64_t>(),
+                                                                    ns.as<int64_t>(), P, parts);
+    check_launch("spmm.tc_window (parts)");
+    q.parts = parts;
+  }
   plan->watch(a.rowptr, static_cast<size_t>(m + 1) * sizeof(I));
   plan->watch(a.colind, static_cast<size_t>(nnz) * sizeof(I));
-  const std::string note = "spmm.tc_window plan: windows " + std::to_string(windows) + ", slot columns " +
-                           std::to_string(plan->slots_) + ", blocks " + std::to_string(plan->blocks_) + ", parts " +
-                           std::to_string(plan->parts_n_) + ", split windows " + std::to_string(plan->split_);
-  s.set_note(note);
-  if (log_enabled()) std::fprintf(stderr, "[sparseport cuda] %s\n", note.c_str());
+  if (log_enabled())
+    for (const TcParts& q : plan->by_length_) std::fprintf(stderr, "[sparseport cuda] %s\n", q.note.c_str());
   return plan;
 }
 
@@ -346,11 +458,13 @@ struct TcParams {
   const TcPart* parts = nullptr;
   int64_t nparts = 0;
   int64_t slices = 1;            // warps a part: feature slices of 16 T
-  float* acc = nullptr;          // split windows: [split][8][F]
+  float* acc = nullptr;          // split windows: [split][8][acc_ld]
+  int64_t acc_ld = 0;            // slices x 16 T: every lane's 2 T features have a place, past F too
   unsigned* tickets = nullptr;   // split windows: warps finished
   Finish<float> fin{};
   bool bvec = false;             // B's rows 16-byte aligned: vector loads
   bool cvec = false;             // C's rows 16-byte aligned: vector stores
+  bool accvec = false;           // the scratch 16-byte aligned: vector reductions (sm_90)
 };
 
 // The slot columns of block `blk` whose tile values lane (g, t) holds (tc_frag_pos): slots 2t,
@@ -469,6 +583,62 @@ __device__ __forceinline__ void store_row(const TcParams<I, S>& p, int64_t row, 
   }
 }
 
+// *p += v in the L2 with no value returned (red, not atom: nvcc compiles an atomicAdd whose result is
+// unused as ATOMG here, and the H200's counters saw only atomics). Relaxed, GPU scope, as atomicAdd.
+__device__ __forceinline__ void red_add(float* p, float v) {
+  asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p), "f"(v) : "memory");
+}
+
+// One lane's 2 T sums of a split window's scratch row (features fl .. fl + 2 T - 1, all with a place
+// in the row: p.acc_ld covers the slice). sm_90 (PTX 8.1) adds 8 or 16 bytes in one reduction where
+// the scratch is 16-byte aligned (p.accvec; the row stride and fl are multiples of 2 T floats):
+//  - T = 1 and 2: one .v2 / .v4 a lane; the 8 lanes of a row (g = 0 ... 7) cover 64 / 128 contiguous
+//    bytes, whole 32-byte sectors;
+//  - T = 4: a lane's 8 floats are one whole sector, but two .v4 from each lane would touch 8 sectors a
+//    row, each half, per instruction. So lanes g and g ^ 1 (lane ^ 4) swap halves first: in the first
+//    reduction the pair fills the even lane's sector (the even lane its low half, the odd lane the
+//    even lane's high half), in the second the odd lane's: 4 whole sectors a row per instruction, as
+//    with T = 2. The shuffles run in warp-uniform flow (split and accvec are the warp's).
+// Elsewhere one scalar reduction a float.
+template <int T>
+__device__ __forceinline__ void red_piece(float* row, int64_t fl, const float (&v)[2 * T], bool vec, int lane) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (vec) {
+    if constexpr (T == 1) {
+      asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(row + fl), "f"(v[0]), "f"(v[1]) : "memory");
+    } else if constexpr (T == 2) {
+      asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(row + fl), "f"(v[0]), "f"(v[1]),
+                   "f"(v[2]), "f"(v[3])
+                   : "memory");
+    } else {
+      static_assert(T == 4, "slices of 16, 32 or 64 features");
+      const bool even = (lane & 4) == 0;  // g even
+      float r[4], lo[4], hi[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        // The even lane sends its high half (features fl + 4 ...), the odd lane its low half.
+        r[e] = __shfl_xor_sync(0xffffffffu, even ? v[4 + e] : v[e], 4);
+        lo[e] = even ? v[e] : r[e];      // the even lane's sector: its low half, the partner's high half
+        hi[e] = even ? r[e] : v[4 + e];  // the odd lane's sector: the partner's low half, its high half
+      }
+      float* p0 = row + fl + (even ? 0 : -4);  // the even lane's sector (fl - 4: its high half)
+      float* p1 = row + fl + (even ? 8 : 4);   // the odd lane's sector (fl + 8: its low half)
+      asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p0), "f"(lo[0]), "f"(lo[1]), "f"(lo[2]),
+                   "f"(lo[3])
+                   : "memory");
+      asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p1), "f"(hi[0]), "f"(hi[1]), "f"(hi[2]),
+                   "f"(hi[3])
+                   : "memory");
+    }
+    return;
+  }
+#else
+  (void)vec, (void)lane;
+#endif
+#pragma unroll
+  for (int e = 0; e < 2 * T; ++e) red_add(row + fl + e, v[e]);
+}
+
 // One warp per (part, slice of 16 T features), the slices of a part in adjacent warps (they share its
 // tiles and slot columns through L1). No shared memory: each lane loads its pieces of the block's B
 // rows straight into the registers the mma reads, and the next block's loads are in flight while this
@@ -528,22 +698,21 @@ __global__ void __launch_bounds__(kTcWarps * 32) spmm_tc_kernel(TcParams<I, S> p
   for (int h = 0; h < 2; ++h) {
     const int n = 2 * t + h;
     const int64_t row = r0 + n;
-    if (row >= p.m || fl >= p.F) continue;
     float v[2 * T];
 #pragma unroll
     for (int j = 0; j < T; ++j) v[2 * j] = acc[j][h], v[2 * j + 1] = acc[j][2 + h];
     if (pt.split < 0) {
-      store_row<T>(p, row, fl, full, v);
+      if (row < p.m && fl < p.F) store_row<T>(p, row, fl, full, v);
     } else {
-      float* dst = p.acc + (static_cast<int64_t>(pt.split) * kTcWindowRows + n) * p.F + fl;
-#pragma unroll
-      for (int e = 0; e < 2 * T; ++e)
-        if (fl + e < p.F) atomicAdd(dst + e, v[e]);
+      // Every lane, rows past m and features past F included (zeros, into places never read): no
+      // bounds tests, and the T = 4 shuffles see the whole warp.
+      red_piece<T>(p.acc + (static_cast<int64_t>(pt.split) * kTcWindowRows + n) * p.acc_ld, fl, v, p.accvec, lane);
     }
   }
   if (pt.split < 0) return;
   // A split window: the last of its parts' warps (all slices) to finish writes its 8 rows of C from
-  // the accumulator (the threadFenceReduction pattern).
+  // the accumulator (the threadFenceReduction pattern: each lane's reductions, then its fence, are
+  // ordered before lane 0's ticket; the last warp fences before it reads).
   __threadfence();
   __syncwarp();
   unsigned ticket = 0;
@@ -551,14 +720,14 @@ __global__ void __launch_bounds__(kTcWarps * 32) spmm_tc_kernel(TcParams<I, S> p
   ticket = __shfl_sync(0xffffffffu, ticket, 0);
   if (ticket != static_cast<unsigned>(pt.nparts * p.slices - 1)) return;
   __threadfence();
-  const float* accw = p.acc + static_cast<int64_t>(pt.split) * kTcWindowRows * p.F;
+  const float* accw = p.acc + static_cast<int64_t>(pt.split) * kTcWindowRows * p.acc_ld;
   for (int64_t idx = lane; idx < kTcWindowRows * p.F; idx += 32) {
     const int64_t n = idx / p.F, f = idx % p.F, row = r0 + n;
     if (row >= p.m) break;
     const float count = static_cast<float>(p.rowptr[row + 1] - p.rowptr[row]);
     S* cp = p.c + row * p.ldc + f;
     const float old = p.fin.beta != 0.0f ? widen(*cp) : 0.0f;
-    *cp = narrow<S>(count > 0.0f ? p.fin.value(__ldcg(accw + idx), count, old) : p.fin.empty(old));
+    *cp = narrow<S>(count > 0.0f ? p.fin.value(__ldcg(accw + n * p.acc_ld + f), count, old) : p.fin.empty(old));
   }
 }
 
@@ -577,7 +746,6 @@ int slice_tiles(int64_t F, bool values16) {
 
 template <int T, class I, class S>
 void launch(const State& s, TcParams<I, S> p) {
-  p.slices = ceil_div(p.F, 16 * T);
   const int64_t warps = p.nparts * p.slices;
   const int64_t grid = ceil_div(warps, kTcWarps);
   if (grid > 2147483647)
@@ -615,7 +783,7 @@ void spmm_tc_window(const State& s, const sparseport_spmm_args& a) {
       plan = build_plan<I, S>(s, a.a);
       s.plans().insert(key, plan);
     }
-    if (a.b.cols == 0 || plan->parts_n_ == 0) return;  // no output element
+    if (a.b.cols == 0 || plan->windows_ == 0) return;  // no output element
     if (a.a.values != nullptr && a.a.nnz > 0) {
       // Values may have changed since the plan was built (same arrays, new weights): nnz x (8 + 2
       // sizeof(W)) bytes a call, against at least nnz x F sizeof(W) bytes of B gathered.
@@ -634,22 +802,28 @@ void spmm_tc_window(const State& s, const sparseport_spmm_args& a) {
     p.ldc = a.c.ld;
     p.cols = static_cast<const I*>(plan->cols_);
     p.tiles = static_cast<const W*>(plan->tiles_);
-    p.parts = static_cast<const TcPart*>(plan->parts_);
-    p.nparts = plan->parts_n_;
     p.fin = {static_cast<float>(a.alpha), static_cast<float>(a.beta), a.reduce == SPARSEPORT_REDUCE_MEAN};
     // Vector loads and stores: 16-byte aligned rows (a lane's 2 T values then never cross 16 bytes).
     p.bvec = aligned16(a.b.data) && (a.b.ld * static_cast<int64_t>(sizeof(W))) % 16 == 0;
     p.cvec = aligned16(a.c.data) && (a.c.ld * static_cast<int64_t>(sizeof(S))) % 16 == 0;
     const int T = slice_tiles(p.F, is16_v<S>);
+    p.slices = ceil_div(p.F, 16 * T);
+    // The part length for this F (the plan holds the parts of every length); the note says which ran.
+    const TcParts& q = plan->by_length_[part_length_index(plan->counts_, p.F, p.slices, s.info().sms)];
+    s.set_note(q.note);
+    p.parts = q.parts;
+    p.nparts = q.n;
     Scratch acc, tickets;
-    if (plan->split_ > 0) {
-      const size_t n = static_cast<size_t>(plan->split_) * kTcWindowRows * static_cast<size_t>(p.F);
+    if (q.split > 0) {
+      p.acc_ld = p.slices * 16 * T;
+      const size_t n = static_cast<size_t>(q.split) * kTcWindowRows * static_cast<size_t>(p.acc_ld);
       acc = Scratch(s, n * sizeof(float));
-      tickets = Scratch(s, static_cast<size_t>(plan->split_) * sizeof(unsigned));
+      tickets = Scratch(s, static_cast<size_t>(q.split) * sizeof(unsigned));
       check(cudaMemsetAsync(acc.get(), 0, n * sizeof(float), s.stream()), "cudaMemsetAsync (tc_window accumulators)");
-      check(cudaMemsetAsync(tickets.get(), 0, static_cast<size_t>(plan->split_) * sizeof(unsigned), s.stream()),
+      check(cudaMemsetAsync(tickets.get(), 0, static_cast<size_t>(q.split) * sizeof(unsigned), s.stream()),
             "cudaMemsetAsync (tc_window tickets)");
       p.acc = acc.as<float>();
+      p.accvec = aligned16(p.acc);  // the pool's blocks are; a caller's scratch allocator's may not be
       p.tickets = tickets.as<unsigned>();
     }
     switch (T) {

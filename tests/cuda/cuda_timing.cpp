@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -199,7 +200,8 @@ void segment_suite(const Context& ctx, Timer& timer, int64_t E, int64_t F, bool 
 // cuSPARSE's best float32 time (ALG2/ALG3, float32 copies of everything: what the plugin runs for
 // 16-bit calls by default) and to cuSPARSE's own bf16 path (SPARSEPORT_CUSPARSE16=1: partial sums in
 // bf16, the fastest path a cuSPARSE user has for bf16 data). The feature slice a warp covers
-// (SPARSEPORT_TC_SLICE = 16, 32, 64) is timed at each width it fits, beside the default. The first
+// (SPARSEPORT_TC_SLICE = 16, 32, 64) is timed at each width it fits, beside the default, and bf16 at
+// each part length (SPARSEPORT_TC_PART_BLOCKS = 4 ... 32; tcsum says which the default chose). The first
 // call on a matrix builds the format: its wall time over a steady call is the build's cost in calls.
 // Last line per (graph, F): the best float32 CUDA-core variant, bf16 tc_window and TF32 against cuSPARSE.
 void tc_suite(const Context& ctx, Timer& timer, const std::string& spec) {
@@ -273,13 +275,27 @@ void tc_suite(const Context& ctx, Timer& timer, const std::string& spec) {
       rows.emplace_back("tf32 spmm.tc_window_tf32" + tag, t32);
       if (*slice == '\0') tc16 = t16, tf32 = t32;
     }
+    // The part length tc_part_blocks chose at this F (the note of a default call), and bf16 with each
+    // length forced on the same plan (SPARSEPORT_TC_PART_BLOCKS): what tc_part_cost_us's constants are
+    // fitted to.
+    run16("spmm.tc_window");
+    sparseport_cuda_diagnostics d{};
+    sparseport_cuda_get_diagnostics(ctx.exec().state, &d);
+    const char* pb = std::strstr(d.note, "part blocks ");
+    const int chosen = pb != nullptr ? std::atoi(pb + std::strlen("part blocks ")) : 0;
+    for (const char* P : {"4", "8", "16", "32"}) {
+      setenv("SPARSEPORT_TC_PART_BLOCKS", P, 1);
+      const double t = timer.time([&] { run16("spmm.tc_window"); }).gpu;
+      unsetenv("SPARSEPORT_TC_PART_BLOCKS");
+      rows.emplace_back(std::string("bf16 spmm.tc_window (parts of ") + P + ")", t);
+    }
     for (const auto& [v, t] : rows)
       std::printf("tc    %-28s F %3lld  %-36s %9.4f ms  %5.2fx cuSPARSE-f32  %5.2fx cuSPARSE-bf16\n", spec.c_str(),
                   static_cast<long long>(F), v.c_str(), t * 1e3, vendor32 / t, vendor16 / t);
     std::printf("tcsum %-28s F %3lld  best f32 CUDA-core %.2fx, bf16 CUDA-core %.2fx, bf16 tc_window %.2fx, tf32 %.2fx "
-                "cuSPARSE-f32; bf16 tc_window %.2fx our best f32, %.2fx cuSPARSE-bf16\n",
+                "cuSPARSE-f32; bf16 tc_window %.2fx our best f32, %.2fx cuSPARSE-bf16; parts of %d chosen\n",
                 spec.c_str(), static_cast<long long>(F), vendor32 / best32, vendor32 / best16cc, vendor32 / tc16,
-                vendor32 / tf32, best32 / tc16, vendor16 / tc16);
+                vendor32 / tf32, best32 / tc16, vendor16 / tc16, chosen);
   }
 }
 

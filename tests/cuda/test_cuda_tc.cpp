@@ -3,11 +3,14 @@
 // float64 oracle computed from the 16-bit inputs themselves (plain loops here).
 //  - CudaTcFormat (no GPU needed): the host model of the window format (tc_window_format.hpp): the
 //    tile layout is the mma B fragment's and a permutation, the sizes of hand-made matrices
-//    (duplicates, unsorted columns, empty windows, a split mega-row), the sort key's width.
+//    (duplicates, unsorted columns, empty windows, a split mega-row), the part length's cost model
+//    (the chain against the split windows' scratch sums: shorter parts at F = 32 than at 128 on a
+//    skewed input, 32 where the warps are all busy), the sort key's width.
 //  - CudaTc (GPU): random, power-law with a 10^5-entry mega-row (several parts, summed through the
 //    float32 scratch), empty windows, a matrix without entries, duplicate + unsorted columns, int64
 //    indices, rectangular A (rows != cols both ways), a pattern A, F in {1, 7, 8, 15, 16, 33, 64, 100,
-//    128}, alpha / beta (beta 0 with NaN in C, which must not leak in), sum and mean, B and C with
+//    128}, alpha / beta (beta 0 with NaN in C, which must not leak in), sum and mean, every part length
+//    on one plan (the scratch's vector reductions at slices of 16, 32 and 64), B and C with
 //    ld > F and misaligned starts (the path without cp.async); A's values changed in place between
 //    calls (the plan's tiles are refreshed); feature slices of 16, 32 and 64 giving the same bits; the
 //    plan's sizes (its note) equal to the host model's; max / min and float32 refused with reasons.
@@ -25,8 +28,9 @@
 // round-to-nearest), and mean's division and alpha/beta add 2 roundings of 2^-24. So
 //   |got - want| <= 2 ulp16(|want|) + (n + P + 2) 2^-23 sum |a_k b_k| (|alpha| and |beta C| included)
 //                   + the 16-bit type's smallest subnormal,
-// n the row's entries; P <= n / 512 + 1 is folded in as n + 2 + n / 16 (generous, still far below a
-// 16-bit accumulator's error: a bf16 running sum loses 2^-9 relative per addition).
+// n the row's entries; P <= n / 64 + 1 (parts of at least 4 blocks of 16) is folded in as
+// n + 2 + n / 16 (generous, still far below a 16-bit accumulator's error: a bf16 running sum loses
+// 2^-9 relative per addition).
 // Without a GPU the CudaTc tests skip and say why; so they do while spmm.tc_window is off (the build
 // option SPARSEPORT_CUDA_TENSOR_CORES, OFF by default, or the environment variable of that name, as
 // the plugin reads them): `SPARSEPORT_CUDA_TENSOR_CORES=1 ctest -R CudaTc` runs them.
@@ -39,6 +43,8 @@
 #include <string>
 #include <type_traits>
 #include <vector>
+
+#include <cuda_runtime_api.h>
 
 #include "cuda_test.hpp"
 #include "values16_math.hpp"
@@ -100,6 +106,66 @@ TEST(CudaTcFormat, SizesOfHandMadeMatrices) {
   EXPECT_EQ(m.split_windows, 1);
   EXPECT_EQ(m.max_window_blocks, 6250);
   EXPECT_EQ(m.bytes(100001, 8, 32), 6250 * (256 + 128) + 196 * 32 + 100001 * 8);
+}
+
+// The part length's model (tc_part_cost_us): 0.9 us a block of the longest part's chain, or of the
+// blocks each resident warp (32 an SM) takes, plus 32 F bytes a split part at 200 bytes a ns.
+TEST(CudaTcFormat, PartLengthTradesTheChainAgainstTheScratch) {
+  // email-Enron's counts (the host model on the graph: 19833 blocks, a window of 144, split parts at
+  // 4, 8, 16, 32 blocks), on an H200's 132 SMs.
+  const cu::TcPartCounts enron{19833, 144, {3771, 1578, 645, 214}};
+  EXPECT_NEAR(cu::tc_part_cost_us(enron, 0, 32, 1, 132), 0.9 * (19833.0 / 4224) + 3771 * 32 * 32 / 200e3, 1e-9);
+  EXPECT_NEAR(cu::tc_part_cost_us(enron, 3, 32, 1, 132), 0.9 * 32 + 214 * 32 * 32 / 200e3, 1e-9);
+  EXPECT_NEAR(cu::tc_part_cost_us(enron, 2, 128, 2, 132), 0.9 * 16 + 645 * 32 * 128 / 200e3, 1e-9);
+  EXPECT_EQ(cu::tc_part_blocks(enron, 32, 1, 132), 8);    // 15.3 us against 23.5 (4), 17.7 (16), 29.9 (32)
+  EXPECT_EQ(cu::tc_part_blocks(enron, 128, 2, 132), 16);  // 27.6 against 85.7, 40.8, 33.2
+  // On one SM the 32 warps have ~600 blocks each at every length: the chain is the same, the scratch
+  // least with the longest parts.
+  EXPECT_EQ(cu::tc_part_blocks(enron, 32, 1, 1), 32);
+  EXPECT_EQ(cu::tc_part_blocks(enron, 32, 1, 0), 32);  // no SM count: one SM
+  // No window longer than 4 blocks: every length gives the same parts, and a tie goes to 32.
+  EXPECT_EQ(cu::tc_part_blocks(cu::TcPartCounts{5000, 4, {0, 0, 0, 0}}, 64, 1, 132), 32);
+  EXPECT_EQ(cu::tc_part_blocks(cu::TcPartCounts{}, 64, 1, 132), 32);  // no blocks at all
+  // A large matrix (rmat:20:16-like, 2^20 blocks): 248 blocks a warp at F = 32, so 32 at every F.
+  const cu::TcPartCounts large{int64_t{1} << 20, 3000, {60000, 25000, 9000, 3000}};
+  for (const int64_t F : {16, 32, 64, 128}) EXPECT_EQ(cu::tc_part_blocks(large, F, (F + 63) / 64, 132), 32) << F;
+
+  // A skewed matrix: 64 hub windows of one row of 1024 distinct columns (64 blocks, split at every
+  // length) and 64 windows of one entry.
+  std::vector<int32_t> rp = {0}, ci;
+  for (int w = 0; w < 128; ++w)
+    for (int r = 0; r < cu::kTcWindowRows; ++r) {
+      if (r == 0 && w % 2 == 0)
+        for (int k = 0; k < 1024; ++k) ci.push_back((k * 37 + w) % 1024);  // distinct, unsorted
+      else if (r == 0)
+        ci.push_back(w);
+      rp.push_back(static_cast<int32_t>(ci.size()));
+    }
+  const cu::TcPartCounts c = cu::tc_part_counts(rp, ci, 1024);
+  EXPECT_EQ(c.blocks, 64 * 64 + 64);
+  EXPECT_EQ(c.max_window_blocks, 64);
+  for (int i = 0; i < cu::kTcPartLengths; ++i) {
+    EXPECT_EQ(c.split_parts[i], 64 * (64 / cu::tc_part_length(i))) << i;
+    EXPECT_EQ(c.split_parts[i], cu::tc_format_size(rp, ci, 1024, cu::tc_part_length(i)).split_parts()) << i;
+  }
+  // F = 32 (one warp a part): parts of 4, 8.8 us against 9.8 with 8 (the chain 3.6 against 7.2, the
+  // scratch 5.2 against 2.6). F = 128 (two warps a part): 4x the scratch bytes, parts of 8, 17.7 us
+  // against 24.6 with 4 and 19.6 with 16.
+  EXPECT_EQ(cu::tc_part_blocks(c, 32, 1, 132), 4);
+  EXPECT_EQ(cu::tc_part_blocks(c, 128, 2, 132), 8);
+  EXPECT_LT(cu::tc_part_blocks(c, 32, 1, 132), cu::tc_part_blocks(c, 128, 2, 132));
+
+  // The mega-row of SizesOfHandMadeMatrices (6250 blocks) in shorter parts.
+  std::vector<int64_t> mrp = {0, 100000};
+  std::vector<int64_t> mci(100000);
+  for (int64_t i = 0; i < 100000; ++i) mci[static_cast<size_t>(i)] = (i * 7919) % 100000;
+  const cu::TcFormatSize p4 = cu::tc_format_size(mrp, mci, 1, 4), p8 = cu::tc_format_size(mrp, mci, 1, 8);
+  EXPECT_EQ(p4.blocks, 6250);
+  EXPECT_EQ(p4.parts, 1563);  // ceil(6250 / 4)
+  EXPECT_EQ(p8.parts, 782);   // ceil(6250 / 8)
+  EXPECT_EQ(p4.split_windows, 1);
+  EXPECT_EQ(p4.split_parts(), 1563);
+  EXPECT_EQ(cu::tc_format_size(mrp, mci, 1).parts, 196);  // the default, 32
 }
 
 TEST(CudaTcFormat, SortKeyWidth) {
@@ -364,7 +430,8 @@ TEST(CudaTc, DuplicateAndUnsortedColumns) {
   check_matrix(ctx, b, {16, 100}, kSeed + 13, "duplicates int64");
 }
 
-// Power law with a mega-row of 10^5 entries (scaled: at least 4000, over 8 parts), hubs, empty rows.
+// Power law with a mega-row of 10^5 entries (scaled: at least 4000, over 8 or more parts), hubs, empty
+// rows.
 TEST(CudaTc, PowerLawWithMegaRow) {
   TC_REQUIRE_GPU_AND_ON();
   Context ctx = Context::create("cuda");
@@ -372,6 +439,31 @@ TEST(CudaTc, PowerLawWithMegaRow) {
   check_matrix(ctx, a, {8, 33, 64}, kSeed + 15, "power law");
   const auto b = scaled_skewed_csr<int64_t, half>({30000, 200000, 200000}, {3000, 8000, 8000}, 0.5, kSeed + 16);
   check_matrix(ctx, b, {16, 128}, kSeed + 17, "power law int64");
+}
+
+// One plan, every part length (SPARSEPORT_TC_PART_BLOCKS, read at every call): each length's part list
+// against the oracle, through the scratch's vector reductions at slices of 16 (F = 7: .v2, rows padded
+// to 16 floats), 32 (F = 33: .v4) and 64 (F = 100 and 128: .v4 with the lane pairs' swapped halves,
+// F = 100 padded to 128), and the note naming the length that ran.
+TEST(CudaTc, EveryPartLengthOnOnePlan) {
+  TC_REQUIRE_GPU_AND_ON();
+  Context ctx = Context::create("cuda");
+  const auto a = scaled_skewed_csr<int32_t, bfloat16>({30000, 200000, 200000}, {3000, 8000, 8000}, 0.5, kSeed + 30);
+  const DevCsr<int32_t, bfloat16> da = to_device(ctx, a);
+  for (const int64_t F : {7, 33, 100, 128}) {
+    const HostDense<bfloat16> b = dense16<bfloat16>(a.cols, F, F, kSeed + 31), c0(a.rows, F);
+    for (const char* P : {"4", "8", "16", "32"}) {
+      SCOPED_TRACE("F " + std::to_string(F) + ", parts of " + P);
+      setenv("SPARSEPORT_TC_PART_BLOCKS", P, 1);
+      expect_close(a, b, c0, run_tc(ctx, da, a, b, c0, Call{}), Reduce::sum, 1.0, 0.0);
+      sparseport_cuda_diagnostics d{};
+      ASSERT_EQ(sparseport_cuda_get_diagnostics(ctx.exec().state, &d), 0);
+      const std::string note(d.note), tail = std::string(", part blocks ") + P;
+      EXPECT_TRUE(note.size() >= tail.size() && note.compare(note.size() - tail.size(), tail.size(), tail) == 0)
+          << note;
+    }
+    unsetenv("SPARSEPORT_TC_PART_BLOCKS");
+  }
 }
 
 // Rows of 10^5 entries (distinct columns). bf16 ones: exactly bf16(100000) = 99840 (a bf16 running
@@ -440,6 +532,9 @@ TEST(CudaTc, ValuesChangedInPlaceAreUsed) {
 TEST(CudaTc, FeatureSlicesOf16To64GiveTheSameBits) {
   TC_REQUIRE_GPU_AND_ON();
   Context ctx = Context::create("cuda");
+  // Parts of 32 blocks: no window of this matrix splits, so no sum depends on the order in which
+  // a split window's parts arrive (the slices are this test's subject, not the parts).
+  setenv("SPARSEPORT_TC_PART_BLOCKS", "32", 1);
   const auto a = random_csr<int32_t, half>(700, 900, 40, kSeed + 23);
   const DevCsr<int32_t, half> da = to_device(ctx, a);
   for (const int64_t F : {8, 40, 100, 128}) {
@@ -455,6 +550,7 @@ TEST(CudaTc, FeatureSlicesOf16To64GiveTheSameBits) {
     unsetenv("SPARSEPORT_TC_SLICE");
     expect_close(a, b, c0, x, Reduce::sum, 1.0, 0.0);
   }
+  unsetenv("SPARSEPORT_TC_PART_BLOCKS");
 }
 
 // The plan the GPU built has the host model's sizes (its note, sparseport_cuda_get_diagnostics).
@@ -467,11 +563,18 @@ TEST(CudaTc, PlanSizesMatchTheHostModel) {
   (void)run_tc(ctx, da, a, b, c0, Call{});
   sparseport_cuda_diagnostics d{};
   ASSERT_EQ(sparseport_cuda_get_diagnostics(ctx.exec().state, &d), 0);
-  const cu::TcFormatSize z = cu::tc_format_size(a.rowptr, a.colind, a.rows);
+  // The part length the call chose from the plan's counts, F = 16 (one warp a part) and the context's
+  // device (current after create).
+  int dev = 0, sms = 0;
+  ASSERT_EQ(cudaGetDevice(&dev), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), cudaSuccess);
+  const int part_blocks = cu::tc_part_blocks(cu::tc_part_counts(a.rowptr, a.colind, a.rows), 16, 1, sms);
+  const cu::TcFormatSize z = cu::tc_format_size(a.rowptr, a.colind, a.rows, part_blocks);
   EXPECT_GT(z.split_windows, 0) << "the mega-row should split";
   const std::string want = "spmm.tc_window plan: windows " + std::to_string(z.windows) + ", slot columns " +
                            std::to_string(z.slot_columns) + ", blocks " + std::to_string(z.blocks) + ", parts " +
-                           std::to_string(z.parts) + ", split windows " + std::to_string(z.split_windows);
+                           std::to_string(z.parts) + ", split windows " + std::to_string(z.split_windows) +
+                           ", part blocks " + std::to_string(part_blocks);
   EXPECT_EQ(std::string(d.note), want);
 }
 
