@@ -71,8 +71,10 @@ std::string device_class(const std::string& backend, const DeviceSignature& sig)
 // Starts indexing the models on a thread of their own (Context::create calls it with the first
 // context's backend) and parses that backend's there, so that its first decision does not wait for
 // the parse (about 20 ms for a 1.8 MB model); that decision waits only for what is left of it.
-// Other models are parsed when a decision first asks for them ("": every model).
-void preload_models(const std::string& backend = "");
+// Other models are parsed when a decision first asks for them ("": every model). With `gpu` set,
+// only that backend's models of that kind of device (a plugin on device memory: the GPU classes,
+// kokkos-sm90; else the CPU ones, kokkos-x86_64): one backend may ship both.
+void preload_models(const std::string& backend = "", std::optional<bool> gpu = std::nullopt);
 
 // The shipped model for the class, else the nearest (the same hardware under another backend, then
 // the same backend on the same kind of device, then another backend on the same kind, then any);

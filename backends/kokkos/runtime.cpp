@@ -195,8 +195,9 @@ std::string describe() {
 // cuda plugin names them (backends/cuda/runtime.cpp). Without them the scheduler takes the GPU for
 // one host thread (scheduler/estimate.cpp: 12 GB/s and a 1 MiB cache): its memory floor is ~340x
 // an H200's (0.85 x 4.8 TB/s against 12 GB/s), which by the code's rules sends decisions that fit a
-// full-size timing to the probe sample, and the cuda-sm90 model the class borrows reads inputs unlike
-// those it was trained on (not yet measured on a GPU). The device is the one Kokkos made current.
+// full-size timing to the probe sample, and the class's model (kokkos-sm90, trained on Kokkos-CUDA
+// records of the H200; cuda-sm90's where it is absent) reads inputs unlike those it was trained on.
+// The device is the one Kokkos made current.
 std::string gpu_signature() {
   int device = 0, clock_khz = 0, bus_bits = 0;
   cudaDeviceProp prop{};

@@ -120,11 +120,11 @@ Context Context::create(std::string_view backend) {
     throw InvalidArgument("sparseport: backend '" + token + "' has one device (0), not " + std::to_string(device));
   }
 
-  // The scheduler's cost models for this backend parse on a thread of their own while the first
-  // context is created (once per process), so that its first decision does not wait for them;
-  // other backends' models parse when first needed.
+  // The scheduler's cost models for this backend and kind of device (device memory: a GPU's) parse
+  // on a thread of their own while the first context is created (once per process), so that its
+  // first decision does not wait for them; other models parse when first needed.
   static std::once_flag models;
-  std::call_once(models, [&p] { scheduler::preload_models(p.name); });
+  std::call_once(models, [&p] { scheduler::preload_models(p.name, p.table->memory_space == SPARSEPORT_MEMORY_DEVICE); });
   auto impl = std::make_shared<Impl>();
   impl->validate = validate_from_env();
   impl->deterministic = deterministic_from_env();

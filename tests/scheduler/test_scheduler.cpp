@@ -30,6 +30,12 @@
 #include "sparseport/sparseport.hpp"
 #include "../common/scoped.hpp"
 
+// The models compiled into the library (scheduler/CMakeLists.txt generates the list; model.cpp
+// declares it): the tests below check every shipped one.
+namespace sparseport::scheduler::detail_models {
+const std::vector<std::pair<std::string, const char*>>& shipped();
+}  // namespace sparseport::scheduler::detail_models
+
 namespace {
 
 using sparseport_test::ScopedEnv;
@@ -1103,7 +1109,8 @@ TEST(SchedulerModel, KokkosOnAGpuIsAGpuClassAndTakesAGpusModelNotTheKokkosCpuOne
   ASSERT_NE(m, nullptr) << how;
   EXPECT_EQ(m->device_class(), "openmp-x86_64") << how;
   // What the kokkos plugin says on Kokkos-CUDA (backends/kokkos/runtime.cpp, gpu_signature): the
-  // GPU's class by its compute capability, which takes cuda-sm90's model, and a GPU's roofline (an
+  // GPU's class by its compute capability, which without a kokkos-sm90 model (none in this folder;
+  // one ships, next test) takes cuda-sm90's, and a GPU's roofline (an
   // H200's bandwidth, not one host thread's 12 GB/s).
   const DeviceSignature kokkos_cuda = make_signature({{"exec_space", "Cuda"}, {"kind", "gpu"},
                                                       {"compute_capability", "9.0"}, {"sms", "132"},
@@ -1118,6 +1125,72 @@ TEST(SchedulerModel, KokkosOnAGpuIsAGpuClassAndTakesAGpusModelNotTheKokkosCpuOne
   EXPECT_EQ(gpu.cache_bytes, 52428800.0);
   EXPECT_FALSE(machine(make_signature({{"exec_space", "Cuda"}})).gpu)
       << "without kind=gpu (the plugin before gpu_signature) the roofline took it for a host thread";
+}
+
+TEST(SchedulerModel, KokkosOnCudaTakesAKokkosSm90ModelOfItsOwnWhenThereIsOne) {
+  // With a kokkos-sm90 model beside the others, the class on Kokkos-CUDA takes it (without one it
+  // takes cuda-sm90's, above); the CPU classes keep theirs. A kokkos GPU of no known compute
+  // capability (HIP, SYCL, or CUDA without its properties) now takes the same backend's GPU model
+  // before another backend's.
+  TempDir models;
+  ScopedEnv model_dir("SPARSEPORT_MODEL_DIR", models.path.c_str());
+  const std::vector<std::pair<std::string, double>> leaves = {{"spmm.vendor", 1.0}};
+  write_file(models.path + "/cuda-sm90.json", one_leaf_model("cuda-sm90", 9.0, leaves));
+  write_file(models.path + "/kokkos-sm90.json", one_leaf_model("kokkos-sm90", 9.0, leaves));
+  write_file(models.path + "/kokkos-x86_64.json", one_leaf_model("kokkos-x86_64", 9.0, leaves));
+  write_file(models.path + "/openmp-x86_64.json", one_leaf_model("openmp-x86_64", 9.0, leaves));
+  const DeviceSignature kokkos_cuda = make_signature({{"exec_space", "Cuda"}, {"kind", "gpu"},
+                                                      {"compute_capability", "9.0"}, {"memory_space", "CudaSpace"}});
+  ASSERT_EQ(device_class("kokkos", kokkos_cuda), "kokkos-sm90");
+  std::string how;
+  const CostModel* m = model_for("kokkos-sm90", &how);
+  ASSERT_NE(m, nullptr) << how;
+  EXPECT_EQ(m->device_class(), "kokkos-sm90") << how;
+  EXPECT_EQ(how, "own (kokkos-sm90)");
+  m = model_for("cuda-sm90", &how);
+  ASSERT_NE(m, nullptr) << how;
+  EXPECT_EQ(how, "own (cuda-sm90)");
+  m = model_for("kokkos-x86_64", &how);
+  ASSERT_NE(m, nullptr) << how;
+  EXPECT_EQ(how, "own (kokkos-x86_64)");
+  m = model_for("kokkos-smunknown", &how);
+  ASSERT_NE(m, nullptr) << how;
+  EXPECT_EQ(m->device_class(), "kokkos-sm90") << how;
+  EXPECT_NE(how.find("(same backend)"), std::string::npos) << how;
+  m = model_for("cuda-sm80", &how);  // a CUDA GPU still takes the cuda backend's model, not kokkos's
+  ASSERT_NE(m, nullptr) << how;
+  EXPECT_EQ(m->device_class(), "cuda-sm90") << how;
+}
+
+TEST(SchedulerModel, EveryShippedModelParsesAsItsOwnClassAndKokkosOnCudaHasOne) {
+  ScopedEnv model_dir("SPARSEPORT_MODEL_DIR", nullptr);  // the models compiled into the library
+  ScopedEnv model_off("SPARSEPORT_MODEL", nullptr);
+  std::vector<std::string> classes;
+  for (const auto& [name, text] : detail_models::shipped()) {
+    classes.push_back(name);
+    std::string how;
+    const CostModel* m = model_for(name, &how);  // the file's name is its class (scheduler/models/<class>.json)
+    ASSERT_NE(m, nullptr) << name << ": " << how;
+    EXPECT_EQ(m->device_class(), name) << how;
+    EXPECT_EQ(how, "own (" + name + ")");
+    EXPECT_NE(m->op("spmm"), nullptr) << name;
+  }
+  for (const char* cls : {"cuda-sm90", "openmp-x86_64", "kokkos-x86_64", "kokkos-sm90"})
+    EXPECT_NE(std::find(classes.begin(), classes.end(), cls), classes.end()) << cls << " is not shipped";
+  EXPECT_EQ(std::find(classes.begin(), classes.end(), "test-fixture"), classes.end()) << "fixtures are not shipped";
+  // What the kokkos plugin reports on Kokkos-CUDA on an H200 (backends/kokkos/runtime.cpp).
+  const DeviceSignature kokkos_cuda = make_signature({{"exec_space", "Cuda"}, {"kind", "gpu"},
+                                                      {"compute_capability", "9.0"}, {"memory_space", "CudaSpace"}});
+  std::string how;
+  const CostModel* m = model_for(device_class("kokkos", kokkos_cuda), &how);
+  ASSERT_NE(m, nullptr) << how;
+  EXPECT_EQ(how, "own (kokkos-sm90)");
+  // Kokkos-OpenMP keeps its own.
+  m = model_for(device_class("kokkos", make_signature({{"exec_space", "OpenMP"}, {"memory_space", "HostSpace"}})), &how);
+  ASSERT_NE(m, nullptr) << how;
+#if defined(__x86_64__)
+  EXPECT_EQ(how, "own (kokkos-x86_64)");
+#endif
 }
 
 TEST(SchedulerModel, AModelThatDoesNotParseIsPassedOverForTheNearestThatDoes) {
