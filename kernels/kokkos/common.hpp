@@ -159,9 +159,10 @@ KOKKOS_INLINE_FUNCTION int64_t host_row_at(const I* rowptr, int64_t m, int64_t d
 // n alone (deterministic), not the order of a scalar loop: the tests compare dots within a
 // rounding bound, as they do the openmp plugin's (same shape, kernels/openmp/common.hpp dot).
 // Vectors are never passed by value (-Wpsabi, see spmm.cpp's host_tile).
-template <class V>
-inline V host_dot(const V* x, const V* y, int64_t n) {
-  typedef V Vec __attribute__((vector_size(8 * sizeof(V))));
+// host_dot's vector part: acc = the two accumulators' sum, its lanes not yet added; returns the
+// values it took (n rounded down to 8). sddmm's host path sums 8 such lanes at once (sddmm.cpp).
+template <class V, class Vec>
+inline int64_t host_dot_lanes(const V* x, const V* y, int64_t n, Vec& acc) {
   Vec a0 = {}, a1 = {};
   int64_t f = 0;
   for (; f + 16 <= n; f += 16) {
@@ -180,9 +181,17 @@ inline V host_dot(const V* x, const V* y, int64_t n) {
     a0 += x0 * y0;
     f += 8;
   }
-  a0 += a1;
+  acc = a0 + a1;
+  return f;
+}
+
+template <class V>
+inline V host_dot(const V* x, const V* y, int64_t n) {
+  typedef V Vec __attribute__((vector_size(8 * sizeof(V))));
+  Vec a;
+  int64_t f = host_dot_lanes(x, y, n, a);
   V s = V(0);
-  for (int l = 0; l < 8; ++l) s += a0[l];
+  for (int l = 0; l < 8; ++l) s += a[l];
   for (; f < n; ++f) s += x[f] * y[f];
   return s;
 }

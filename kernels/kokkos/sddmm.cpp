@@ -104,30 +104,6 @@ void team_rows_device(const I* rp, const I* ci, const V* av, const V* x, const V
   Kokkos::parallel_for("sparseport::kokkos::sddmm.team_rows", Policy(static_cast<int>(league), ts, vl), body);
 }
 
-// Host spaces: host_dot's vector part, a0 + a1 before its lanes are summed, for n % 8 == 0 (no
-// scalar tail): the same operations in the same order.
-template <class V, class Vec>
-inline void host_dot_lanes(const V* x, const V* y, int64_t n, Vec& acc) {
-  Vec a0 = {}, a1 = {};
-  int64_t f = 0;
-  for (; f + 16 <= n; f += 16) {
-    Vec x0, x1, y0, y1;
-    __builtin_memcpy(&x0, x + f, sizeof x0);
-    __builtin_memcpy(&x1, x + f + 8, sizeof x1);
-    __builtin_memcpy(&y0, y + f, sizeof y0);
-    __builtin_memcpy(&y1, y + f + 8, sizeof y1);
-    a0 += x0 * y0;
-    a1 += x1 * y1;
-  }
-  if (f + 8 <= n) {
-    Vec x0, y0;
-    __builtin_memcpy(&x0, x + f, sizeof x0);
-    __builtin_memcpy(&y0, y + f, sizeof y0);
-    a0 += x0 * y0;
-  }
-  acc = a0 + a1;
-}
-
 // Host spaces: lane j of s = host_dot's lane sum of a[j] (0 + a[j][0] + ... + a[j][7], in that
 // order), for 8 dots at once: the 8 x 8 values transposed in three rounds of two-vector shuffles
 // (24 shuffles), then 8 vector adds, where host_dot pays 7 lane extracts and 8 scalar adds a dot.
@@ -204,7 +180,7 @@ void team_rows_host(const I* rp, const I* ci, const V* av, const V* x, const V* 
             }
             const V* yj = y + static_cast<int64_t>(ci[e]) * ldy;
             if (kBatch8) {  // not if constexpr: nvcc's extended lambdas may not first-capture there
-              host_dot_lanes(xi, yj, f, acc[k]);
+              (void)host_dot_lanes(xi, yj, f, acc[k]);  // f % 8 == 0: it takes all f
               if (++k == 8) {
                 Vec d;
                 host_lane_sums8<V>(acc, d);
