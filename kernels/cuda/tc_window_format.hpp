@@ -58,6 +58,7 @@ constexpr int kTcMinPartBlocks = 4;
 // The part lengths a plan holds parts for: kTcMinPartBlocks << i, i < kTcPartLengths (4 ... 32).
 constexpr int kTcPartLengths = 4;
 SPARSEPORT_TC_HD constexpr int tc_part_length(int i) { return kTcMinPartBlocks << i; }
+static_assert(tc_part_length(kTcPartLengths - 1) == kTcPartBlocks, "the longest part length is kTcPartBlocks");
 // Warps of spmm_tc_kernel an SM is taken to hold: half of Hopper's 64 warp slots; the kernel's
 // registers allow about that. Unmeasured.
 constexpr int kTcResidentWarpsPerSm = 32;
