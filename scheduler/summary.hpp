@@ -45,8 +45,10 @@ constexpr int summary_bucket(uint64_t x) {
   return std::min(static_cast<int>(std::bit_width(x)), SPARSEPORT_SUMMARY_BUCKETS - 1);
 }
 
-// The summary of a CSR whose arrays are in host memory (a.index_type SPARSEPORT_I32 or I64).
-sparseport_csr_summary summarize_host(const sparseport_csr& a, uint32_t want);
+// The summary of a CSR whose arrays are in host memory (a.index_type SPARSEPORT_I32 or I64). The
+// FEATURES pass over the entries runs on up to `threads` threads where the input is large enough;
+// the numbers are the same for any count.
+sparseport_csr_summary summarize_host(const sparseport_csr& a, uint32_t want, int threads = 1);
 
 // The summary through the plugin: its summarize_csr slot when it has one, else on the host (the
 // arrays copied first when they are in device memory). Throws BackendError when the slot fails.

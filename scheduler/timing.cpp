@@ -108,13 +108,21 @@ double time_variant(const PluginInfo& plugin, const sparseport_exec& exec, spars
   const auto batch = [&](int calls) { return batch_seconds(plugin, exec, op, variant, args, calls, failed); };
   int calls = 1;
   if (warmup) {
-    // Warm-up: first-touch, lazily built plans, instruction caches. Its time also sizes the
-    // batches (calls_per_batch).
+    // Warm-up: first-touch, lazily built plans, instruction caches. The second call's time sizes
+    // the batches (calls_per_batch). A first call already kWarmCallBatches batch lengths long
+    // gives batches of one call whatever the second would take (a first call's extra costs, first
+    // touches and plans, stay well below 20x: the largest recorded here, megarow:1000000:1:0.9's
+    // first full-size call at F = 64, was 3.6x its expected time), so the second is not made. On
+    // large inputs each probed variant's calls are milliseconds (rmat:20:16 on the 2-core VM: 5-13
+    // ms each, 7 calls each of 3 variants, ~180 ms: 0.8 full-size calls of the op).
+    constexpr double kWarmCallBatches = 20;
     const double first = batch(1);
     if (first < 0) return -1;
-    const double again = batch(1);
-    if (again < 0) return -1;
-    calls = calls_per_batch(again, batch_target(plugin));
+    if (first < kWarmCallBatches * batch_target(plugin)) {
+      const double again = batch(1);
+      if (again < 0) return -1;
+      calls = calls_per_batch(again, batch_target(plugin));
+    }
   }
   std::vector<double> times;
   for (int r = 0; r < std::max(1, repeats); ++r) {

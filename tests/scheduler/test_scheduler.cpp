@@ -1787,6 +1787,50 @@ TEST(SchedulerSummary, TheBlockCountsAreTheAbisDefinition) {
       }
 }
 
+// The FEATURES entry pass (max degree, degree and distance histograms, distance sum) is split over
+// threads on large inputs; its numbers are integer counts and sums, so every split gives the one
+// thread's numbers. Inputs of 1.1-1.6M rows + entries (4+ parts of kEntriesPerThread, so 2, 3 and
+// 4 threads all split): a mega-row with half the entries where a part boundary falls inside it,
+// runs of empty rows, square and rectangular (the scaled diagonal), both index types.
+TEST(SchedulerSummary, TheEntryPassGivesTheSameNumbersOnAnyNumberOfThreads) {
+  std::mt19937_64 rng(23);
+  const auto check = [&](auto index, int64_t rows, int64_t cols, bool mega, const std::string& what) {
+    using I = decltype(index);
+    std::vector<I> rowptr{0}, colind;
+    for (int64_t i = 0; i < rows; ++i) {
+      int64_t d = (i / 1000) % 5 == 0 ? 0 : static_cast<int64_t>(rng() % 16);  // runs of 1000 empty rows
+      if (mega && i == rows / 3) d = 600'000;
+      for (int64_t k = 0; k < d; ++k)
+        colind.push_back(static_cast<I>(rng() % 2 == 0 ? (i * cols / rows + static_cast<int64_t>(rng() % 64)) % cols
+                                                       : static_cast<int64_t>(rng() % static_cast<uint64_t>(cols))));
+      rowptr.push_back(static_cast<I>(colind.size()));
+    }
+    const sparseport_csr a{rows, cols, static_cast<int64_t>(colind.size()), rowptr.data(), colind.data(), nullptr,
+                           sizeof(I) == 8 ? SPARSEPORT_I64 : SPARSEPORT_I32, SPARSEPORT_F32};
+    ASSERT_GE(a.rows + a.nnz, 4 * (int64_t{1} << 18)) << what << ": too small to be split 4 ways";
+    const uint32_t want = SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_FEATURES;
+    const sparseport_csr_summary one = summarize_host(a, want, 1);
+    ASSERT_GT(one.distance_sum, 0u) << what;
+    for (const int threads : {2, 3, 4}) {
+      const sparseport_csr_summary got = summarize_host(a, want, threads);
+      const std::string at = what + ", " + std::to_string(threads) + " threads";
+      EXPECT_EQ(got.max_degree, one.max_degree) << at;
+      EXPECT_EQ(got.distance_sum, one.distance_sum) << at;
+      for (int b = 0; b < SPARSEPORT_SUMMARY_BUCKETS; ++b) {
+        EXPECT_EQ(got.degree_hist[b], one.degree_hist[b]) << at << ", degree bucket " << b;
+        EXPECT_EQ(got.distance_hist[b], one.distance_hist[b]) << at << ", distance bucket " << b;
+      }
+      EXPECT_EQ(got.rowptr_hash, one.rowptr_hash) << at;
+      EXPECT_EQ(got.colind_hash, one.colind_hash) << at;
+      EXPECT_EQ(got.block_distinct, one.block_distinct) << at;
+    }
+  };
+  check(int32_t{}, 150'000, 150'000, false, "square, int32");
+  check(int32_t{}, 120'000, 150'000, true, "a mega-row, rectangular, int32");
+  check(int64_t{}, 150'000, 90'000, false, "rectangular, int64");
+  check(int64_t{}, 100'000, 100'000, true, "a mega-row, square, int64");
+}
+
 // The class's row-length pass: up to 4096 rows it gives summarize_host's degree histogram and
 // maximum degree exactly (empty rows, rows of every bucket up to 2^17 entries, both index types);
 // above, the maximum stays exact, the histogram of 4096 evenly spaced rows adds up to the row count,
