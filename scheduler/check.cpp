@@ -12,7 +12,8 @@ namespace sparseport::scheduler {
 
 CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
                             const std::string& chosen, const std::string& vendor, const std::string& runner_up,
-                            const std::string& where, const ProbeEvidence& probe) {
+                            const std::string& where, const ProbeEvidence& probe,
+                            const std::function<BlockTimes()>& blocks) {
   CheckResult r;
   r.variant = chosen;
   const OutputGuard guard(plugin, exec, op, args, where);
@@ -30,6 +31,7 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
   }
   char buf[320];
   double t_chosen = -1;
+  bool chosen_retimed = false;  // a skip path above timed it twice already (it disappointed there)
   if (probe.usable() && probe.vendor_s >= kSkipMargin * probe.chosen_s) {
     // The vendor lost by kSkipMargin on the probe (check.hpp): the chosen variant first.
     const double expected = std::max(probe.chosen_s / probe.work_fraction, probe.floor_s);
@@ -42,7 +44,7 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
     // second is the check's (a sampled subgraph's fresh 12 MB C on the 2-core CPU: 2.8 ms, then
     // 1.1 ms; counting the first as the check's put 2.8 ms of the op into each check).
     r.op_seconds = t_chosen;
-    if (t_chosen > kScaleSlack * expected) t_chosen = timed(chosen);
+    if (t_chosen > kScaleSlack * expected) t_chosen = timed(chosen), chosen_retimed = true;
     r.measured = {{chosen, t_chosen}};
     if (t_chosen <= kScaleSlack * expected) {
       std::snprintf(buf, sizeof buf,
@@ -60,13 +62,54 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
                   chosen.c_str(), t_chosen * 1e3, kScaleSlack, expected * 1e3, probe.source);
     r.note = buf;
   }
+  // How long the pick's full-size call is: measured where the probe's path timed it, else expected.
+  const double full_s = t_chosen >= 0 ? t_chosen : std::max(probe.chosen_s / probe.work_fraction, probe.floor_s);
+  if (blocks && probe.usable() && kBlockFraction * full_s >= kBlockCallSeconds) {
+    // The block sample (check.hpp), also where the probe's margin left the vendor out but the pick
+    // then ran over kScaleSlack its extrapolation from the strided probe (sbm:400000:8:6:2 at F =
+    // 64: 61 ms against 25 expected). The op's own call first, then the two variants on the blocks.
+    if (t_chosen < 0) {
+      t_chosen = timed(chosen);
+      r.op_seconds = t_chosen;
+      r.measured = {{chosen, t_chosen}};
+    }
+    const BlockTimes b = blocks();
+    if (b.usable()) {
+      const double vendor_expected = b.vendor_s / b.work_fraction;
+      if (!chosen_retimed && vendor_expected < kBlockMargin * t_chosen) {  // a first call's first touches, as above
+        const double again = timed(chosen);
+        std::snprintf(buf, sizeof buf, "; %s timed twice at full size: %.4g ms, then %.4g ms (its first call built its state)",
+                      chosen.c_str(), t_chosen * 1e3, again * 1e3);
+        r.note += buf;
+        t_chosen = again;
+        chosen_retimed = true;
+        r.measured = {{chosen, t_chosen}};
+      }
+      if (vendor_expected >= kBlockMargin * t_chosen) {
+        std::snprintf(buf, sizeof buf,
+                      "; the vendor not timed at full size: on %s it took %.3gx %s's time, and %.4g ms extrapolated, "
+                      "%.3gx the %.4g ms %s took at full size",
+                      b.description.c_str(), b.vendor_s / b.chosen_s, chosen.c_str(), vendor_expected * 1e3,
+                      vendor_expected / t_chosen, t_chosen * 1e3, chosen.c_str());
+        r.note += buf;
+        r.vendor_skipped = true;
+        return r;
+      }
+      std::snprintf(buf, sizeof buf,
+                    "; the vendor timed at full size: on %s it took %.4g ms extrapolated, %.3gx the %.4g ms %s took "
+                    "at full size",
+                    b.description.c_str(), vendor_expected * 1e3, vendor_expected / t_chosen, t_chosen * 1e3,
+                    chosen.c_str());
+      r.note += buf;
+    }
+  }
   // A device backend builds per-matrix state on a first call (cuSPARSE descriptors and buffers,
   // hub partitions): the vendor is warmed up there (the chosen variant's state is built by the
   // call that times it; if that makes it lose, it is timed once more below). Host variants keep no
   // such state.
   if (plugin.table->memory_space == SPARSEPORT_MEMORY_DEVICE) r.vendor_first_s = timed(vendor);
   const double t_vendor = timed(vendor);
-  const bool first_call = t_chosen < 0;  // the skip path above timed it twice already where it disappointed
+  const bool first_call = t_chosen < 0;
   if (first_call) {
     t_chosen = timed(chosen);
     r.measured = {{vendor, t_vendor}, {chosen, t_chosen}};
@@ -74,7 +117,7 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
     r.measured.emplace_back(vendor, t_vendor);
   }
   r.op_seconds = t_chosen;
-  if (first_call && t_chosen > t_vendor) {
+  if (!chosen_retimed && t_chosen > t_vendor) {
     // The chosen variant lost on its first full-size call, which also built its per-matrix state
     // (a plan: hub_split's partition, tc_window's format) or paid first touches. That cost is spent
     // whatever is decided now, and the plan's later calls do not pay it: timed once more before it

@@ -23,6 +23,7 @@
 // fixed cost exceeds half its probe time. Neither constant is tuned on any matrix.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -47,6 +48,36 @@ struct ProbeEvidence {
 constexpr double kSkipMargin = 3.0;
 constexpr double kScaleSlack = 2.0;
 
+// Where the probe cannot leave the vendor out (its margin below kSkipMargin, or the pick then ran
+// over kScaleSlack its extrapolation), the vendor's full-size call may still be left out on the
+// evidence of a block sample: kBlocks runs of consecutive rows holding kBlockFraction of the
+// entries, spread over the matrix (ProbeSample::block_rows), each variant timed once on it. Why it
+// is better evidence than the probe's: a strided sample keeps the hubs' share of the work but not
+// the locality of neighbouring rows, and locality helps the variants unequally (mesh3d:80:80:80:0 at
+// F = 64 on the 2-core VM: the vendor took 4.2x the pick on the probe and 1.9x at full size), where
+// runs of real rows read B as the full op does. The vendor is left out where its time on the blocks,
+// extrapolated linearly to full size, is at least kBlockMargin times the pick's full-size call (timed
+// once more where the first, which pays first touches, falls short): the pick's side is measured,
+// not extrapolated, and the margin, the 1.5 that kSkipMargin's argument above guarantees at full
+// size, covers the vendor's extrapolation erring in the pick's favour by up to a third. Its cost
+// is kBlockFraction of a full-size call per variant call (the vendor once, the pick twice, its first
+// touching the sample's output): against the vendor's full-size call, which on the CPU (GraphBLAS,
+// 1.6-2.3x our kernels at full size) alone cost 1.6-2.3 calls of a >= 1M-entry input's cold
+// decision, whose target is 2 (issue 35). Used where one call on the blocks is predicted to last
+// kBlockCallSeconds at least, so that a call's fixed costs (GraphBLAS's matrix packing: tens of
+// microseconds) are a few percent of it, and for host-memory backends only: the device path has not
+// been measured on a GPU.
+constexpr int kBlocks = 4;
+constexpr double kBlockFraction = 0.125;
+constexpr double kBlockMargin = 1.5;
+constexpr double kBlockCallSeconds = 1e-3;
+struct BlockTimes {
+  double chosen_s = -1, vendor_s = -1;  // one call each on the block sample (negative: not measured)
+  double work_fraction = 0;             // the block sample's entries over A's
+  std::string description;
+  bool usable() const { return chosen_s > 0 && vendor_s > 0 && work_fraction > 0 && work_fraction <= 1; }
+};
+
 struct CheckResult {
   std::string variant;  // what runs from now on
   bool reverted = false;
@@ -58,8 +89,10 @@ struct CheckResult {
   std::string note;  // why the vendor was (or was not after all) left out, for the log and the reason
 };
 
+// `blocks`, where given, times the chosen variant and the vendor on the block sample.
 CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
                             const std::string& chosen, const std::string& vendor, const std::string& runner_up,
-                            const std::string& where, const ProbeEvidence& probe = {});
+                            const std::string& where, const ProbeEvidence& probe = {},
+                            const std::function<BlockTimes()>& blocks = {});
 
 }  // namespace sparseport::scheduler

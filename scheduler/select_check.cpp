@@ -2,12 +2,15 @@
 // Stage 5 on the plan: check.cpp times the full-size call; here its measurements, a reversion, the
 // log line and the cache record are applied to the plan's decision.
 #include <chrono>
+#include <functional>
 #include <string>
 
 #include "scheduler/cache.hpp"
 #include "scheduler/check.hpp"
 #include "scheduler/options.hpp"
 #include "scheduler/select_internal.hpp"
+#include "scheduler/signature.hpp"
+#include "scheduler/timing.hpp"
 
 namespace sparseport::scheduler {
 
@@ -19,8 +22,30 @@ void check(PlanState& p, const void* args, const std::string& where) {
   p.verify_pending = false;
   p.decision.verified = true;
   const std::string chosen = p.decision.variant;
+  // The block sample (check.hpp), for CSR ops on host memory: built only if the check asks for it.
+  std::function<BlockTimes()> blocks;
+  if (csr_of(p.op, args) != nullptr && p.plugin->table->memory_space != SPARSEPORT_MEMORY_DEVICE)
+    blocks = [&]() -> BlockTimes {
+      if (p.structure.rowptr.empty()) {
+        if (p.structure.rows == 0) p.structure = read_structure(*p.plugin, p.exec, p.op, args);
+        widen_rowptr(p.structure);
+      }
+      const ProbeSample::Rows pick = ProbeSample::block_rows(p.structure.rowptr, kBlockFraction, kBlocks);
+      if (pick.rows.empty()) return {};
+      const ProbeSample sample(*p.plugin, p.exec, p.op, args, p.structure, pick,
+                               std::to_string(kBlocks) + " blocks of consecutive rows");
+      sparseport_status error{};
+      const auto once = [&](const std::string& v) { return time_variant(*p.plugin, p.exec, p.op, v, sample.args(), 1, false, &error); };
+      if (once(chosen) < 0) return {};  // untimed: it touches the sample's output first
+      BlockTimes b;
+      b.vendor_s = once(p.decision.vendor);
+      b.chosen_s = once(chosen);
+      b.work_fraction = sample.work_fraction();
+      b.description = sample.description();
+      return b;
+    };
   const CheckResult r =
-      full_size_check(*p.plugin, p.exec, p.op, args, chosen, p.decision.vendor, p.runner_up, where, p.probe);
+      full_size_check(*p.plugin, p.exec, p.op, args, chosen, p.decision.vendor, p.runner_up, where, p.probe, blocks);
   for (const auto& [v, t] : r.measured) measured(p, v, t);
   if (r.vendor_skipped) p.skip_margin = p.probe.vendor_s / p.probe.chosen_s;
   p.decision.reason += r.note;

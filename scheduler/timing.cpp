@@ -252,6 +252,28 @@ ProbeSample::Rows ProbeSample::sample_rows(const std::vector<int64_t>& rowptr, d
   return out;
 }
 
+ProbeSample::Rows ProbeSample::block_rows(const std::vector<int64_t>& rowptr, double frac, int blocks) {
+  const int64_t rows = static_cast<int64_t>(rowptr.size()) - 1;
+  Rows out;
+  if (rows <= 0 || blocks <= 0 || rowptr.back() <= 0) return out;
+  const double nnz = static_cast<double>(rowptr.back());
+  // The first row whose entries end after entry e.
+  const auto row_of = [&](double e) {
+    const auto at = std::upper_bound(rowptr.begin() + 1, rowptr.end(), static_cast<int64_t>(e));
+    return std::min<int64_t>(static_cast<int64_t>(at - rowptr.begin()) - 1, rows - 1);
+  };
+  int64_t taken = 0;
+  for (int k = 0; k < blocks; ++k) {
+    const double centre = nnz * (2 * k + 1) / (2.0 * blocks), half = nnz * frac / (2.0 * blocks);
+    const int64_t first = std::max(row_of(centre - half), out.rows.empty() ? int64_t{0} : out.rows.back() + 1);
+    const int64_t last = row_of(std::max(centre + half - 1, 0.0));
+    for (int64_t r = first; r <= last; ++r) out.rows.push_back(r);
+    if (last >= first) taken += rowptr[static_cast<size_t>(last + 1)] - rowptr[static_cast<size_t>(first)];
+  }
+  if (static_cast<double>(taken) > 2 * frac * nnz) out.rows.clear();
+  return out;
+}
+
 void* ProbeSample::alloc(size_t bytes) {
   void* p = nullptr;
   sparseport_status st{};
@@ -340,111 +362,125 @@ int64_t decode_one(const char* p, int32_t index_type) {
 }  // namespace
 
 ProbeSample::ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
+                         const Structure& s, const Rows& pick, const std::string& how)
+    : plugin_(plugin), exec_(exec) {
+  build_csr(op, args, s, pick, how);
+}
+
+void ProbeSample::build_csr(sparseport_op op, const void* args, const Structure& s, const Rows& pick,
+                            const std::string& how) {
+  const PluginInfo& plugin = plugin_;
+  const sparseport_exec& exec = exec_;
+  const sparseport_plugin* t = plugin.table;
+  const bool device = t->memory_space == SPARSEPORT_MEMORY_DEVICE;
+  const sparseport_csr* a = nullptr;
+  if (op == SPARSEPORT_OP_SPMM) a = &static_cast<const sparseport_spmm_args*>(args)->a;
+  if (op == SPARSEPORT_OP_SDDMM) a = &static_cast<const sparseport_sddmm_args*>(args)->a;
+  if (op == SPARSEPORT_OP_CSR_ATTENTION) a = &static_cast<const sparseport_attention_args*>(args)->a;
+  // The whole rows come first (sliced by the backend), then the cut rows (their first entries
+  // copied after them): n rows in all.
+  const int64_t whole = static_cast<int64_t>(pick.rows.size());
+  const int64_t n = whole + static_cast<int64_t>(pick.cut.size());
+  const size_t isz = a->index_type == SPARSEPORT_I64 ? 8 : 4, vsz = static_cast<size_t>(sparseport_value_size(a->value_type));
+  const std::vector<char> ids = encode(pick.rows, a->index_type);
+  // The slice is built with the backend's own csr_slice_rows (on the device for a GPU backend).
+  const std::vector<std::string> slicers = plugin.variants_of(SPARSEPORT_OP_CSR_SLICE_ROWS);
+  if (slicers.empty()) throw Unsupported("sparseport scheduler: backend '" + plugin.name + "' has no csr_slice_rows to build the probe sample");
+  // 16-bit values: no backend's slicer takes them (its dispatch read them as floats, past the end
+  // of the array: a crash on openmp, most likely the device fault on 32M-entry inputs in session
+  // 12), so the sample is sliced as a float32 pattern and given the first nnz of A's own values,
+  // copied as bytes: a timing does not depend on which values a row holds.
+  const bool values16 = is_16bit(static_cast<ValueType>(a->value_type));
+  sparseport_slice_rows_args sl{};
+  sl.a = *a;
+  if (values16) {
+    sl.a.values = nullptr;
+    sl.a.value_type = SPARSEPORT_F32;
+  }
+  sl.rows = {whole, upload(ids.data(), ids.size()), a->index_type};
+  void* rowptr = alloc((n + 1) * isz);
+  sl.out = {whole, a->cols, 0, rowptr, nullptr, nullptr, a->index_type, sl.a.value_type};
+  sparseport_status st{};
+  sl.phase = 0;
+  if (call_slot(t, SPARSEPORT_OP_CSR_SLICE_ROWS, exec, slicers.front(), &sl, &st) != SPARSEPORT_OK)
+    detail::throw_status(st, "sparseport scheduler: slicing the probe sample failed");
+  std::vector<char> last(isz);
+  const char* last_src = static_cast<const char*>(rowptr) + whole * isz;
+  if (device) {
+    if (t->copy(exec.state, last.data(), last_src, isz, SPARSEPORT_COPY_DEVICE_TO_HOST, &st) != SPARSEPORT_OK)
+      detail::throw_status(st, "sparseport scheduler: reading the probe sample's size failed");
+  } else {
+    std::memcpy(last.data(), last_src, isz);
+  }
+  const int64_t sliced = decode_one(last.data(), a->index_type);
+  std::vector<int64_t> tail;  // rowptr[whole + 1 ..] of the cut rows
+  int64_t nnz = sliced;
+  for (const auto& [r, k] : pick.cut) tail.push_back(nnz += k);
+  const bool own_values = a->values != nullptr && !values16;
+  sl.out.nnz = sliced;
+  sl.out.colind = alloc(nnz * isz);
+  sl.out.values = own_values ? alloc(nnz * vsz) : nullptr;
+  sl.phase = 1;
+  if (call_slot(t, SPARSEPORT_OP_CSR_SLICE_ROWS, exec, slicers.front(), &sl, &st) != SPARSEPORT_OK)
+    detail::throw_status(st, "sparseport scheduler: slicing the probe sample failed");
+  if (!tail.empty()) {
+    const std::vector<char> ends = encode(tail, a->index_type);
+    copy_h2d(static_cast<char*>(rowptr) + (whole + 1) * isz, ends.data(), ends.size());
+    int64_t at = sliced;
+    for (const auto& [r, k] : pick.cut) {
+      const int64_t from = s.rowptr[static_cast<size_t>(r)];
+      copy_d2d(static_cast<char*>(sl.out.colind) + at * isz, static_cast<const char*>(a->colind) + from * isz, k * isz);
+      if (own_values)
+        copy_d2d(static_cast<char*>(sl.out.values) + at * vsz, static_cast<const char*>(a->values) + from * vsz,
+                 k * vsz);
+      at += k;
+    }
+  }
+  if (values16 && a->values != nullptr && nnz > 0) {
+    sl.out.values = alloc(nnz * vsz);
+    const size_t bytes = static_cast<size_t>(nnz) * vsz;
+    if (device) {
+      if (t->copy(exec.state, sl.out.values, a->values, bytes, SPARSEPORT_COPY_DEVICE_TO_DEVICE, &st) != SPARSEPORT_OK)
+        detail::throw_status(st, "sparseport scheduler: copying the probe sample's values failed");
+    } else {
+      std::memcpy(sl.out.values, a->values, bytes);
+    }
+  }
+  const sparseport_csr sub{n, a->cols, nnz, rowptr, sl.out.colind, sl.out.values, a->index_type,
+                           a->value_type};
+  if (op == SPARSEPORT_OP_SPMM) {
+    sparseport_spmm_args p = *static_cast<const sparseport_spmm_args*>(args);
+    p.a = sub;
+    p.c = {n, p.c.cols, p.c.cols, alloc(n * p.c.cols * vsz), p.c.value_type};
+    p.beta = 0;  // the sample's output is scratch
+    args_ = pack(p);
+  } else if (op == SPARSEPORT_OP_SDDMM) {
+    sparseport_sddmm_args p = *static_cast<const sparseport_sddmm_args*>(args);
+    p.a = sub;
+    p.x = {n, p.x.cols, p.x.cols, filled(n * p.x.cols, p.x.value_type), p.x.value_type};
+    p.out = {nnz, 1, 1, alloc(nnz * vsz), p.out.value_type};
+    args_ = pack(p);
+  } else {
+    sparseport_attention_args p = *static_cast<const sparseport_attention_args*>(args);
+    p.a = sub;
+    p.q = {n, p.q.cols, p.q.cols, filled(n * p.q.cols, p.q.value_type), p.q.value_type};
+    p.out = {n, p.out.cols, p.out.cols, alloc(n * p.out.cols * vsz), p.out.value_type};
+    args_ = pack(p);
+  }
+  work_fraction_ = s.nnz > 0 ? static_cast<double>(nnz) / static_cast<double>(s.nnz) : 1;
+  description_ = "rows " + std::to_string(n) + "/" + std::to_string(s.rows) + " (nnz " + std::to_string(nnz) + "/" +
+                 std::to_string(s.nnz) + "), " + how +
+                 (pick.cut.empty() ? "" : ", " + std::to_string(pick.cut.size()) + " hub rows cut to their share");
+}
+
+ProbeSample::ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
                          Structure& s, const SchedulerOptions& opt)
     : plugin_(plugin), exec_(exec) {
   const sparseport_plugin* t = plugin.table;
   const bool device = t->memory_space == SPARSEPORT_MEMORY_DEVICE;
   if (s.csr) {
-    const sparseport_csr* a = nullptr;
-    if (op == SPARSEPORT_OP_SPMM) a = &static_cast<const sparseport_spmm_args*>(args)->a;
-    if (op == SPARSEPORT_OP_SDDMM) a = &static_cast<const sparseport_sddmm_args*>(args)->a;
-    if (op == SPARSEPORT_OP_CSR_ATTENTION) a = &static_cast<const sparseport_attention_args*>(args)->a;
     widen_rowptr(s);
-    const Rows pick = sample_rows(s.rowptr, opt.probe_frac, opt.min_probe_rows);
-    // The whole rows come first (sliced by the backend), then the cut rows (their first entries
-    // copied after them): n rows in all.
-    const int64_t whole = static_cast<int64_t>(pick.rows.size());
-    const int64_t n = whole + static_cast<int64_t>(pick.cut.size());
-    const size_t isz = a->index_type == SPARSEPORT_I64 ? 8 : 4, vsz = static_cast<size_t>(sparseport_value_size(a->value_type));
-    const std::vector<char> ids = encode(pick.rows, a->index_type);
-    // The slice is built with the backend's own csr_slice_rows (on the device for a GPU backend).
-    const std::vector<std::string> slicers = plugin.variants_of(SPARSEPORT_OP_CSR_SLICE_ROWS);
-    if (slicers.empty()) throw Unsupported("sparseport scheduler: backend '" + plugin.name + "' has no csr_slice_rows to build the probe sample");
-    // 16-bit values: no backend's slicer takes them (its dispatch read them as floats, past the end
-    // of the array: a crash on openmp, most likely the device fault on 32M-entry inputs in session
-    // 12), so the sample is sliced as a float32 pattern and given the first nnz of A's own values,
-    // copied as bytes: a timing does not depend on which values a row holds.
-    const bool values16 = is_16bit(static_cast<ValueType>(a->value_type));
-    sparseport_slice_rows_args sl{};
-    sl.a = *a;
-    if (values16) {
-      sl.a.values = nullptr;
-      sl.a.value_type = SPARSEPORT_F32;
-    }
-    sl.rows = {whole, upload(ids.data(), ids.size()), a->index_type};
-    void* rowptr = alloc((n + 1) * isz);
-    sl.out = {whole, a->cols, 0, rowptr, nullptr, nullptr, a->index_type, sl.a.value_type};
-    sparseport_status st{};
-    sl.phase = 0;
-    if (call_slot(t, SPARSEPORT_OP_CSR_SLICE_ROWS, exec, slicers.front(), &sl, &st) != SPARSEPORT_OK)
-      detail::throw_status(st, "sparseport scheduler: slicing the probe sample failed");
-    std::vector<char> last(isz);
-    const char* last_src = static_cast<const char*>(rowptr) + whole * isz;
-    if (device) {
-      if (t->copy(exec.state, last.data(), last_src, isz, SPARSEPORT_COPY_DEVICE_TO_HOST, &st) != SPARSEPORT_OK)
-        detail::throw_status(st, "sparseport scheduler: reading the probe sample's size failed");
-    } else {
-      std::memcpy(last.data(), last_src, isz);
-    }
-    const int64_t sliced = decode_one(last.data(), a->index_type);
-    std::vector<int64_t> tail;  // rowptr[whole + 1 ..] of the cut rows
-    int64_t nnz = sliced;
-    for (const auto& [r, k] : pick.cut) tail.push_back(nnz += k);
-    const bool own_values = a->values != nullptr && !values16;
-    sl.out.nnz = sliced;
-    sl.out.colind = alloc(nnz * isz);
-    sl.out.values = own_values ? alloc(nnz * vsz) : nullptr;
-    sl.phase = 1;
-    if (call_slot(t, SPARSEPORT_OP_CSR_SLICE_ROWS, exec, slicers.front(), &sl, &st) != SPARSEPORT_OK)
-      detail::throw_status(st, "sparseport scheduler: slicing the probe sample failed");
-    if (!tail.empty()) {
-      const std::vector<char> ends = encode(tail, a->index_type);
-      copy_h2d(static_cast<char*>(rowptr) + (whole + 1) * isz, ends.data(), ends.size());
-      int64_t at = sliced;
-      for (const auto& [r, k] : pick.cut) {
-        const int64_t from = s.rowptr[static_cast<size_t>(r)];
-        copy_d2d(static_cast<char*>(sl.out.colind) + at * isz, static_cast<const char*>(a->colind) + from * isz, k * isz);
-        if (own_values)
-          copy_d2d(static_cast<char*>(sl.out.values) + at * vsz, static_cast<const char*>(a->values) + from * vsz,
-                   k * vsz);
-        at += k;
-      }
-    }
-    if (values16 && a->values != nullptr && nnz > 0) {
-      sl.out.values = alloc(nnz * vsz);
-      const size_t bytes = static_cast<size_t>(nnz) * vsz;
-      if (device) {
-        if (t->copy(exec.state, sl.out.values, a->values, bytes, SPARSEPORT_COPY_DEVICE_TO_DEVICE, &st) != SPARSEPORT_OK)
-          detail::throw_status(st, "sparseport scheduler: copying the probe sample's values failed");
-      } else {
-        std::memcpy(sl.out.values, a->values, bytes);
-      }
-    }
-    const sparseport_csr sub{n, a->cols, nnz, rowptr, sl.out.colind, sl.out.values, a->index_type,
-                             a->value_type};
-    if (op == SPARSEPORT_OP_SPMM) {
-      sparseport_spmm_args p = *static_cast<const sparseport_spmm_args*>(args);
-      p.a = sub;
-      p.c = {n, p.c.cols, p.c.cols, alloc(n * p.c.cols * vsz), p.c.value_type};
-      p.beta = 0;  // the sample's output is scratch
-      args_ = pack(p);
-    } else if (op == SPARSEPORT_OP_SDDMM) {
-      sparseport_sddmm_args p = *static_cast<const sparseport_sddmm_args*>(args);
-      p.a = sub;
-      p.x = {n, p.x.cols, p.x.cols, filled(n * p.x.cols, p.x.value_type), p.x.value_type};
-      p.out = {nnz, 1, 1, alloc(nnz * vsz), p.out.value_type};
-      args_ = pack(p);
-    } else {
-      sparseport_attention_args p = *static_cast<const sparseport_attention_args*>(args);
-      p.a = sub;
-      p.q = {n, p.q.cols, p.q.cols, filled(n * p.q.cols, p.q.value_type), p.q.value_type};
-      p.out = {n, p.out.cols, p.out.cols, alloc(n * p.out.cols * vsz), p.out.value_type};
-      args_ = pack(p);
-    }
-    work_fraction_ = s.nnz > 0 ? static_cast<double>(nnz) / static_cast<double>(s.nnz) : 1;
-    description_ = "rows " + std::to_string(n) + "/" + std::to_string(s.rows) + " (nnz " + std::to_string(nnz) + "/" +
-                   std::to_string(s.nnz) + "), stratified by degree" +
-                   (pick.cut.empty() ? "" : ", " + std::to_string(pick.cut.size()) + " hub rows cut to their share");
+    build_csr(op, args, s, sample_rows(s.rowptr, opt.probe_frac, opt.min_probe_rows), "stratified by degree");
     return;
   }
 

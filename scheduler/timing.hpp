@@ -66,8 +66,18 @@ std::vector<std::pair<std::string, double>> time_full_size(const PluginInfo& plu
 
 class ProbeSample {
  public:
+  // Which rows of a CSR the sample holds (stratified by degree): `rows` whole, ascending, and `cut`,
+  // rows of the sparse top strata kept in part, as (row, entries kept: the row's first ones).
+  struct Rows {
+    std::vector<int64_t> rows;
+    std::vector<std::pair<int64_t, int64_t>> cut;
+  };
+
   ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
               Structure& s, const SchedulerOptions& opt);  // widens s's rowptr
+  // A CSR op's sample of the given rows (s's rowptr widened already), described as `how`.
+  ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
+              const Structure& s, const Rows& pick, const std::string& how);
   ~ProbeSample();
   ProbeSample(const ProbeSample&) = delete;
   ProbeSample& operator=(const ProbeSample&) = delete;
@@ -77,15 +87,16 @@ class ProbeSample {
   // The sample's share of the op's work: its entries over the operand's (messages for index ops).
   double work_fraction() const { return work_fraction_; }
 
-  // Which rows of a CSR the sample holds (stratified by degree): `rows` whole, ascending, and `cut`,
-  // rows of the sparse top strata kept in part, as (row, entries kept: the row's first ones).
-  struct Rows {
-    std::vector<int64_t> rows;
-    std::vector<std::pair<int64_t, int64_t>> cut;
-  };
   static Rows sample_rows(const std::vector<int64_t>& rowptr, double frac, int64_t min_rows);
+  // `blocks` runs of consecutive whole rows, block k the rows that hold the entries within
+  // frac / blocks / 2 of the entry quantile (2k + 1) / (2 blocks): the real rows' order, so the
+  // real locality of B's reads, in a few places spread over the matrix (the full-size check's
+  // block sample, check.hpp). Empty where the rows they take hold more than twice frac of the
+  // entries (a mega-row).
+  static Rows block_rows(const std::vector<int64_t>& rowptr, double frac, int blocks);
 
  private:
+  void build_csr(sparseport_op op, const void* args, const Structure& s, const Rows& pick, const std::string& how);
   void* alloc(size_t bytes);
   void* upload(const void* host, size_t bytes);
   void* filled(size_t count, int32_t value_type);

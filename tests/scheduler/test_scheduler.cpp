@@ -824,6 +824,94 @@ TEST(SchedulerPipeline, ASkippedVendorsCheckCountsTheFirstCallAsTheOpsOwn) {
   EXPECT_EQ(pb.c.data, reference_result(pb));
 }
 
+// The block sample (check.hpp): where the probe's margin is under kSkipMargin (1.5x here), the
+// vendor's full-size call is left out when its time on the blocks, extrapolated, is kBlockMargin
+// (1.5) times the pick's full-size call or more; else the vendor is timed at full size. The blocks
+// are asked for only where a call on them is predicted to last kBlockCallSeconds. Timings on the
+// blocks come from the callback, so only the full-size calls spin (spmm.stateful, built: 1 ms; the
+// vendor 50 ms).
+TEST(SchedulerPipeline, TheBlockSampleLeavesTheVendorOutOnlyWhereItLostThereByTheMargin) {
+  const PluginInfo stateful = stateful_plugin();
+  Problem pb = make_problem(20000);
+  sparseport_spmm_args args = pb.args();
+  ProbeEvidence evidence;  // 1.5x on the probe, 20 ms expected at full size: 2.5 ms on the blocks
+  evidence.chosen_s = 0.010;
+  evidence.vendor_s = 0.015;
+  evidence.work_fraction = 0.5;
+  // vendor_ms: the vendor's time on the blocks extrapolated to full size, against the pick's 1 ms.
+  const auto check_with = [&](double vendor_ms, int* asked) {
+    g_stateful_built = true;
+    return full_size_check(stateful, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, "spmm.stateful", "spmm.vendor", "",
+                           "test", evidence, [&] {
+                             ++*asked;
+                             BlockTimes b;
+                             b.chosen_s = 0.125 * 0.001;
+                             b.vendor_s = 0.125 * vendor_ms * 1e-3;
+                             b.work_fraction = 0.125;
+                             b.description = "the test's blocks";
+                             return b;
+                           });
+  };
+  int asked = 0;
+  const CheckResult skip = check_with(20, &asked);  // 20x: the pick's call would have to take 13 ms to miss
+  EXPECT_EQ(asked, 1);
+  EXPECT_TRUE(skip.vendor_skipped) << skip.note;
+  EXPECT_EQ(skip.variant, "spmm.stateful");
+  ASSERT_EQ(skip.measured.size(), 1u) << "the pick's full-size call only";
+  EXPECT_NE(skip.note.find("the test's blocks"), std::string::npos) << skip.note;
+  EXPECT_EQ(pb.c.data, reference_result(pb));
+
+  asked = 0;
+  const CheckResult timed = check_with(1.3, &asked);  // under 1.5x the pick's call, which takes 1 ms or more
+  EXPECT_EQ(asked, 1);
+  EXPECT_FALSE(timed.vendor_skipped) << timed.note;
+  bool vendor_timed = false;
+  for (const auto& [v, t] : timed.measured) vendor_timed = vendor_timed || v == "spmm.vendor";
+  EXPECT_TRUE(vendor_timed) << "1.3 ms extrapolated is under the margin: the vendor is timed at full size";
+  EXPECT_EQ(timed.variant, "spmm.stateful") << timed.note;
+  EXPECT_EQ(pb.c.data, reference_result(pb)) << "the last call is the kept variant's";
+
+  // 4 ms expected at full size: 0.5 ms on the blocks, too short to weigh the vendor's fixed costs.
+  evidence.chosen_s = 0.004;
+  evidence.vendor_s = 0.006;
+  evidence.work_fraction = 1.0;
+  asked = 0;
+  const CheckResult short_op = check_with(20, &asked);
+  EXPECT_EQ(asked, 0) << "no block sample for an op this short";
+  EXPECT_FALSE(short_op.vendor_skipped);
+}
+
+// ProbeSample::block_rows: kBlocks runs of consecutive rows, ascending, each around its entry
+// quantile, together about the fraction asked of the entries; nothing where a mega-row would make
+// them more than twice that.
+TEST(SchedulerProbe, TheBlockSampleIsRunsOfRealRowsAroundTheEntryQuantiles) {
+  std::mt19937_64 rng(5);
+  std::vector<int64_t> rowptr{0};
+  for (int i = 0; i < 100000; ++i) rowptr.push_back(rowptr.back() + ((i / 500) % 7 == 0 ? 0 : static_cast<int64_t>(rng() % 40)));
+  const auto nnz = static_cast<double>(rowptr.back());
+  const ProbeSample::Rows b = ProbeSample::block_rows(rowptr, 0.125, 4);
+  ASSERT_FALSE(b.rows.empty());
+  EXPECT_TRUE(b.cut.empty());
+  EXPECT_TRUE(std::is_sorted(b.rows.begin(), b.rows.end()));
+  EXPECT_EQ(std::adjacent_find(b.rows.begin(), b.rows.end()), b.rows.end()) << "no row twice";
+  int runs = 1;
+  int64_t entries = 0;
+  for (size_t j = 0; j < b.rows.size(); ++j) {
+    runs += j > 0 && b.rows[j] != b.rows[j - 1] + 1;
+    entries += rowptr[static_cast<size_t>(b.rows[j]) + 1] - rowptr[static_cast<size_t>(b.rows[j])];
+  }
+  EXPECT_EQ(runs, 4);
+  EXPECT_NEAR(static_cast<double>(entries) / nnz, 0.125, 0.002);
+  for (int k = 0; k < 4; ++k) {  // the row holding quantile (2k + 1) / 8 is taken
+    const auto centre = static_cast<int64_t>(nnz * (2 * k + 1) / 8);
+    const auto row = std::upper_bound(rowptr.begin() + 1, rowptr.end(), centre) - rowptr.begin() - 1;
+    EXPECT_TRUE(std::binary_search(b.rows.begin(), b.rows.end(), row)) << "quantile " << 2 * k + 1 << "/8";
+  }
+  // A mega-row of 60 % of the entries: a block would hold it whole, 5x the fraction asked.
+  std::vector<int64_t> mega{0, 10, 20, 620, 630, 1000};
+  EXPECT_TRUE(ProbeSample::block_rows(mega, 0.125, 4).rows.empty());
+}
+
 TEST(SchedulerPipeline, GuardrailKeepsTheVendorWhenNoNativeIsFastEnough) {
   TempDir dir;
   const PluginInfo fake = fake_plugin();
