@@ -61,9 +61,10 @@ constexpr double kScaleSlack = 2.0;
 // not extrapolated, and the margin, the 1.5 that kSkipMargin's argument above guarantees at full
 // size, covers the vendor's extrapolation erring in the pick's favour by up to a third. Its cost
 // is kBlockFraction of a full-size call per variant call (the vendor once, the pick twice, its first
-// touching the sample's output): against the vendor's full-size call, which on the CPU (GraphBLAS,
-// 1.6-2.3x our kernels at full size) alone cost 1.6-2.3 calls of a >= 1M-entry input's cold
-// decision, whose target is 2 (issue 35). Used where one call on the blocks is predicted to last
+// touching the sample's output), timed before the pick's full-size call; where the vendor is within
+// kBlockMargin of the pick on the blocks, the check goes on as without them. Against the vendor's
+// full-size call, which on the CPU (GraphBLAS, 1.6-2.3x our kernels at full size) alone cost
+// 1.6-2.3 calls of a >= 1M-entry input's cold decision, whose target is 2 (issue 35). Used where one call on the blocks is predicted to last
 // kBlockCallSeconds at least, so that a call's fixed costs (GraphBLAS's matrix packing: tens of
 // microseconds) are a few percent of it, and for host-memory backends only: the device path has not
 // been measured on a GPU.
