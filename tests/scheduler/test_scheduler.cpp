@@ -881,6 +881,26 @@ TEST(SchedulerPipeline, TheBlockSampleLeavesTheVendorOutOnlyWhereItLostThereByTh
   EXPECT_FALSE(short_op.vendor_skipped);
 }
 
+// The probe sample's rows: without a row over 8x the mean degree, runs of consecutive rows (the
+// locality of neighbouring rows kept); with hub rows, rows stratified by degree (the hubs' share of
+// the work kept). Both 20000 rows, the probe forced; the reason names the sample.
+TEST(SchedulerProbe, ASampleWithoutHubsIsRunsOfRowsAndOneWithHubsIsStratified) {
+  const PluginInfo fake = fake_plugin();
+  for (const auto& [spec, how] : {std::pair<std::string, std::string>{"er:20000:0.001", "blocks of consecutive rows (no hub rows)"},
+                                  {"hubs:20000:20:20:4000", "stratified by degree"}}) {
+    TempDir dir;
+    Problem pb;
+    pb.a = generate<int32_t, float>(spec);
+    pb.b = HostDense<float>(pb.a.cols, 8);
+    pb.c = HostDense<float>(pb.a.rows, 8);
+    sparseport_spmm_args args = pb.args();
+    auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, options(dir, SchedulerMode::probe));
+    execute(plan, &args, "test");
+    EXPECT_EQ(plan->decision.source, "probe") << spec << ": " << plan->decision.reason;
+    EXPECT_NE(plan->decision.reason.find(how), std::string::npos) << spec << ": " << plan->decision.reason;
+  }
+}
+
 // ProbeSample::block_rows: kBlocks runs of consecutive rows, ascending, each around its entry
 // quantile, together about the fraction asked of the entries; nothing where a mega-row would make
 // them more than twice that.
