@@ -304,10 +304,12 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
   // hub rows at their share of the work, and without hubs the strided rows only lose the locality of
   // neighbouring rows, which made a probe call cost 3x its share of a full-size call on banded and
   // mesh-like inputs (band:1000000:8 at F = 64 on the 2-core VM: 3.5-4.2 ms against 47 ms for 33x
-  // the rows; the probe alone cost 2.1 full-size calls).
+  // the rows; the probe alone cost 2.1 full-size calls). Host-memory backends only, as the check's
+  // blocks: not measured on a GPU.
   constexpr double kNarrowDegree = 8;
   std::optional<ProbeSample> sample;
-  if (csr != nullptr && f.max_degree <= kNarrowDegree * std::max(1.0, f.mean_degree)) {
+  if (csr != nullptr && p.plugin->table->memory_space != SPARSEPORT_MEMORY_DEVICE &&
+      f.max_degree <= kNarrowDegree * std::max(1.0, f.mean_degree)) {
     widen_rowptr(p.structure);
     const ProbeSample::Rows runs = ProbeSample::block_rows(p.structure.rowptr, p.opt.probe_frac, kBlocks);
     if (static_cast<int64_t>(runs.rows.size()) >= p.opt.min_probe_rows)
