@@ -87,6 +87,7 @@ struct CheckResult {
   std::string reason;     // "; reverted: ..." or empty
   double vendor_first_s = -1;  // a device's vendor warm-up call (its per-matrix state built), -1: none
   bool vendor_skipped = false;
+  bool skipped_on_blocks = false;  // the block sample's evidence left it out, not the probe's margin
   std::string note;  // why the vendor was (or was not after all) left out, for the log and the reason
 };
 

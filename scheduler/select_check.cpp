@@ -47,7 +47,9 @@ void check(PlanState& p, const void* args, const std::string& where) {
   const CheckResult r =
       full_size_check(*p.plugin, p.exec, p.op, args, chosen, p.decision.vendor, p.runner_up, where, p.probe, blocks);
   for (const auto& [v, t] : r.measured) measured(p, v, t);
-  if (r.vendor_skipped) p.skip_margin = p.probe.vendor_s / p.probe.chosen_s;
+  // The probe's margin is what a shape class lends its next member (select_class.cpp); a skip on the
+  // blocks' evidence lends nothing.
+  if (r.vendor_skipped && !r.skipped_on_blocks) p.skip_margin = p.probe.vendor_s / p.probe.chosen_s;
   p.decision.reason += r.note;
   if (r.reverted) {
     p.decision.reverted = true;
