@@ -266,10 +266,7 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
                                                           "the model was not trained on, at full size"
                                                         : "one call each of the two best predicted, at full size")
                                     : "full size";
-    // The budget is the whole decision's: the repeated batches get what the features and the model
-    // left of it (mid-sized inputs on the 2-core VM: 0.5-3 ms of features before up to 5 ms of
-    // timing).
-    const auto times = time_full_size(*p.plugin, p.exec, p.op, args, timed, 3, std::max(0.0, budget - since(t0)), where);
+    const auto times = time_full_size(*p.plugin, p.exec, p.op, args, timed, 3, budget, where);
     std::vector<std::pair<std::string, double>> native_times;
     double t_vendor = -1;
     for (const auto& [v, t] : times) {
