@@ -8,10 +8,11 @@
 // Sampling. CSR ops (spmm, sddmm, csr_attention) take whole rows, stratified by degree: rows are
 // grouped by floor(log2(degree + 1)) and every group gives probe_frac of its rows, at least one, so
 // the hub and mega-rows that decide between row-mapped and nnz-balanced kernels are always in the
-// sample (AutoSAGE samples uniformly and can miss them). The sample keeps all columns, so the
-// gathered operand (B, Y, K, V) is the real one with its real footprint. Index ops (segment_reduce,
-// scatter_reduce, gather_scatter) take 16 evenly spaced windows of their messages, relabelled so
-// the output is only as tall as the rows the windows touch.
+// sample (AutoSAGE samples uniformly and can miss them); on host memory, where no row is over 8x
+// the mean degree, runs of consecutive rows instead (block_rows; select_decide.cpp says why). The
+// sample keeps all columns, so the gathered operand (B, Y, K, V) is the real one with its real
+// footprint. Index ops (segment_reduce, scatter_reduce, gather_scatter) take 16 evenly spaced
+// windows of their messages, relabelled so the output is only as tall as the rows the windows touch.
 #pragma once
 
 #include <memory>
@@ -66,8 +67,9 @@ std::vector<std::pair<std::string, double>> time_full_size(const PluginInfo& plu
 
 class ProbeSample {
  public:
-  // Which rows of a CSR the sample holds (stratified by degree): `rows` whole, ascending, and `cut`,
-  // rows of the sparse top strata kept in part, as (row, entries kept: the row's first ones).
+  // Which rows of a CSR the sample holds (stratified by degree, or runs of rows: block_rows): `rows`
+  // whole, ascending, and `cut`, rows of the sparse top strata kept in part, as (row, entries kept:
+  // the row's first ones).
   struct Rows {
     std::vector<int64_t> rows;
     std::vector<std::pair<int64_t, int64_t>> cut;
