@@ -203,9 +203,14 @@ sparseport_csr_summary summarize(const PluginInfo& plugin, const sparseport_exec
       detail::throw_status(st, "sparseport scheduler: summarizing the sparse operand");
     return s;
   }
-  // A host backend's threads (its default, 0, is every hardware thread, as OpenMP's is).
-  const int threads = exec.threads > 0 ? exec.threads : static_cast<int>(std::thread::hardware_concurrency());
-  if (t->memory_space != SPARSEPORT_MEMORY_DEVICE) return summarize_host(a, want, threads);
+  // The FEATURES pass's threads: a host backend's (its default, 0, is every hardware thread, as
+  // OpenMP's is). Asked only for FEATURES: hardware_concurrency reads /sys (three system calls, ~1.7
+  // us on the 2-core VM), which a cache hit, a SIGNATURE-only summary, has no use for.
+  const auto threads = [want](int backend_threads) {
+    if ((want & SPARSEPORT_SUMMARY_FEATURES) == 0) return 1;
+    return backend_threads > 0 ? backend_threads : static_cast<int>(std::thread::hardware_concurrency());
+  };
+  if (t->memory_space != SPARSEPORT_MEMORY_DEVICE) return summarize_host(a, want, threads(exec.threads));
   // A device plugin without the slot: copy rowptr and colind to the host (the features need every entry).
   const size_t isz = a.index_type == SPARSEPORT_I64 ? 8 : 4;
   std::vector<char> rowptr(static_cast<size_t>(a.rows + 1) * isz), colind(static_cast<size_t>(a.nnz) * isz);
@@ -217,7 +222,7 @@ sparseport_csr_summary summarize(const PluginInfo& plugin, const sparseport_exec
   sparseport_csr h = a;
   h.rowptr = rowptr.data();
   h.colind = colind.data();
-  return summarize_host(h, want, static_cast<int>(std::thread::hardware_concurrency()));
+  return summarize_host(h, want, threads(0));
 }
 
 }  // namespace sparseport::scheduler
