@@ -30,6 +30,11 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
     return r;
   }
   char buf[320];
+  const auto note_timed_twice = [&](double first, double again) {
+    std::snprintf(buf, sizeof buf, "; %s timed twice at full size: %.4g ms, then %.4g ms (its first call built its state)",
+                  chosen.c_str(), first * 1e3, again * 1e3);
+    r.note += buf;
+  };
   double t_chosen = -1;
   bool chosen_retimed = false;  // a skip path above timed it twice already (it disappointed there)
   if (probe.usable() && probe.vendor_s >= kSkipMargin * probe.chosen_s) {
@@ -82,9 +87,7 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
       }
       if (!chosen_retimed && vendor_expected < kBlockMargin * t_chosen) {  // a first call's first touches, as above
         const double again = timed(chosen);
-        std::snprintf(buf, sizeof buf, "; %s timed twice at full size: %.4g ms, then %.4g ms (its first call built its state)",
-                      chosen.c_str(), t_chosen * 1e3, again * 1e3);
-        r.note += buf;
+        note_timed_twice(t_chosen, again);
         t_chosen = again;
         chosen_retimed = true;
         r.measured = {{chosen, t_chosen}};
@@ -136,9 +139,7 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
     const double again = timed(chosen);
     r.measured.emplace_back(chosen, again);
     if (again < t_chosen) {
-      std::snprintf(buf, sizeof buf, "; %s timed twice at full size: %.4g ms, then %.4g ms (its first call built its state)",
-                    chosen.c_str(), t_chosen * 1e3, again * 1e3);
-      r.note += buf;
+      note_timed_twice(t_chosen, again);
       t_chosen = again;
     }
     r.op_seconds = again;
