@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sparseport::scheduler {
@@ -31,7 +32,7 @@ inline constexpr int kCacheSchema = 2;
 using Record = std::map<std::string, std::string>;
 
 // Parses one line; nullopt (with *error) when it is not a flat JSON object.
-std::optional<Record> parse_record(const std::string& line, std::string* error);
+std::optional<Record> parse_record(std::string_view line, std::string* error);
 std::string format_record(const Record& r);  // one line, keys sorted, no newline
 
 struct CacheFile {

@@ -40,7 +40,7 @@ template <class LineNo>
 std::optional<Record> checked_line(const std::string& path, std::string_view line, bool complete, LineNo line_no) {
   if (line.empty()) return std::nullopt;
   std::string error;
-  std::optional<Record> r = parse_record(std::string(line), &error);
+  std::optional<Record> r = parse_record(line, &error);
   if (r && !complete) r.reset(), error = "no newline at the end (a truncated write?)";
   if (r) {
     for (const char* k : kRequired)

@@ -82,6 +82,27 @@ TEST(SchedulerCache, RecordsRoundTripThroughTheFile) {
   EXPECT_TRUE(f.read().empty());
 }
 
+// The parser copies a string's plain runs whole (a new process's cache hit parses one ~1.2 kB
+// line): every escape between, before and after such runs must still come out as written, a key
+// given twice keeps its last value, and a string cut inside an escape is refused.
+TEST(SchedulerCache, EveryEscapeRoundTripsBetweenPlainRunsAndACutStringIsRefused) {
+  Record r = record("k1", "spmm.rows");
+  const std::string tricky = std::string("\\lead \"q\" mid\\\\ tab\t nl\n cr\r ctl") + char(1) + "end\\";
+  r["reason"] = tricky;
+  r["features"] = std::string(300, 'x') + "\"" + std::string(300, 'y');
+  std::string error;
+  const std::optional<Record> back = parse_record(format_record(r), &error);
+  ASSERT_TRUE(back.has_value()) << error;
+  EXPECT_EQ(*back, r);
+  const std::optional<Record> twice = parse_record(R"({"a":"1","b":"x\u0041y","a":"2"})", &error);
+  ASSERT_TRUE(twice.has_value()) << error;
+  EXPECT_EQ(twice->at("a"), "2");
+  EXPECT_EQ(twice->at("b"), "xAy");
+  EXPECT_FALSE(parse_record(R"({"a":"abc\)", &error).has_value());
+  EXPECT_FALSE(parse_record(R"({"a":"abc)", &error).has_value());
+  EXPECT_FALSE(parse_record(R"({"a":"x\q"})", &error).has_value());  // no such escape
+}
+
 // A key looked up again replays the line it replayed before without parsing it again (the same
 // few class keys answer every sampled subgraph of a mini-batch), but never in place of a newer valid
 // line of that key, nor for other versions.
