@@ -196,7 +196,10 @@ sparseport_csr_summary summarize_host(const sparseport_csr& a, uint32_t want, in
 sparseport_csr_summary summarize(const PluginInfo& plugin, const sparseport_exec& exec, const sparseport_csr& a,
                                  uint32_t want) {
   const sparseport_plugin* t = plugin.table;
-  if (t->summarize_csr != nullptr) {
+  // The slot for device memory only: on host memory the definition below reads the arrays where
+  // they are, on threads and with stamps (the kokkos plugin fills the slot on every Kokkos, and its
+  // team sorts of the sampled blocks cost Kokkos-OpenMP more than the stamps).
+  if (t->summarize_csr != nullptr && t->memory_space == SPARSEPORT_MEMORY_DEVICE) {
     sparseport_csr_summary s{};
     sparseport_status st{};
     if (t->summarize_csr(&exec, &a, want, &s, &st) != SPARSEPORT_OK)

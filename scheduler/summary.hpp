@@ -50,8 +50,9 @@ constexpr int summary_bucket(uint64_t x) {
 // the numbers are the same for any count.
 sparseport_csr_summary summarize_host(const sparseport_csr& a, uint32_t want, int threads = 1);
 
-// The summary through the plugin: its summarize_csr slot when it has one, else on the host (the
-// arrays copied first when they are in device memory). Throws BackendError when the slot fails.
+// The summary through the plugin: its summarize_csr slot when it has one and its memory is device
+// memory, else on the host (the arrays copied first when they are in device memory). Throws
+// BackendError when the slot fails.
 sparseport_csr_summary summarize(const PluginInfo& plugin, const sparseport_exec& exec, const sparseport_csr& a,
                                  uint32_t want);
 

@@ -441,7 +441,8 @@ typedef struct sparseport_plugin {
                        sparseport_status*);
   /* ABI 1.3: fills *out for the CSR `a` in the plugin's memory (see sparseport_csr_summary; `want`
    * is SPARSEPORT_SUMMARY_* bits). Null: the scheduler computes it on the host (copying the arrays
-   * first on a device-memory plugin). */
+   * first on a device-memory plugin). The scheduler calls it on a device-memory plugin only, as the
+   * front end calls check_indices: host memory it reads itself. */
   int (*summarize_csr)(const sparseport_exec*, const sparseport_csr* a, uint32_t want, sparseport_csr_summary* out,
                        sparseport_status*);
   /* ABI 1.5: the spmm max/min backward (sparseport_spmm_arg_backward_args); null: Unsupported. */

@@ -4,8 +4,9 @@
 // definition (scheduler/summary.hpp) on any machine, GPU or not. Each function gives the same
 // bits as its counterpart in scheduler/summary.hpp; the divisions are done without 128-bit
 // arithmetic where the operands allow (a 64-bit division is ~70 instructions on the GPU, and
-// the distance sum needs one per entry). Plain C++ without CUDA headers: included by summary.cu
-// and by the test.
+// the distance sum needs one per entry). Plain C++ without CUDA headers: included by summary.cu,
+// by the test and by the kokkos plugin's summary (kernels/kokkos/summary.cpp: device functions
+// under Kokkos-CUDA's nvcc, plain inline functions on a host Kokkos).
 #pragma once
 
 #include <cstdint>

@@ -230,9 +230,9 @@ T* grown(Kokkos::View<T*, MemSpace>& v, size_t n, const char* label, bool zeroed
 // The scratch buffers of the ops that hold no plan, kept from call to call as spmm.cpp's Workspace
 // keeps hub_split's (a cudaMalloc and a synchronising cudaFree per call cost more than the kernels
 // on small inputs): reduce_chunks's piece slots and tickets (the tickets zero between calls),
-// reduce_atomic's counts, csr_induced_subgraph's vertex map. One mutex serialises the calls that use
-// them; freed by a Kokkos finalize hook (a View must not outlive Kokkos); the object itself is never
-// destroyed.
+// reduce_atomic's counts, csr_induced_subgraph's vertex map, the CSR summary's and the index check's
+// result words (summary.cpp). One mutex serialises the calls that use them; freed by a Kokkos
+// finalize hook (a View must not outlive Kokkos); the object itself is never destroyed.
 struct OpWorkspace {
   std::mutex lock;
   bool hooked = false;
@@ -240,6 +240,7 @@ struct OpWorkspace {
   Kokkos::View<unsigned*, MemSpace> tickets;
   Kokkos::View<int64_t*, MemSpace> counts;
   Kokkos::View<int64_t*, MemSpace> map;
+  Kokkos::View<unsigned long long*, MemSpace> words;
 };
 
 inline OpWorkspace& op_workspace() {
@@ -257,6 +258,7 @@ inline void hook_op_workspace(OpWorkspace& w) {
     ws.tickets = {};
     ws.counts = {};
     ws.map = {};
+    ws.words = {};
     ws.hooked = false;
   });
   w.hooked = true;

@@ -46,5 +46,10 @@ void spmm_arg_backward(const sparseport_spmm_arg_backward_args& args, bool deter
 void csr_softmax(const sparseport_csr_softmax_args& args);
 // ABI 1.7: dst = src converted element by element (the front end's float32 path for 16-bit values).
 void convert(const sparseport_dense& src, const sparseport_dense_mut& dst);
+// ABI 1.3/1.4: the summary of `a` (want: SPARSEPORT_SUMMARY_* bits), scheduler/summary.cpp's numbers
+// bit for bit, read where a lives; only the result comes back to the host (summary.cpp).
+sparseport_csr_summary summarize_csr(const sparseport_csr& a, uint32_t want);
+// ABI 1.2: the first violation in the arrays of c, as the front end's host check reports it.
+sparseport_index_report check_indices(const sparseport_index_check& c);
 
 }  // namespace sparseport::kokkos

@@ -183,6 +183,45 @@ int serialised(sparseport_status* st, Fn&& fn) {
   });
 }
 
+// ABI 1.2: the index check, with the cuda plugin's argument checks short of its memory-space test
+// (Kokkos has no portable one; no other slot of this plugin makes it).
+int check_indices(const sparseport_exec*, const sparseport_index_check* c, sparseport_index_report* r,
+                  sparseport_status* st) {
+  return serialised(st, [&] {
+    if (c == nullptr || r == nullptr)
+      throw InvalidArgument(std::string("check_indices: the ") + (c == nullptr ? "check" : "report") +
+                            " pointer is null");
+    const std::string op = c->op != nullptr ? c->op : "check_indices";
+    const std::string arg = c->arg != nullptr ? c->arg : "index";
+    if (c->kind == SPARSEPORT_CHECK_CSR) {
+      if (c->csr.rowptr == nullptr || (c->csr.nnz > 0 && c->csr.colind == nullptr))
+        throw InvalidArgument(op + ": " + arg + (c->csr.rowptr == nullptr ? ".rowptr" : ".colind") + " is null");
+    } else if (c->kind == SPARSEPORT_CHECK_INDEX || c->kind == SPARSEPORT_CHECK_SORTED_INDEX) {
+      if (c->index.n > 0 && c->index.data == nullptr) throw InvalidArgument(op + ": " + arg + " is null");
+    } else {
+      throw InvalidArgument(op + ": unknown index check kind " + std::to_string(c->kind));
+    }
+    *r = kk::check_indices(*c);
+  });
+}
+
+// ABI 1.3/1.4: the CSR summary, with the cuda plugin's argument checks short of its memory-space test.
+int summarize_csr(const sparseport_exec*, const sparseport_csr* a, uint32_t want, sparseport_csr_summary* out,
+                  sparseport_status* st) {
+  return serialised(st, [&] {
+    if (a == nullptr || out == nullptr)
+      throw InvalidArgument(std::string("summarize_csr: the ") + (a == nullptr ? "matrix" : "result") +
+                            " pointer is null");
+    if (a->rows < 0 || a->cols < 0 || a->nnz < 0)
+      throw InvalidArgument("summarize_csr: A is " + std::to_string(a->rows) + "x" + std::to_string(a->cols) +
+                            " with " + std::to_string(a->nnz) + " entries (need no negative sizes)");
+    if (a->rowptr == nullptr || (a->nnz > 0 && a->colind == nullptr))
+      throw InvalidArgument(std::string("summarize_csr: A.") + (a->rowptr == nullptr ? "rowptr" : "colind") +
+                            " is null");
+    *out = kk::summarize_csr(*a, want);  // A's values are not read
+  });
+}
+
 int context_create(int32_t device, void** state, sparseport_status* st) {
   const int rc = kk::context_create(device, state, st);
   if (rc == SPARSEPORT_OK) note_master();
@@ -274,11 +313,12 @@ const sparseport_plugin kTable = {
       });
     },
     &device_signature,
-    // check_indices and summarize_csr: none. The front end checks the indices and the scheduler
-    // summarizes the matrix on the host, copying the arrays there first on a device space
-    // (src/ops/common.cpp, scheduler/summary.cpp).
-    nullptr,
-    nullptr,
+    // check_indices and summarize_csr: read where the arrays live, only the result copied back
+    // (kernels/kokkos/summary.cpp); on a device space the front end and the scheduler no longer copy
+    // rowptr and colind to the host. Host memory is still checked by the front end and summarized
+    // by the scheduler themselves (src/ops/common.cpp, scheduler/summary.cpp).
+    &check_indices,
+    &summarize_csr,
     // spmm_arg_backward: dvalues a thread per row; dB gathered over A^T when given, else scattered
     // (see kernels/kokkos/spmm_arg_backward.cpp)
     [](const sparseport_exec* x, const sparseport_spmm_arg_backward_args* a, sparseport_status* st) {

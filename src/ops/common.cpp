@@ -101,6 +101,22 @@ sparseport_index_report host_index_report(const IndexView& idx, int64_t bound, b
   return r;
 }
 
+}  // namespace
+
+sparseport_index_report host_report(const sparseport_index_check& c) {
+  if (c.kind == SPARSEPORT_CHECK_CSR) {
+    const CsrView a{c.csr.rows, c.csr.cols, c.csr.nnz, c.csr.rowptr, c.csr.colind, nullptr,
+                    static_cast<IndexType>(c.csr.index_type), ValueType::f32};
+    return a.index_type == IndexType::i64 ? host_csr_report<int64_t>(a) : host_csr_report<int32_t>(a);
+  }
+  const IndexView idx{c.index.n, c.index.data, static_cast<IndexType>(c.index.index_type)};
+  const bool sorted = c.kind == SPARSEPORT_CHECK_SORTED_INDEX;
+  return idx.index_type == IndexType::i64 ? host_index_report<int64_t>(idx, c.bound, sorted)
+                                          : host_index_report<int32_t>(idx, c.bound, sorted);
+}
+
+namespace {
+
 // One message per problem, the same wherever the arrays live.
 [[noreturn]] void throw_csr_report(const std::string& w, const char* arg, const CsrView& a,
                                    const sparseport_index_report& r) {
@@ -170,15 +186,20 @@ sparseport_index_report device_report(const Context& ctx, const std::string& w, 
     }
     return h;
   };
+  sparseport_index_check h = c;  // the same check on the host copies
+  std::vector<int64_t> rowptr_or_index, colind;
   if (c.kind == SPARSEPORT_CHECK_CSR) {
-    const std::vector<int64_t> rp = copy(c.csr.rowptr, c.csr.rows + 1, c.csr.index_type);
-    const std::vector<int64_t> ci = copy(c.csr.colind, c.csr.nnz, c.csr.index_type);
-    const CsrView h{c.csr.rows, c.csr.cols, c.csr.nnz, rp.data(), ci.data(), nullptr, IndexType::i64, ValueType::f32};
-    return host_csr_report<int64_t>(h);
+    rowptr_or_index = copy(c.csr.rowptr, c.csr.rows + 1, c.csr.index_type);
+    colind = copy(c.csr.colind, c.csr.nnz, c.csr.index_type);
+    h.csr.rowptr = rowptr_or_index.data();
+    h.csr.colind = colind.data();
+    h.csr.index_type = SPARSEPORT_I64;
+  } else {
+    rowptr_or_index = copy(c.index.data, c.index.n, c.index.index_type);
+    h.index.data = rowptr_or_index.data();
+    h.index.index_type = SPARSEPORT_I64;
   }
-  const std::vector<int64_t> v = copy(c.index.data, c.index.n, c.index.index_type);
-  return host_index_report<int64_t>({c.index.n, v.data(), IndexType::i64}, c.bound,
-                                    c.kind == SPARSEPORT_CHECK_SORTED_INDEX);
+  return host_report(h);
 }
 
 }  // namespace

@@ -41,6 +41,11 @@ void csr_checked(const Context& ctx, const CsrView& a);
 // Every entry in [0, bound); sorted ascending when `sorted`; contents as for check_csr.
 void check_index(const Context& ctx, const std::string& w, const char* arg, const IndexView& idx, int64_t bound,
                  bool sorted, bool plan = false);
+// The check of index contents in host memory: the first violation of c, as check_csr and
+// check_index find it (a CSR's rowptr[0], rowptr[rows], first decreasing row, then first column
+// out of range; an index array's first entry out of range or, sorted, below the one before). A
+// plugin's check_indices must report the same (tests/kokkos/test_kokkos_summary.cpp compares).
+sparseport_index_report host_report(const sparseport_index_check& c);
 void check_same_type(const std::string& w, const char* arg, ValueType got, ValueType want);
 void check_same_type(const std::string& w, const char* arg, IndexType got, IndexType want);
 void check_reduce(const std::string& w, Reduce r);
