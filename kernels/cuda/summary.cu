@@ -44,12 +44,12 @@
 #include <mutex>
 
 #include "kernels/cuda/common.cuh"
-#include "kernels/cuda/summary_math.hpp"
+#include "kernels/summary_math.hpp"
 
 namespace sparseport::cuda {
 namespace {
 
-namespace sm = summary;
+namespace sm = sparseport::summary_math;
 
 constexpr unsigned kFull = 0xffffffffu;
 constexpr int kWarps = kBlock / 32;

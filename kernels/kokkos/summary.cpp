@@ -5,7 +5,7 @@
 // them; here only the result words (under 1 KB) come back, in one copy.
 //
 // The summary's numbers are scheduler/summary.cpp's bit for bit: the arithmetic is the cuda
-// plugin's (kernels/cuda/summary_math.hpp, host and device code, each function tested against the
+// plugin's (kernels/summary_math.hpp, host and device code, each function tested against the
 // definition's), and every number is an integer sum or maximum added into the words with atomics,
 // so neither the launch shape nor the order changes it. The kernels, on the default execution space:
 //  - the signature: the at most SPARSEPORT_SUMMARY_SAMPLE samples of rowptr and of colind hashed
@@ -29,14 +29,14 @@
 #include <cstdint>
 #include <mutex>
 
-#include "kernels/cuda/summary_math.hpp"
 #include "kernels/kokkos/common.hpp"
 #include "kernels/kokkos/kernels.hpp"
+#include "kernels/summary_math.hpp"
 
 namespace sparseport::kokkos {
 namespace {
 
-namespace sm = sparseport::cuda::summary;
+namespace sm = sparseport::summary_math;
 
 using Word = unsigned long long;
 using Hist = Kokkos::View<Word*, ExecSpace::scratch_memory_space, Kokkos::MemoryTraits<Kokkos::Unmanaged>>;

@@ -6,7 +6,7 @@
 // runs of them, a 200k-entry mega-row, a single row holding every entry, rectangular shapes, 3M
 // entries on 2.5M rows so that every grid-stride loop wraps, blocks past the 1024-entry cap,
 // wide int64 columns, columns outside [0, cols)). CudaSummaryMath checks the kernel's exact
-// arithmetic (kernels/cuda/summary_math.hpp) against the definition's helpers without a GPU.
+// arithmetic (kernels/summary_math.hpp) against the definition's helpers without a GPU.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -18,7 +18,7 @@
 
 #include "../common/conformance.hpp"
 #include "cuda_test.hpp"
-#include "kernels/cuda/summary_math.hpp"
+#include "kernels/summary_math.hpp"
 #include "scheduler/summary.hpp"
 #include "sparseport/graph.hpp"
 
@@ -27,7 +27,7 @@ namespace {
 using namespace sparseport;
 using namespace cuda_test;
 namespace sch = sparseport::scheduler;
-namespace sm = sparseport::cuda::summary;
+namespace sm = sparseport::summary_math;
 
 constexpr uint32_t kSig = SPARSEPORT_SUMMARY_SIGNATURE;
 constexpr uint32_t kFeat = SPARSEPORT_SUMMARY_FEATURES;

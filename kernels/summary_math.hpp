@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// The exact integer arithmetic of the device CSR summary (kernels/cuda/summary.cu), written once
-// for host and device so that tests/cuda/test_cuda_summary.cpp can check it against the
+// The exact integer arithmetic of the device CSR summaries (the summarize_csr slots of the cuda
+// plugin, kernels/cuda/summary.cu, and of the kokkos plugin, kernels/kokkos/summary.cpp), written
+// once for host and device so that tests/cuda/test_cuda_summary.cpp can check it against the
 // definition (scheduler/summary.hpp) on any machine, GPU or not. Each function gives the same
 // bits as its counterpart in scheduler/summary.hpp; the divisions are done without 128-bit
 // arithmetic where the operands allow (a 64-bit division is ~70 instructions on the GPU, and
-// the distance sum needs one per entry). Plain C++ without CUDA headers: included by summary.cu,
-// by the test and by the kokkos plugin's summary (kernels/kokkos/summary.cpp: device functions
-// under Kokkos-CUDA's nvcc, plain inline functions on a host Kokkos).
+// the distance sum needs one per entry). Plain C++ without CUDA headers, here beside the backends'
+// folders because two backends share it: device functions under nvcc (the cuda plugin, Kokkos-CUDA),
+// plain inline functions otherwise (a host Kokkos).
 #pragma once
 
 #include <cstdint>
@@ -19,7 +20,7 @@
 #define SPARSEPORT_HD inline
 #endif
 
-namespace sparseport::cuda::summary {
+namespace sparseport::summary_math {
 
 // 128-bit products where 64 bits may not hold them (GCC, Clang and nvcc; __extension__ keeps
 // -Wpedantic quiet).
@@ -149,4 +150,4 @@ SPARSEPORT_HD uint64_t distance(int64_t col, int64_t diag) {
   return static_cast<uint64_t>(col > diag ? col - diag : diag - col);
 }
 
-}  // namespace sparseport::cuda::summary
+}  // namespace sparseport::summary_math
