@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "common/conformance.hpp"
+#include "common/csr_cases.hpp"
 #include "scheduler/summary.hpp"
 #include "sparseport/graph.hpp"
 #include "sparseport/sparseport.hpp"
@@ -34,6 +35,8 @@
 namespace {
 
 using namespace sparseport;
+using sparseport_test::build;
+using sparseport_test::Case;
 namespace sch = sparseport::scheduler;
 
 constexpr uint32_t kSig = SPARSEPORT_SUMMARY_SIGNATURE;
@@ -58,27 +61,6 @@ Buffer upload(const Context& ctx, const std::vector<T>& v) {
 }
 
 // ---- inputs ------------------------------------------------------------------------------------
-
-// rows x cols with deg(i) entries in row i, the k-th at column col(i, k) (any values allowed).
-template <class I, class Deg, class Col>
-HostCsr<I, float> build(int64_t rows, int64_t cols, Deg&& deg, Col&& col) {
-  HostCsr<I, float> a;
-  a.rows = rows;
-  a.cols = cols;
-  a.rowptr.assign(static_cast<size_t>(rows) + 1, 0);
-  for (int64_t i = 0; i < rows; ++i) {
-    const int64_t d = deg(i);
-    for (int64_t k = 0; k < d; ++k) a.colind.push_back(static_cast<I>(col(i, k)));
-    a.rowptr[static_cast<size_t>(i) + 1] = static_cast<I>(a.colind.size());
-  }
-  return a;
-}
-
-template <class I>
-struct Case {
-  std::string name;
-  HostCsr<I, float> a;
-};
 
 template <class I>
 std::vector<Case<I>> cases() {
