@@ -8,7 +8,10 @@
 #include <cstdint>
 #include <string>
 
+#include <gtest/gtest.h>
+
 #include "sparseport/graph.hpp"
+#include "sparseport/plugin_abi.h"
 
 namespace sparseport_test {
 
@@ -32,5 +35,25 @@ struct Case {
   std::string name;
   sparseport::HostCsr<I, float> a;
 };
+
+// Every number of the summary's definition (SIGNATURE and FEATURES; the index check's fields are
+// each test's own business).
+inline void expect_equal(const sparseport_csr_summary& got, const sparseport_csr_summary& want) {
+  EXPECT_EQ(got.rows, want.rows);
+  EXPECT_EQ(got.cols, want.cols);
+  EXPECT_EQ(got.nnz, want.nnz);
+  EXPECT_EQ(got.rowptr_hash, want.rowptr_hash);
+  EXPECT_EQ(got.colind_hash, want.colind_hash);
+  EXPECT_EQ(got.max_degree, want.max_degree);
+  for (int b = 0; b < SPARSEPORT_SUMMARY_BUCKETS; ++b) {
+    EXPECT_EQ(got.degree_hist[b], want.degree_hist[b]) << "degree bucket " << b;
+    EXPECT_EQ(got.distance_hist[b], want.distance_hist[b]) << "distance bucket " << b;
+  }
+  EXPECT_EQ(got.distance_sum, want.distance_sum);
+  EXPECT_EQ(got.block_entries, want.block_entries);
+  EXPECT_EQ(got.block_distinct, want.block_distinct);
+  EXPECT_EQ(got.block_segments, want.block_segments);
+  EXPECT_EQ(got.blocks, want.blocks);
+}
 
 }  // namespace sparseport_test

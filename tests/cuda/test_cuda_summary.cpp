@@ -29,6 +29,7 @@ using namespace sparseport;
 using namespace cuda_test;
 using sparseport_test::build;
 using sparseport_test::Case;
+using sparseport_test::expect_equal;
 namespace sch = sparseport::scheduler;
 namespace sm = sparseport::summary_math;
 
@@ -188,24 +189,6 @@ int32_t first_problem(const HostCsr<I, float>& a) {
   for (const I c : a.colind)
     if (c < 0 || static_cast<int64_t>(c) >= a.cols) return SPARSEPORT_INDEX_OUT_OF_RANGE;
   return SPARSEPORT_INDEX_OK;
-}
-
-void expect_equal(const sparseport_csr_summary& got, const sparseport_csr_summary& want) {
-  EXPECT_EQ(got.rows, want.rows);
-  EXPECT_EQ(got.cols, want.cols);
-  EXPECT_EQ(got.nnz, want.nnz);
-  EXPECT_EQ(got.rowptr_hash, want.rowptr_hash);
-  EXPECT_EQ(got.colind_hash, want.colind_hash);
-  EXPECT_EQ(got.max_degree, want.max_degree);
-  for (int b = 0; b < SPARSEPORT_SUMMARY_BUCKETS; ++b) {
-    EXPECT_EQ(got.degree_hist[b], want.degree_hist[b]) << "degree bucket " << b;
-    EXPECT_EQ(got.distance_hist[b], want.distance_hist[b]) << "distance bucket " << b;
-  }
-  EXPECT_EQ(got.distance_sum, want.distance_sum);
-  EXPECT_EQ(got.block_entries, want.block_entries);
-  EXPECT_EQ(got.block_distinct, want.block_distinct);
-  EXPECT_EQ(got.block_segments, want.block_segments);
-  EXPECT_EQ(got.blocks, want.blocks);
 }
 
 // Without FEATURES every field past the hashes is 0.

@@ -164,27 +164,14 @@ sparseport_index_report call_check(const Context& ctx, const sparseport_index_ch
   return r;
 }
 
-void expect_equal(const sparseport_csr_summary& got, const sparseport_csr_summary& want) {
-  EXPECT_EQ(got.rows, want.rows);
-  EXPECT_EQ(got.cols, want.cols);
-  EXPECT_EQ(got.nnz, want.nnz);
-  EXPECT_EQ(got.rowptr_hash, want.rowptr_hash);
-  EXPECT_EQ(got.colind_hash, want.colind_hash);
-  EXPECT_EQ(got.max_degree, want.max_degree);
-  for (int b = 0; b < SPARSEPORT_SUMMARY_BUCKETS; ++b) {
-    EXPECT_EQ(got.degree_hist[b], want.degree_hist[b]) << "degree bucket " << b;
-    EXPECT_EQ(got.distance_hist[b], want.distance_hist[b]) << "distance bucket " << b;
-  }
-  EXPECT_EQ(got.distance_sum, want.distance_sum);
-  EXPECT_EQ(got.block_entries, want.block_entries);
-  EXPECT_EQ(got.block_distinct, want.block_distinct);
-  EXPECT_EQ(got.block_segments, want.block_segments);
-  EXPECT_EQ(got.blocks, want.blocks);
+// The definition's numbers, and the index check's fields (summarize_host leaves them zero).
+void expect_same(const sparseport_csr_summary& got, const sparseport_csr_summary& want) {
+  sparseport_test::expect_equal(got, want);
   EXPECT_EQ(got.index_checked, want.index_checked);
   EXPECT_EQ(got.index_problem, want.index_problem);
 }
 
-void expect_equal(const sparseport_index_report& got, const sparseport_index_report& want) {
+void expect_same(const sparseport_index_report& got, const sparseport_index_report& want) {
   EXPECT_EQ(got.problem, want.problem);
   EXPECT_EQ(got.position, want.position);
   EXPECT_EQ(got.row, want.row);
@@ -215,7 +202,7 @@ void summaries_equal_the_definition() {
     for (uint32_t want : {kSig, kSig | kFeat, kFeat}) {
       SCOPED_TRACE("want " + std::to_string(want));
       // Without FEATURES the definition leaves every field past the hashes 0.
-      expect_equal(call_summary(ctx, m.dev, want), sch::summarize_host(m.host, want));
+      expect_same(call_summary(ctx, m.dev, want), sch::summarize_host(m.host, want));
     }
     // With CHECK: the definition's numbers and the host check's verdict (ABI 1.4).
     const int32_t problem = ops::host_report(csr_check(m.host)).problem;
@@ -224,7 +211,7 @@ void summaries_equal_the_definition() {
       sparseport_csr_summary expected = sch::summarize_host(m.host, want);
       expected.index_checked = 1;
       expected.index_problem = problem;
-      expect_equal(call_summary(ctx, m.dev, want), expected);
+      expect_same(call_summary(ctx, m.dev, want), expected);
     }
   }
 }
@@ -265,7 +252,7 @@ TEST(KokkosSummary, RefusesNullPointersAndNegativeSizes) {
   EXPECT_EQ(st.code, SPARSEPORT_ERR_INVALID_ARGUMENT) << st.message;
   EXPECT_NE(std::string(st.message).find("test: A.colind is null"), std::string::npos) << st.message;
   // The context still works, and the result is the definition's.
-  expect_equal(call_summary(ctx, m.dev, kSig | kFeat), sch::summarize_host(m.host, kSig | kFeat));
+  expect_same(call_summary(ctx, m.dev, kSig | kFeat), sch::summarize_host(m.host, kSig | kFeat));
 }
 
 // ---- check_indices -------------------------------------------------------------------------------
@@ -320,7 +307,7 @@ void csr_reports_equal_the_host_check() {
     const sparseport_index_report want = ops::host_report(csr_check(s.host));
     EXPECT_EQ(want.problem == SPARSEPORT_INDEX_OK, what == "valid");
     for (int rep = 0; rep < 2; ++rep) {  // the result words are clean for the next call
-      expect_equal(call_check(ctx, csr_check(s.dev)), want);
+      expect_same(call_check(ctx, csr_check(s.dev)), want);
       const sparseport_csr_summary got = call_summary(ctx, s.dev, kSig | kCheck);
       const sparseport_csr_summary sig = sch::summarize_host(s.host, kSig);
       EXPECT_EQ(got.index_checked, 1);
@@ -336,7 +323,7 @@ void csr_reports_equal_the_host_check() {
     const sparseport_csr dev{0, 4, nnz, rp.data(), ci.data(), nullptr, index_type_of<I>(), SPARSEPORT_F32};
     const sparseport_csr host{0, 4, nnz, rowptr.data(), colind.data(), nullptr, index_type_of<I>(), SPARSEPORT_F32};
     SCOPED_TRACE("no rows, rowptr[0] " + std::to_string(rowptr0) + ", nnz " + std::to_string(nnz));
-    expect_equal(call_check(ctx, csr_check(dev)), ops::host_report(csr_check(host)));
+    expect_same(call_check(ctx, csr_check(dev)), ops::host_report(csr_check(host)));
   }
 }
 
@@ -389,7 +376,7 @@ void index_reports_equal_the_host_check() {
       c.index = {n, v.data(), index_type_of<I>()};
       const sparseport_index_report want = ops::host_report(c);
       c.index.data = dev.data();
-      expect_equal(call_check(ctx, c), want);
+      expect_same(call_check(ctx, c), want);
     }
   }
   // An empty array, and one of one entry.
@@ -397,14 +384,14 @@ void index_reports_equal_the_host_check() {
   c.kind = SPARSEPORT_CHECK_SORTED_INDEX;
   c.bound = 3;
   c.index = {0, nullptr, index_type_of<I>()};
-  expect_equal(call_check(ctx, c), sparseport_index_report{});
+  expect_same(call_check(ctx, c), sparseport_index_report{});
   for (const I x : {I(2), I(3)}) {
     const std::vector<I> one{x};
     const Buffer dev = upload(ctx, one);
     c.index = {1, one.data(), index_type_of<I>()};
     const sparseport_index_report want = ops::host_report(c);
     c.index.data = dev.data();
-    expect_equal(call_check(ctx, c), want);
+    expect_same(call_check(ctx, c), want);
   }
 }
 
