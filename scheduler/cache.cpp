@@ -24,6 +24,7 @@
 
 #include "scheduler/cache_internal.hpp"
 #include "scheduler/options.hpp"
+#include "scheduler/signature.hpp"
 #include "sparseport/errors.hpp"
 #include "core/fault.hpp"
 
@@ -183,12 +184,6 @@ uint64_t fnv1a(std::string_view s, uint64_t h = 1469598103934665603ull) {
     h *= 1099511628211ull;
   }
   return h;
-}
-
-std::string hex64(uint64_t v) {
-  char buf[20];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
-  return buf;
 }
 
 constexpr std::string_view kCrcKey = "crc";

@@ -63,10 +63,10 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   // of a sampled subgraph's class decision, 95 of 200 us). Every other path signs first, as before.
   bool exact_possible = true;
   if (csr != nullptr && plugin.table->memory_space != SPARSEPORT_MEMORY_DEVICE && looks_up) {
-    char shape[96];
-    std::snprintf(shape, sizeof shape, "/csr%lldx%lld:%lld:", static_cast<long long>(csr->rows),
-                  static_cast<long long>(csr->cols), static_cast<long long>(csr->nnz));
-    exact_possible = CacheFile(p->opt.cache_dir).holds_prefix(dev.hash + shape);
+    // The start of graph_signature's text (no snprintf on a hit's path: signature.cpp, hex64).
+    const std::string shape = dev.hash + "/csr" + std::to_string(csr->rows) + "x" + std::to_string(csr->cols) + ":" +
+                              std::to_string(csr->nnz) + ":";
+    exact_possible = CacheFile(p->opt.cache_dir).holds_prefix(shape);
     p->cache_read = true;
     if (!exact_possible && class_hit(*p, *csr, dev.hash) && !p->verify_pending) {
       if (p->opt.log) {

@@ -42,10 +42,12 @@ uint64_t hash_bytes(const void* data, size_t bytes, uint64_t seed) {
   return out;
 }
 
+// Without snprintf: a new process's cache hit formats its key (graph_signature) on its hot path,
+// where snprintf's first run after the caller's own large data touches cold code (issue 35).
 std::string hex64(uint64_t h) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  std::string s(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) s[static_cast<size_t>(i)] = "0123456789abcdef"[h & 15];
+  return s;
 }
 
 std::string DeviceSignature::text() const {
@@ -308,10 +310,17 @@ std::string graph_signature(const Structure& s) {
 }
 
 std::string graph_signature(const sparseport_csr_summary& s) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "csr%lldx%lld:%lld:%s", static_cast<long long>(s.rows), static_cast<long long>(s.cols),
-                static_cast<long long>(s.nnz), hex64(mix64(s.rowptr_hash ^ mix64(s.colind_hash))).c_str());
-  return buf;
+  // "csr<rows>x<cols>:<nnz>:<hash>", built without snprintf (hex64's reason).
+  std::string g = "csr";
+  g.reserve(64);
+  g += std::to_string(s.rows);
+  g += 'x';
+  g += std::to_string(s.cols);
+  g += ':';
+  g += std::to_string(s.nnz);
+  g += ':';
+  g += hex64(mix64(s.rowptr_hash ^ mix64(s.colind_hash)));
+  return g;
 }
 
 }  // namespace sparseport::scheduler
