@@ -6,7 +6,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -35,6 +37,31 @@ struct Case {
   std::string name;
   sparseport::HostCsr<I, float> a;
 };
+
+// The cases every summary test shares beyond its own list: a matrix that is not a valid CSR yet has
+// every number defined (columns below 0, at cols + 5 and at the index type's maximum, every 7th
+// entry of `spec`), and for int64 columns up to 2^40, 2^50 and near 2^63 over `rows` rows.
+// add(name, matrix) takes each; uniform(n) draws from [0, n).
+template <class I, class Add, class Uniform>
+void add_wide_and_invalid_columns(Add&& add, Uniform&& uniform, const char* spec, int64_t rows) {
+  sparseport::GenOptions pattern;
+  pattern.pattern = true;
+  sparseport::HostCsr<I, float> a = sparseport::generate<I, float>(spec, pattern);
+  const auto big = static_cast<int64_t>(std::numeric_limits<I>::max());
+  for (size_t e = 0; e < a.colind.size(); e += 7)
+    a.colind[e] = static_cast<I>(e % 3 == 0 ? -3 - static_cast<int64_t>(e % 5) : (e % 3 == 1 ? a.cols + 5 : big));
+  add("columns outside [0, cols)", std::move(a));
+  if constexpr (sizeof(I) == 8) {
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    const int64_t c40 = int64_t{1} << 40, c50 = int64_t{1} << 50;
+    add("int64 columns below 2^40",
+        build<I>(rows, c40, [&](int64_t) { return uniform(20); }, [&](int64_t, int64_t) { return uniform(c40); }));
+    add("int64 columns below 2^50",
+        build<I>(rows, c50, [&](int64_t) { return uniform(20); }, [&](int64_t, int64_t) { return uniform(c50); }));
+    add("int64 columns near 2^63", build<I>(3000, kMax, [&](int64_t) { return uniform(50); },
+                                            [&](int64_t, int64_t) { return kMax - uniform(1 << 20); }));
+  }
+}
 
 // Every number of the summary's definition (SIGNATURE and FEATURES; the index check's fields are
 // each test's own business).

@@ -158,21 +158,7 @@ std::vector<Case<I>> cases() {
   // grid-stride loop of the kernel wraps on an H200.
   add("3M entries on 2.5M rows", skewed_csr<I, float>(2500000, 2500000, 3000000, 0.02, rng(), false));
   // Not a valid CSR, yet every number is defined: columns outside [0, cols) sort at full width.
-  {
-    HostCsr<I, float> a = generate<I, float>("rmat:12:4", pattern);
-    const auto big = static_cast<int64_t>(std::numeric_limits<I>::max());
-    for (size_t e = 0; e < a.colind.size(); e += 7) a.colind[e] = static_cast<I>(e % 3 == 0 ? -3 - int64_t(e % 5) : (e % 3 == 1 ? a.cols + 5 : big));
-    add("columns outside [0, cols)", std::move(a));
-  }
-  if constexpr (sizeof(I) == 8) {
-    const int64_t c40 = int64_t{1} << 40, c50 = int64_t{1} << 50;
-    add("int64 columns below 2^40", build<I>(20000, c40, [&](int64_t) { return uniform(20); },
-                                             [&](int64_t, int64_t) { return uniform(c40); }));
-    add("int64 columns below 2^50", build<I>(20000, c50, [&](int64_t) { return uniform(20); },
-                                             [&](int64_t, int64_t) { return uniform(c50); }));
-    add("int64 columns near 2^62", build<I>(3000, kI64Max, [&](int64_t) { return uniform(50); },
-                                            [&](int64_t, int64_t) { return kI64Max - uniform(1 << 20); }));
-  }
+  sparseport_test::add_wide_and_invalid_columns<I>(add, uniform, "rmat:12:4", 20000);
   return out;
 }
 

@@ -42,7 +42,6 @@ namespace sch = sparseport::scheduler;
 constexpr uint32_t kSig = SPARSEPORT_SUMMARY_SIGNATURE;
 constexpr uint32_t kFeat = SPARSEPORT_SUMMARY_FEATURES;
 constexpr uint32_t kCheck = SPARSEPORT_SUMMARY_CHECK;
-constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 
 uint64_t seed_of(const std::string& name) { return sparseport::testing::case_seed("kokkos_summary/" + name); }
 
@@ -102,22 +101,7 @@ std::vector<Case<I>> cases() {
                                               [&](int64_t i, int64_t) { return (i / 32) * 8 + uniform(41); }));
   // Not a valid CSR, yet every number is defined: a column outside [0, cols) counts as a value of
   // its own in the blocks, and its distance as the definition computes it.
-  {
-    HostCsr<I, float> a = generate<I, float>("rmat:11:4", pattern);
-    const auto big = static_cast<int64_t>(std::numeric_limits<I>::max());
-    for (size_t e = 0; e < a.colind.size(); e += 7)
-      a.colind[e] = static_cast<I>(e % 3 == 0 ? -3 - static_cast<int64_t>(e % 5) : (e % 3 == 1 ? a.cols + 5 : big));
-    add("columns outside [0, cols)", std::move(a));
-  }
-  if constexpr (sizeof(I) == 8) {
-    const int64_t c40 = int64_t{1} << 40, c50 = int64_t{1} << 50;
-    add("int64 columns below 2^40", build<I>(5000, c40, [&](int64_t) { return uniform(20); },
-                                             [&](int64_t, int64_t) { return uniform(c40); }));
-    add("int64 columns below 2^50", build<I>(5000, c50, [&](int64_t) { return uniform(20); },
-                                             [&](int64_t, int64_t) { return uniform(c50); }));
-    add("int64 columns near 2^63", build<I>(3000, kI64Max, [&](int64_t) { return uniform(50); },
-                                            [&](int64_t, int64_t) { return kI64Max - uniform(1 << 20); }));
-  }
+  sparseport_test::add_wide_and_invalid_columns<I>(add, uniform, "rmat:11:4", 5000);
   return out;
 }
 
