@@ -60,15 +60,18 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   // A matrix in host memory whose shape no recorded decision has (a GNN's sampled subgraph, a new
   // time step's matrix) cannot hit the exact key: its shape class decides before its signature is
   // hashed, and a class replayed unchecked never hashes it (the hash of 50k row pointers was half
-  // of a sampled subgraph's class decision, 95 of 200 us). Every other path signs first, as before.
+  // of a sampled subgraph's class decision, 95 of 200 us). In device memory the indices are checked
+  // in the signature's pass, before anything reads A by them: there the shape only spares the exact
+  // lookup, and the class's features ride on that pass (below). Every other path signs first.
+  const bool device = plugin.table->memory_space == SPARSEPORT_MEMORY_DEVICE;
   bool exact_possible = true;
-  if (csr != nullptr && plugin.table->memory_space != SPARSEPORT_MEMORY_DEVICE && looks_up) {
+  if (csr != nullptr && looks_up) {
     // The start of graph_signature's text (no snprintf on a hit's path: signature.cpp, hex64).
     const std::string shape = dev.hash + "/csr" + std::to_string(csr->rows) + "x" + std::to_string(csr->cols) + ":" +
                               std::to_string(csr->nnz) + ":";
     exact_possible = CacheFile(p->opt.cache_dir).holds_prefix(shape);
     p->cache_read = true;
-    if (!exact_possible && class_hit(*p, *csr, dev.hash) && !p->verify_pending) {
+    if (!device && !exact_possible && class_hit(*p, *csr, dev.hash) && !p->verify_pending) {
       if (p->opt.log) {
         char took[128];
         std::snprintf(took, sizeof took, " [%.0f us: options and device signature %.0f, shape and class %.0f; not signed]",
@@ -80,12 +83,23 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
       return p;
     }
   }
+  sparseport_csr_summary summary{};
+  bool with_features = false;
   try {
     // CSR ops: the signature is hashed where the operand lives (no copy of rowptr); index ops read
     // a sample of their index array.
     if (csr != nullptr) {
-      const sparseport_csr_summary s =
-          summarize(plugin, exec, *csr, SPARSEPORT_SUMMARY_SIGNATURE | (check_indices ? SPARSEPORT_SUMMARY_CHECK : 0u));
+      // Device memory whose shape no recorded decision has: the shape class needs A's features, so
+      // they come in the same pass as the signature and the index check (one launch, copy back and
+      // synchronisation fewer: a sampled subgraph's class decision on an H100 was two summaries,
+      // 101 us a batch against its 24 us spmm). The features pass reads no further than the arrays
+      // whatever the indices hold (kernels/cuda/summary.cu), and a violation found here ends the
+      // preparation before anything uses them.
+      with_features = device && !exact_possible && class_applies(*p);
+      summary = summarize(plugin, exec, *csr,
+                          SPARSEPORT_SUMMARY_SIGNATURE | (check_indices ? SPARSEPORT_SUMMARY_CHECK : 0u) |
+                              (with_features ? SPARSEPORT_SUMMARY_FEATURES : 0u));
+      const sparseport_csr_summary& s = summary;
       if (check_indices && s.index_checked != 0) p->index_problem = s.index_problem;
       if (p->index_problem > 0) {
         // Nothing may read A by its indices now (no features, no probe): the caller reports it.
@@ -156,8 +170,8 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
                       since(t0) * 1e6, t_signature * 1e6, (t_summary - t_signature) * 1e6, (t_lookup - t_summary) * 1e6);
         log(p->opt, label(*p) + ": " + p->decision.source + " -> " + p->decision.variant + " (" + field(r, "reason") + ")" + took);
       }
-    } else if (exact_possible && csr != nullptr && (!check_indices || p->index_problem == 0) &&
-               class_hit(*p, *csr, dev.hash)) {
+    } else if ((exact_possible || device) && csr != nullptr && (!check_indices || p->index_problem == 0) &&
+               class_hit(*p, *csr, dev.hash, with_features ? &summary : nullptr)) {
       // Features are read only from an operand whose indices are known good (checked with the
       // signature here, or by the caller before a one-shot call).
       if (p->opt.log) {

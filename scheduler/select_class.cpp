@@ -193,14 +193,20 @@ std::string shape_class(const Features& f) {
   return buf;
 }
 
-bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_hash) {
-  if (p.opt.mode != SchedulerMode::automatic || p.opt.class_checks <= 0 || deterministic(p.exec)) return false;
+bool class_applies(const PlanState& p) {
+  return p.opt.mode == SchedulerMode::automatic && p.opt.class_checks > 0 && !deterministic(p.exec);
+}
+
+bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_hash,
+               const sparseport_csr_summary* summary) {
+  if (!class_applies(p)) return false;
   Features f;
   sparseport_csr_summary s;
   if (p.plugin->table->memory_space == SPARSEPORT_MEMORY_DEVICE) {
     // One pass where A lives (a kernel on cuda); a cold decision reuses it.
     try {
-      s = summarize(*p.plugin, p.exec, a, SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_FEATURES);
+      s = summary != nullptr ? *summary
+                             : summarize(*p.plugin, p.exec, a, SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_FEATURES);
       p.features = f = features_of(s, p.info, p.opt.hub_threshold);
     } catch (const Error&) {
       return false;  // decide() reads the summary again and reports what it must

@@ -52,8 +52,13 @@ void store(const detail::PlanState& p, Record r);
 void measured(detail::PlanState& p, const std::string& v, double seconds);
 void decide(detail::PlanState& p, const void* args, const std::vector<std::string>& applicable);
 
-// select_class.cpp (prepare() after the exact key missed; the features computed stay in the plan)
-bool class_hit(detail::PlanState& p, const sparseport_csr& a, const std::string& device_hash);
+// select_class.cpp. Whether p may be decided by a shape class at all (automatic mode, class checks
+// on, not deterministic).
+bool class_applies(const detail::PlanState& p);
+// prepare() after the exact key missed; the features computed stay in the plan.
+// `summary`: A's device summary with FEATURES already made (prepare()'s one pass), else null.
+bool class_hit(detail::PlanState& p, const sparseport_csr& a, const std::string& device_hash,
+               const sparseport_csr_summary* summary = nullptr);
 // A member's final decision (made cold, or checked at full size) teaches its class.
 void class_learn(detail::PlanState& p);
 
