@@ -1439,7 +1439,8 @@ std::optional<Record> class_line(const TempDir& dir) {
 // With a narrow margin (the vendor under 2x the variant at full size), members 1-3 teach the class
 // (the first decided cold, the next two take its variant and are checked at full size against the
 // vendor); from the fourth on a member replays it: one call, no timing.
-std::shared_ptr<detail::PlanState> teach_class(const TempDir& dir, const PluginInfo& fake) {
+// check_calls: a full-size check's calls (a device backend's also warms the vendor up: 3).
+std::shared_ptr<detail::PlanState> teach_class(const TempDir& dir, const PluginInfo& fake, int check_calls = 2) {
   const NarrowMargin narrow;
   std::shared_ptr<detail::PlanState> last;
   for (uint64_t m = 1; m <= 3; ++m) {
@@ -1458,7 +1459,7 @@ std::shared_ptr<detail::PlanState> teach_class(const TempDir& dir, const PluginI
     EXPECT_EQ(plan->decision.variant, "spmm.second") << plan->decision.reason;
     EXPECT_TRUE(plan->decision.verified);
     if (m > 1) {
-      EXPECT_EQ(g_calls.load(), 2) << "the check: the vendor's call and the variant's (the op's own)";
+      EXPECT_EQ(g_calls.load(), check_calls) << "the check: the vendor's call and the variant's (the op's own)";
     }
     EXPECT_EQ(pb.c.data, reference_result(pb));
     const std::optional<Record> cls = class_line(dir);
@@ -1554,6 +1555,67 @@ TEST(SchedulerShapeClass, AReadyClassDecidesANewShapeWithoutSigningItAndAKnownSh
   auto plan3 = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args3, class_options(dir));
   EXPECT_EQ(plan3->decision.source, "cache hit") << plan3->decision.reason;
   EXPECT_EQ(plan3->key, third->key);
+  execute(plan3, &args3, "test");
+  EXPECT_EQ(again.c.data, reference_result(again));
+}
+
+// The fake plugin as a device backend would look to the scheduler: its memory space says device (the
+// arrays are the reference plugin's host memory all the same), so the scheduler summarizes through
+// the plugin's slot, which records what each call asked for.
+std::vector<uint32_t> g_summaries;
+
+PluginInfo device_fake_plugin() {
+  static sparseport_plugin table = [] {
+    sparseport_plugin t = *fake_plugin().table;
+    t.name = "fake_device";
+    t.memory_space = SPARSEPORT_MEMORY_DEVICE;
+    t.summarize_csr = [](const sparseport_exec*, const sparseport_csr* a, uint32_t want, sparseport_csr_summary* out,
+                         sparseport_status*) {
+      g_summaries.push_back(want);
+      *out = summarize_host(*a, want);
+      if ((want & SPARSEPORT_SUMMARY_CHECK) != 0) out->index_checked = 1;  // the members are valid CSRs
+      return 0;
+    };
+    return t;
+  }();
+  return info_of(table);
+}
+
+// In device memory a class decision makes one summary of A, not two: where the cache holds no
+// decision of A's shape, the shape class's features come in the signature's pass (with the index
+// check when the caller asks for it) and the exact lookup is not made; a matrix whose shape the cache
+// holds is signed without features and replays its own exact decision.
+TEST(SchedulerShapeClass, InDeviceMemoryANewShapesClassDecisionMakesOneSummaryWithItsFeatures) {
+  TempDir dir;
+  const PluginInfo fake = device_fake_plugin();
+  const auto third = teach_class(dir, fake, 3);
+  constexpr uint32_t kSigFeatCheck =
+      SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_FEATURES | SPARSEPORT_SUMMARY_CHECK;
+  for (uint64_t m = 4; m <= 6; ++m) {
+    Problem pb = make_member(m);
+    sparseport_spmm_args args = pb.args();
+    g_summaries.clear();
+    auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, class_options(dir), /*check_indices=*/true);
+    ASSERT_TRUE(plan->decided);
+    EXPECT_EQ(plan->decision.source, "class") << plan->decision.reason;
+    EXPECT_EQ(plan->class_key, third->class_key);
+    EXPECT_EQ(plan->index_problem, SPARSEPORT_INDEX_OK);
+    ASSERT_EQ(g_summaries.size(), 1u) << "one pass over A";
+    EXPECT_EQ(g_summaries[0], kSigFeatCheck);
+    EXPECT_FALSE(plan->key.empty()) << "device memory is signed in that pass";
+    execute(plan, &args, "test");
+    EXPECT_EQ(pb.c.data, reference_result(pb));
+  }
+  // The third member's shape is in the cache (checked at full size, recorded under its key): its
+  // summary has no features, and it replays that record.
+  Problem again = make_member(3);
+  sparseport_spmm_args args3 = again.args();
+  g_summaries.clear();
+  auto plan3 = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args3, class_options(dir), /*check_indices=*/true);
+  EXPECT_EQ(plan3->decision.source, "cache hit") << plan3->decision.reason;
+  EXPECT_EQ(plan3->key, third->key);
+  ASSERT_EQ(g_summaries.size(), 1u);
+  EXPECT_EQ(g_summaries[0], SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_CHECK);
   execute(plan3, &args3, "test");
   EXPECT_EQ(again.c.data, reference_result(again));
 }
