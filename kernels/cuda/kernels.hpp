@@ -135,10 +135,9 @@ sparseport_index_report check_indices(const State& s, const sparseport_index_che
 // SPARSEPORT_SUMMARY_* bits), equal bit for bit to scheduler::summarize_host on a host copy; one
 // launch, one copy back and one synchronisation. Waits for the answer.
 sparseport_csr_summary summarize_csr(const State& s, const sparseport_csr& a, uint32_t want);
-// At context creation: loads the signature kernels, allocates the persistent result words and runs
-// one summary of an empty matrix (the process's first launch and copy back), so a new process's
-// first cache lookup pays none of them.
-void prepare_summary(State& s);
+// At context creation: loads the signature kernels and allocates the persistent result words, so
+// a new process's first cache lookup pays neither.
+void prepare_summary(const State& s);
 
 // ---- helpers other kernels use -----------------------------------------------------------------
 

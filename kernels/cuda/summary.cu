@@ -476,30 +476,12 @@ int64_t resident_per_sm() {
 
 }  // namespace
 
-void prepare_summary(State& s) {
+void prepare_summary(const State& s) {
   // The occupancy queries load the signature kernels' module (lazy loading would do it on their
   // first launch, inside a new process's first cache lookup) and allocate the result words.
   (void)resident_per_sm<int32_t, false>();
   (void)resident_per_sm<int64_t, false>();
   (void)s.summary_words();
-  // Then one summary, of an empty matrix: a process's first kernel launch and its first copy to
-  // the host each cost about 17 us more than the later ones, once (H100, 2026-12-05, with the module
-  // loaded: launch, copy and synchronisation 28-37 us the first time, 10-13 after; the copy alone
-  // 24-29, then 7-8). They fell inside a new process's first cache hit (summary 39-50 us of 78-109).
-  void* zero = s.alloc(sizeof(int64_t));
-  try {
-    check(cudaMemsetAsync(zero, 0, sizeof(int64_t), s.stream()), "cudaMemsetAsync (warming the CSR summary)");
-    sparseport_csr empty{};
-    empty.rowptr = zero;
-    empty.colind = zero;
-    empty.index_type = SPARSEPORT_I32;
-    empty.value_type = SPARSEPORT_F32;
-    (void)summarize_csr(s, empty, SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_CHECK);
-  } catch (...) {
-    s.release(zero);
-    throw;
-  }
-  s.release(zero);
 }
 
 namespace {

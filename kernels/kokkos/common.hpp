@@ -49,23 +49,6 @@ struct alignas(sizeof(V) * W) Cols {
   V v[W];
 };
 
-// U sums of V at once, for Kokkos's Sum (a vector reduction of a type of ours): csr_attention's
-// batched scores, the summary's hashes. The volatile join is what Kokkos 3.x calls on CUDA.
-template <class V, int U>
-struct Sums {
-  V d[U];
-  KOKKOS_INLINE_FUNCTION Sums() {
-    for (int u = 0; u < U; ++u) d[u] = V(0);
-  }
-  KOKKOS_INLINE_FUNCTION Sums& operator+=(const Sums& o) {
-    for (int u = 0; u < U; ++u) d[u] += o.d[u];
-    return *this;
-  }
-  KOKKOS_INLINE_FUNCTION void operator+=(const volatile Sums& o) volatile {
-    for (int u = 0; u < U; ++u) d[u] = d[u] + o.d[u];  // C++20 deprecates += on a volatile
-  }
-};
-
 // Vector lanes across F: the largest power of two <= min(F, what the space allows).
 inline int vector_length(int64_t f) {
   const int64_t cap = Policy::vector_length_max();
@@ -853,9 +836,3 @@ void exclusive_scan_into(I* out, int64_t n) {
 }
 
 }  // namespace sparseport::kokkos
-
-// The zero of Sums for Kokkos's Sum.
-template <class V, int U>
-struct Kokkos::reduction_identity<sparseport::kokkos::Sums<V, U>> {
-  KOKKOS_FORCEINLINE_FUNCTION static sparseport::kokkos::Sums<V, U> sum() { return sparseport::kokkos::Sums<V, U>(); }
-};

@@ -173,7 +173,7 @@ KOKKOS_INLINE_FUNCTION int64_t slot_of(const Hubs& h, const Chunk& c) {
 }
 
 // Device spaces: the entries an item scores at once (kScoreBatch). Their K rows are loaded in one
-// vector reduction (Sums: kScoreBatch sums, reduced across the lanes together) and their V rows in
+// vector reduction (Dots: kScoreBatch sums, reduced across the lanes together) and their V rows in
 // one pass over the output row, so a lane has kScoreBatch gathers of K and of V in flight where one
 // entry at a time had one, and the output row is read and written once a batch, not once an entry.
 // The arithmetic is the same, in the same order: each score is its own sum, and the softmax state
@@ -187,6 +187,33 @@ inline bool wide_rows() {
   const char* w = std::getenv("SPARSEPORT_KOKKOS_WIDE");
   return w == nullptr || std::strcmp(w, "0") != 0;
 }
+
+template <class V, int U>
+struct Dots {
+  V d[U];
+  KOKKOS_INLINE_FUNCTION Dots() {
+    for (int u = 0; u < U; ++u) d[u] = V(0);
+  }
+  KOKKOS_INLINE_FUNCTION Dots& operator+=(const Dots& o) {
+    for (int u = 0; u < U; ++u) d[u] += o.d[u];
+    return *this;
+  }
+  KOKKOS_INLINE_FUNCTION void operator+=(const volatile Dots& o) volatile {
+    for (int u = 0; u < U; ++u) d[u] += o.d[u];
+  }
+};
+
+}  // namespace
+}  // namespace sparseport::kokkos
+
+// The zero of Dots for Kokkos's Sum (a vector reduction of a type of ours).
+template <class V, int U>
+struct Kokkos::reduction_identity<sparseport::kokkos::Dots<V, U>> {
+  KOKKOS_FORCEINLINE_FUNCTION static sparseport::kokkos::Dots<V, U> sum() { return sparseport::kokkos::Dots<V, U>(); }
+};
+
+namespace sparseport::kokkos {
+namespace {
 
 // Device spaces: every item's softmax over its entries into out (a row of at most T entries) or its
 // workspace slot (a hub's item), kScoreBatch entries at a time (above). W > 1: W adjacent values of
@@ -224,10 +251,10 @@ void walk_device(const I* rp, const I* ci, const V* q, const V* k, const V* v, V
           kr[u] = reinterpret_cast<const C*>(k + col * ldk);
           vr[u] = reinterpret_cast<const C*>(v + col * ldv);
         }
-        Sums<V, U> d;
+        Dots<V, U> d;
         Kokkos::parallel_reduce(
             Kokkos::ThreadVectorRange(team, fw),
-            [&](const int64_t y, Sums<V, U>& s) {
+            [&](const int64_t y, Dots<V, U>& s) {
               const C a = qi[y];
               C b[U];
               for (int u = 0; u < U; ++u) b[u] = kr[u][y];

@@ -49,9 +49,6 @@ void convert(const sparseport_dense& src, const sparseport_dense_mut& dst);
 // ABI 1.3/1.4: the summary of `a` (want: SPARSEPORT_SUMMARY_* bits), scheduler/summary.cpp's numbers
 // bit for bit, read where a lives; only the result comes back to the host (summary.cpp).
 sparseport_csr_summary summarize_csr(const sparseport_csr& a, uint32_t want);
-// Once a process, on a device space: one summary of an empty matrix, so that the first cache hit
-// does not allocate Kokkos's reduction memory (summary.cpp).
-void prepare_summary();
 // ABI 1.2: the first violation in the arrays of c, as the front end's host check reports it.
 sparseport_index_report check_indices(const sparseport_index_check& c);
 

@@ -9,8 +9,7 @@
 // definition's), and every number is an integer sum or maximum added into the words with atomics,
 // so neither the launch shape nor the order changes it. The kernels, on the default execution space:
 //  - the signature: the at most SPARSEPORT_SUMMARY_SAMPLE samples of rowptr and of colind hashed
-//    (all that a SIGNATURE-only call reads). Without FEATURES (a cache hit's summary), the hashes
-//    and the CHECK pass are one reduction into host memory (signature_pass);
+//    (all that a SIGNATURE-only call reads);
 //  - FEATURES: teams of kChunk rows (degrees) and teams of kChunk entries (distances; an entry finds
 //    its row by a search over the rows its chunk spans, so a mega-row is spread over many teams like
 //    any other entries), the histograms counted in team scratch and added to the words once per
@@ -142,40 +141,6 @@ void hash_samples(const I* rowptr, const I* colind, const sm::SampleParams& rs, 
           Kokkos::atomic_add(words + kColindSum, static_cast<Word>(sm::hash_term(static_cast<int64_t>(colind[e]), e)));
         }
       });
-}
-
-// SIGNATURE, with CHECK or without, in one pass: a reduction into host memory (one launch and the
-// fence that returns its result) where zeroing the words, hashing, checking, building the report and
-// copying the words back took four launches and a copy (a new process's cache hit on Kokkos-CUDA,
-// H200: 71-76 us of 101-112 us). The sums are hash_samples's, added in another order (integers mod
-// 2^64: the same bits). The third counts the index violations check_csr_words finds, so a valid input
-// is known valid here; only an invalid one pays the report's pass (summarize_typed).
-template <class I>
-Sums<Word, 3> signature_pass(const I* rowptr, const I* colind, const sm::SampleParams& rs, const sm::SampleParams& cs,
-                             int64_t rows, int64_t nnz, int64_t cols, bool check) {
-  const int64_t nr = rs.samples, ns = rs.samples + cs.samples;
-  const int64_t span = check ? (rows > nnz ? rows : nnz) : 0;
-  Sums<Word, 3> sums;
-  Kokkos::parallel_reduce(
-      "sparseport::kokkos::summary.signature_pass", Range(0, ns > span ? ns : span),
-      KOKKOS_LAMBDA(const int64_t j, Sums<Word, 3>& s) {
-        if (j < nr) {
-          const int64_t i = sm::sample_position(j, rs);
-          s.d[0] += static_cast<Word>(sm::hash_term(static_cast<int64_t>(rowptr[i]), i));
-        } else if (j < ns) {
-          const int64_t e = sm::sample_position(j - nr, cs);
-          s.d[1] += static_cast<Word>(sm::hash_term(static_cast<int64_t>(colind[e]), e));
-        }
-        if (!check) return;
-        if (j == 0 && (rowptr[0] != I(0) || static_cast<int64_t>(rowptr[rows]) != nnz)) s.d[2] += 1;
-        if (j < rows && rowptr[j + 1] < rowptr[j]) s.d[2] += 1;
-        if (j < nnz) {
-          const auto c = static_cast<int64_t>(colind[j]);
-          if (c < 0 || c >= cols) s.d[2] += 1;
-        }
-      },
-      sums);
-  return sums;
 }
 
 // max_degree and the degree histogram (summary.cpp, count_rows), kChunk rows a team.
@@ -356,17 +321,6 @@ sparseport_index_report report_of(const Word (&w)[kSlots]) {
 }
 
 template <class I>
-sparseport_index_report check_csr(const sparseport_csr& a) {
-  Word w[kSlots];
-  OpWorkspace& ws = op_workspace();
-  std::lock_guard<std::mutex> guard(ws.lock);
-  Word* words = zeroed_words(ws);
-  check_csr_words(static_cast<const I*>(a.rowptr), static_cast<const I*>(a.colind), a.rows, a.nnz, a.cols, words);
-  read_words(words, w);
-  return report_of(w);
-}
-
-template <class I>
 sparseport_csr_summary summarize_typed(const sparseport_csr& a, uint32_t want) {
   const auto* rowptr = static_cast<const I*>(a.rowptr);
   const auto* colind = static_cast<const I*>(a.colind);
@@ -374,27 +328,13 @@ sparseport_csr_summary summarize_typed(const sparseport_csr& a, uint32_t want) {
   const sm::SampleParams rs = sm::sample_params(a.rows + 1), cs = sm::sample_params(a.nnz);
   const int64_t nblocks = (a.rows + 31) / 32;
   const int64_t sampled = nblocks < SPARSEPORT_SUMMARY_BLOCKS ? nblocks : SPARSEPORT_SUMMARY_BLOCKS;
-  sparseport_csr_summary s{};
-  s.rows = a.rows;
-  s.cols = a.cols;
-  s.nnz = a.nnz;
-  if (!features) {
-    const Sums<Word, 3> sums = signature_pass(rowptr, colind, rs, cs, a.rows, a.nnz, a.cols, check);
-    s.rowptr_hash = sm::hash_finish(sums.d[0], rs.samples);
-    s.colind_hash = sm::hash_finish(sums.d[1], cs.samples);
-    if (check) {
-      s.index_checked = 1;
-      s.index_problem = sums.d[2] == 0 ? SPARSEPORT_INDEX_OK : check_csr<I>(a).problem;
-    }
-    return s;
-  }
   Word w[kSlots];
   {
     OpWorkspace& ws = op_workspace();
     std::lock_guard<std::mutex> guard(ws.lock);
     Word* words = zeroed_words(ws);
     hash_samples(rowptr, colind, rs, cs, words);
-    if (a.rows > 0) {
+    if (features && a.rows > 0) {
       count_degrees(rowptr, a.rows, words);
       if (a.nnz > 0) {
         count_distances(rowptr, colind, a.rows, a.nnz, sm::diag_params(a.rows, a.cols), sm::distance_params(a.cols),
@@ -405,23 +345,40 @@ sparseport_csr_summary summarize_typed(const sparseport_csr& a, uint32_t want) {
     if (check) check_csr_words(rowptr, colind, a.rows, a.nnz, a.cols, words);
     read_words(words, w);
   }
+  sparseport_csr_summary s{};
+  s.rows = a.rows;
+  s.cols = a.cols;
+  s.nnz = a.nnz;
   s.rowptr_hash = sm::hash_finish(w[kRowptrSum], rs.samples);
   s.colind_hash = sm::hash_finish(w[kColindSum], cs.samples);
-  s.max_degree = static_cast<int64_t>(w[kMaxDegree]);
-  for (int b = 0; b < kBuckets; ++b) {
-    s.degree_hist[b] = static_cast<int64_t>(w[kDegreeHist + b]);
-    s.distance_hist[b] = static_cast<int64_t>(w[kDistanceHist + b]);
+  if (features) {
+    s.max_degree = static_cast<int64_t>(w[kMaxDegree]);
+    for (int b = 0; b < kBuckets; ++b) {
+      s.degree_hist[b] = static_cast<int64_t>(w[kDegreeHist + b]);
+      s.distance_hist[b] = static_cast<int64_t>(w[kDistanceHist + b]);
+    }
+    s.distance_sum = w[kDistanceSum];
+    s.block_entries = static_cast<int64_t>(w[kBlockEntries]);
+    s.block_distinct = static_cast<int64_t>(w[kBlockDistinct]);
+    s.block_segments = static_cast<int64_t>(w[kBlockSegments]);
+    s.blocks = sampled;
   }
-  s.distance_sum = w[kDistanceSum];
-  s.block_entries = static_cast<int64_t>(w[kBlockEntries]);
-  s.block_distinct = static_cast<int64_t>(w[kBlockDistinct]);
-  s.block_segments = static_cast<int64_t>(w[kBlockSegments]);
-  s.blocks = sampled;
   if (check) {
     s.index_checked = 1;
     s.index_problem = static_cast<int32_t>(w[kProblem]);
   }
   return s;
+}
+
+template <class I>
+sparseport_index_report check_csr(const sparseport_csr& a) {
+  Word w[kSlots];
+  OpWorkspace& ws = op_workspace();
+  std::lock_guard<std::mutex> guard(ws.lock);
+  Word* words = zeroed_words(ws);
+  check_csr_words(static_cast<const I*>(a.rowptr), static_cast<const I*>(a.colind), a.rows, a.nnz, a.cols, words);
+  read_words(words, w);
+  return report_of(w);
 }
 
 template <class I>
@@ -439,19 +396,6 @@ sparseport_index_report check_index(const sparseport_index_array& idx, int64_t b
 
 sparseport_csr_summary summarize_csr(const sparseport_csr& a, uint32_t want) {
   return a.index_type == SPARSEPORT_I64 ? summarize_typed<int64_t>(a, want) : summarize_typed<int32_t>(a, want);
-}
-
-void prepare_summary() {
-  // A process's first reduction into host memory allocates Kokkos's reduction scratch and its
-  // pinned result (Kokkos-CUDA): inside a new process's first cache hit, the summary took 150-168 us
-  // (H100, 2026-12-05), against 71-76 for the four launches it replaced (H200).
-  const Kokkos::View<int64_t*, MemSpace> zero("sparseport::kokkos::summary_warmup", 1);  // zeroed
-  sparseport_csr empty{};
-  empty.rowptr = zero.data();
-  empty.colind = zero.data();
-  empty.index_type = SPARSEPORT_I64;
-  empty.value_type = SPARSEPORT_F32;
-  (void)summarize_csr(empty, SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_CHECK);
 }
 
 sparseport_index_report check_indices(const sparseport_index_check& c) {

@@ -223,12 +223,8 @@ int summarize_csr(const sparseport_exec*, const sparseport_csr* a, uint32_t want
 }
 
 int context_create(int32_t device, void** state, sparseport_status* st) {
-  int rc = kk::context_create(device, state, st);
+  const int rc = kk::context_create(device, state, st);
   if (rc == SPARSEPORT_OK) note_master();
-  // On a device space, the summary's first call in the process now rather than in its first cache
-  // hit (kernels/kokkos/summary.cpp, prepare_summary).
-  static std::once_flag warmed;
-  if (rc == SPARSEPORT_OK && kk::kDeviceMemory) std::call_once(warmed, [&] { rc = serialised(st, kk::prepare_summary); });
   return rc;
 }
 
