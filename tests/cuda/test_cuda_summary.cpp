@@ -247,6 +247,12 @@ class CudaSummary : public ::testing::Test {
       expect_no_features(checked);
       EXPECT_EQ(checked.index_checked, 1);
       EXPECT_EQ(checked.index_problem, first_problem(a));
+      // All three at once (the scheduler's class decision of a new shape in device memory): the
+      // features too, and the same verdict.
+      const sparseport_csr_summary all = call_slot(ctx_, dev, kSig | kFeat | kCheck);
+      expect_equal(all, sch::summarize_host(host, kSig | kFeat));
+      EXPECT_EQ(all.index_checked, 1);
+      EXPECT_EQ(all.index_problem, first_problem(a));
       // The scheduler's entry point takes the slot too.
       expect_equal(sch::summarize(ctx_.plugin(), ctx_.exec(), dev, kSig | kFeat), sch::summarize_host(host, kSig | kFeat));
     }
@@ -324,6 +330,14 @@ void check_broken(const Context& ctx) {
       EXPECT_EQ(got.rowptr_hash, want.rowptr_hash);
       EXPECT_EQ(got.colind_hash, want.colind_hash);
     }
+    // With FEATURES in the same pass (the scheduler's class decision of a new shape in device
+    // memory): the per-entry numbers are unspecified on an invalid rowptr, but the verdict and the
+    // hashes are not, and no read may leave the arrays (compute-sanitizer memcheck would show one).
+    const sparseport_csr_summary all = call_slot(ctx, dev, kSig | kFeat | kCheck);
+    EXPECT_EQ(all.index_checked, 1);
+    EXPECT_EQ(all.index_problem, first_problem(a));
+    EXPECT_EQ(all.rowptr_hash, want.rowptr_hash);
+    EXPECT_EQ(all.colind_hash, want.colind_hash);
   }
 }
 
