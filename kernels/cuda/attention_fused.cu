@@ -48,6 +48,8 @@
 
 #include "kernels/cuda/attention.cuh"
 
+SPARSEPORT_CUDA_MODULE(2)
+
 namespace sparseport::cuda {
 namespace {
 

@@ -11,6 +11,8 @@
 
 #include "kernels/cuda/attention.cuh"
 
+SPARSEPORT_CUDA_MODULE(2)
+
 namespace sparseport::cuda {
 namespace {
 

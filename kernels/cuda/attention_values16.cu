@@ -44,6 +44,8 @@
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/values16.cuh"
 
+SPARSEPORT_CUDA_MODULE(2)
+
 namespace sparseport::cuda {
 namespace {
 

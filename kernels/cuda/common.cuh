@@ -10,9 +10,21 @@
 #include <limits>
 #include <type_traits>
 
+#include "backends/cuda/preload.hpp"
 #include "backends/cuda/runtime.hpp"
 #include "kernels/cuda/kernels.hpp"
 #include "core/plugin_support.hpp"
+
+// Registers this .cu file's module for the preload (backends/cuda/preload.hpp): one line in every
+// kernel file, at namespace scope after its includes. ORDER: 0 the spmm variants (a decision times
+// several), 1 sddmm, 2 attention, 3 the rest. The empty kernel is this file's own, so that asking
+// for its attributes loads this module and no other.
+#define SPARSEPORT_CUDA_MODULE(ORDER)                                                       \
+  namespace {                                                                               \
+  __global__ void sparseport_module_anchor() {}                                             \
+  [[maybe_unused]] const ::sparseport::cuda::ModuleAnchor sparseport_module_registered{     \
+      __FILE__, ORDER, reinterpret_cast<const void*>(&sparseport_module_anchor)};           \
+  }
 
 namespace sparseport::cuda {
 

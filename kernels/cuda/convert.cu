@@ -6,6 +6,8 @@
 
 #include "kernels/cuda/common.cuh"
 
+SPARSEPORT_CUDA_MODULE(3)
+
 namespace sparseport::cuda {
 namespace {
 

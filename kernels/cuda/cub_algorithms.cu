@@ -10,6 +10,8 @@
 #include "kernels/cuda/common.cuh"
 #include "sparseport/errors.hpp"
 
+SPARSEPORT_CUDA_MODULE(0)
+
 namespace sparseport::cuda {
 namespace {
 

@@ -11,6 +11,8 @@
 #include "kernels/cuda/common.cuh"
 #include "sparseport/errors.hpp"
 
+SPARSEPORT_CUDA_MODULE(1)
+
 namespace sparseport::cuda {
 namespace {
 

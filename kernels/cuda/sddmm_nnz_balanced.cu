@@ -13,6 +13,8 @@
 
 #include "kernels/cuda/sddmm.cuh"
 
+SPARSEPORT_CUDA_MODULE(1)
+
 namespace sparseport::cuda {
 namespace {
 

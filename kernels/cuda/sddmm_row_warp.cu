@@ -3,6 +3,8 @@
 // shuffles across the warp.
 #include "kernels/cuda/sddmm.cuh"
 
+SPARSEPORT_CUDA_MODULE(1)
+
 namespace sparseport::cuda {
 
 void sddmm_row_warp(const State& s, const sparseport_sddmm_args& a) {

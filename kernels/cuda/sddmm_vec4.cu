@@ -5,6 +5,8 @@
 // 16-byte aligned rows of X and Y (the plugin's `applies` checks it).
 #include "kernels/cuda/sddmm.cuh"
 
+SPARSEPORT_CUDA_MODULE(1)
+
 namespace sparseport::cuda {
 
 void sddmm_vec4(const State& s, const sparseport_sddmm_args& a) {

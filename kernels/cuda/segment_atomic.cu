@@ -8,6 +8,8 @@
 
 #include "kernels/cuda/segment.cuh"
 
+SPARSEPORT_CUDA_MODULE(3)
+
 namespace sparseport::cuda {
 namespace {
 

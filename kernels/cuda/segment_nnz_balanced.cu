@@ -22,6 +22,8 @@
 
 #include "kernels/cuda/segment.cuh"
 
+SPARSEPORT_CUDA_MODULE(3)
+
 namespace sparseport::cuda {
 namespace {
 

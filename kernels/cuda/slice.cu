@@ -5,6 +5,8 @@
 // Deterministic mode scatters without atomics in a fixed order (scatter_rows_det_kernel).
 #include "kernels/cuda/common.cuh"
 
+SPARSEPORT_CUDA_MODULE(3)
+
 namespace sparseport::cuda {
 namespace {
 

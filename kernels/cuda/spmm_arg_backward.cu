@@ -14,6 +14,8 @@
 // traffic of one SpMM over A^T (gather) or of reading dC (scatter), plus the gathers of B.
 #include "kernels/cuda/common.cuh"
 
+SPARSEPORT_CUDA_MODULE(3)
+
 namespace sparseport::cuda {
 namespace {
 

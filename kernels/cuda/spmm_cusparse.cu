@@ -36,6 +36,8 @@
 #include "kernels/cuda/values16.cuh"
 #include "sparseport/errors.hpp"
 
+SPARSEPORT_CUDA_MODULE(0)
+
 namespace sparseport::cuda {
 namespace {
 

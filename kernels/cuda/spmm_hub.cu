@@ -26,6 +26,8 @@
 #include "kernels/cuda/spmm_hub.cuh"
 #include "sparseport/errors.hpp"
 
+SPARSEPORT_CUDA_MODULE(0)
+
 namespace sparseport::cuda {
 
 using hub::kDefaultHubThreshold;

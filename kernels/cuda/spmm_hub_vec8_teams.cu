@@ -3,6 +3,8 @@
 // Why they are a file of their own: spmm_hub.cuh.
 #include "kernels/cuda/spmm_hub.cuh"
 
+SPARSEPORT_CUDA_MODULE(0)
+
 namespace sparseport::cuda::hub {
 
 SPARSEPORT_HUB_LAUNCH(8, 8, 4);

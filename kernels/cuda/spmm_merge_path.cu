@@ -23,6 +23,8 @@
 #include "kernels/cuda/spmm_small_f.cuh"
 #include "sparseport/errors.hpp"
 
+SPARSEPORT_CUDA_MODULE(0)
+
 namespace sparseport::cuda {
 namespace {
 

@@ -37,6 +37,8 @@
 #include "kernels/cuda/spmm_merge_plan.cuh"
 #include "kernels/cuda/spmm_rows.cuh"
 
+SPARSEPORT_CUDA_MODULE(0)
+
 namespace sparseport::cuda {
 namespace {
 

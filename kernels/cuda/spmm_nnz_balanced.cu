@@ -12,6 +12,8 @@
 
 #include "kernels/cuda/spmm_rows.cuh"
 
+SPARSEPORT_CUDA_MODULE(0)
+
 namespace sparseport::cuda {
 namespace {
 

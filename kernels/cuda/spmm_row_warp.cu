@@ -4,6 +4,8 @@
 // Every value type, 16-bit ones included (one value per lane, float32 accumulation).
 #include "kernels/cuda/spmm_rows.cuh"
 
+SPARSEPORT_CUDA_MODULE(0)
+
 namespace sparseport::cuda {
 
 void spmm_row_warp(const State& s, const sparseport_spmm_args& a) {

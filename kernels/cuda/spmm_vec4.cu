@@ -6,6 +6,8 @@
 // (the plugin's `applies` checks it).
 #include "kernels/cuda/spmm_rows.cuh"
 
+SPARSEPORT_CUDA_MODULE(0)
+
 namespace sparseport::cuda {
 
 void spmm_row_warp_vec4(const State& s, const sparseport_spmm_args& a) {

@@ -46,6 +46,8 @@
 #include "kernels/cuda/common.cuh"
 #include "kernels/summary_math.hpp"
 
+SPARSEPORT_CUDA_MODULE(0)
+
 namespace sparseport::cuda {
 namespace {
 

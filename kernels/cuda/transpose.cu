@@ -6,6 +6,8 @@
 // the caller asks for it.
 #include "kernels/cuda/common.cuh"
 
+SPARSEPORT_CUDA_MODULE(3)
+
 namespace sparseport::cuda {
 namespace {
 

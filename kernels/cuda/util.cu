@@ -2,6 +2,8 @@
 // Small dense helpers: fill, and the spmm of a matrix without entries (C = beta * C, arg = -1).
 #include "kernels/cuda/common.cuh"
 
+SPARSEPORT_CUDA_MODULE(3)
+
 namespace sparseport::cuda {
 namespace {
 

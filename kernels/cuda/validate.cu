@@ -15,6 +15,8 @@
 
 #include "kernels/cuda/common.cuh"
 
+SPARSEPORT_CUDA_MODULE(0)
+
 namespace sparseport::cuda {
 namespace {
 

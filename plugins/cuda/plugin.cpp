@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "backends/cuda/preload.hpp"
 #include "backends/cuda/runtime.hpp"
 #include "kernels/cuda/kernels.hpp"
 #include "kernels/cuda/tc_window_format.hpp"
@@ -617,6 +618,9 @@ int context_create(int32_t device, void** state, sparseport_status* st) {
     // rather than inside the first op's decision.
     cu::prepare_summary(*s);
     (void)s->check_words();
+    // The kernel modules, on a thread of their own, so that a first decision does not load each
+    // candidate's module (~1 ms per MB) while it times it (backends/cuda/preload.hpp).
+    cu::preload_modules(device);
     *state = s.release();
   });
 }

@@ -6,11 +6,15 @@
 // their matrix changes. Without a GPU (CI) every test but the first two skips and says why; those
 // check the parsing of SPARSEPORT_TEST_SCALE (cuda_test.hpp) and that the plugin reports the
 // missing device clearly.
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <numeric>
+#include <sstream>
 
+#include "backends/cuda/preload.hpp"
 #include "cuda_test.hpp"
 #include "kernels/cuda/spmm_row_order.hpp"
 #include "plugins/cuda/diagnostics.h"
@@ -944,6 +948,40 @@ TEST(CudaPlans, BuiltOnceReusedAndDroppedWhenTheMatrixChanges) {
   d = diagnostics(ctx);
   EXPECT_EQ(d.plan_entries, 0u);
   EXPECT_EQ(d.poisoned, 0);
+}
+
+// The module preload (backends/cuda/preload.hpp): every .cu file of kernels/cuda registers its module
+// (a file without SPARSEPORT_CUDA_MODULE would load at its first launch again, inside a decision),
+// the first context loads them all without an error, and the spmm files, which a decision times
+// first, load before the sddmm and attention ones.
+TEST(CudaPreload, EveryKernelFileRegistersItsModuleAndTheFirstContextLoadsThemAll) {
+  CUDA_TEST_REQUIRE_GPU();
+  if (const char* off = std::getenv("SPARSEPORT_CUDA_PRELOAD"); off != nullptr && std::string(off) == "0")
+    GTEST_SKIP() << "skipped: SPARSEPORT_CUDA_PRELOAD=0 turns the preload off";
+  std::vector<std::string> files;
+  std::stringstream list(SPARSEPORT_CUDA_KERNEL_FILES);
+  for (std::string f; std::getline(list, f, ',');) files.push_back(f);
+  ASSERT_GT(files.size(), 20u) << SPARSEPORT_CUDA_KERNEL_FILES;
+
+  const Context ctx = Context::create("cuda");
+  const sparseport::cuda::PreloadReport r = sparseport::cuda::preload_wait(0);
+  ASSERT_TRUE(r.started) << "creating a cuda context did not start the preload";
+  EXPECT_EQ(r.error, "");
+  auto sorted = [](std::vector<std::string> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  EXPECT_EQ(sorted(r.registered), sorted(files)) << "a kernels/cuda file lacks SPARSEPORT_CUDA_MODULE, or registers twice";
+  EXPECT_EQ(sorted(r.loaded), sorted(r.registered));
+  auto position = [&](const std::string& prefix, bool last) {
+    int at = last ? -1 : static_cast<int>(r.loaded.size());
+    for (int i = 0; i < static_cast<int>(r.loaded.size()); ++i)
+      if (r.loaded[i].rfind(prefix, 0) == 0) at = last ? std::max(at, i) : std::min(at, i);
+    return at;
+  };
+  EXPECT_LT(position("spmm_", true), position("sddmm_", false));
+  EXPECT_LT(position("sddmm_", true), position("attention_", false));
+  std::printf("preloaded %zu modules in %.1f ms\n", r.loaded.size(), r.milliseconds);
 }
 
 }  // namespace
