@@ -35,6 +35,16 @@ std::vector<Anchor>& anchors() {
   return *all;
 }
 
+// The plugin's calls in flight and when the last one ended (PluginCall), for the idle test.
+std::atomic<int> g_calls{0};
+std::atomic<int64_t> g_last_end_ns{0};
+constexpr int64_t kIdleNs = 2'000'000;
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 class Preloader {
  public:
   // Made by the first context's preload_modules(), after that context made the runtime start: the
@@ -132,6 +142,15 @@ class Preloader {
     }
   }
 
+  // Waits until no plugin call is in flight and none ended in the last kIdleNs; false once stopped.
+  bool wait_for_idle() const {
+    for (;;) {
+      if (stop_.load()) return false;
+      if (g_calls.load() == 0 && now_ns() - g_last_end_ns.load() >= kIdleNs) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+
   void load(int device) {
     const auto t0 = std::chrono::steady_clock::now();
     std::string error;
@@ -144,7 +163,7 @@ class Preloader {
     if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess) error = std::string("cudaSetDevice: ") + cudaGetErrorString(e);
     for (const Anchor& a : all) {
       if (!error.empty()) break;
-      if (stop_.load()) break;  // exit waits for one module's load at most
+      if (!wait_for_idle()) break;  // exit waits for one module's load at most
       cudaError_t e = cudaSuccess;
       {
         std::lock_guard<std::mutex> load_lock(load_mu_);
@@ -183,9 +202,10 @@ class Preloader {
   std::mutex load_mu_;  // held around each module's load (fork waits for it)
 };
 
+// Opt-in: a module's load synchronises the device context (preload.hpp).
 bool preload_enabled() {
   const char* v = std::getenv("SPARSEPORT_CUDA_PRELOAD");
-  return v == nullptr || std::strcmp(v, "0") != 0;
+  return v != nullptr && std::strcmp(v, "1") == 0;
 }
 
 }  // namespace
@@ -207,5 +227,11 @@ void preload_modules(int device) {
 }
 
 PreloadReport preload_wait(int device) { return Preloader::get().wait(device); }
+
+PluginCall::PluginCall() { g_calls.fetch_add(1); }
+PluginCall::~PluginCall() {
+  g_last_end_ns.store(now_ns());
+  g_calls.fetch_sub(1);
+}
 
 }  // namespace sparseport::cuda

@@ -6,8 +6,16 @@
 // hold 71 MB for sm_90, so a process's first decision, which times several variants of different
 // files, spent ~100 ms loading them (mdual, F = 64: 110 ms lazy against 6 ms with
 // CUDA_MODULE_LOADING=EAGER, which loads everything in every library and made the process
-// 1.3 s slower). Here a thread loads only this plugin's modules when the first context of a
-// device is created, so that a program's set-up overlaps it.
+// 1.3 s slower). With SPARSEPORT_CUDA_PRELOAD=1, a thread loads this plugin's modules (all 31 in
+// 200-280 ms on an H100) after the first context of a device is created, so that a program's
+// set-up (reading its graph, building its model) overlaps it: the first decision on mdual then
+// took 7.5-10 ms.
+// Opt-in, because loading a module synchronises the device context (the CUDA guide's lazy-loading
+// hazards): a load waits for all queued work, and launches on other threads wait for the load. A
+// stream held by a host function that waits for the host thread (CudaExternal's gate) then
+// deadlocks, and under a cache hit in a new process the loads made the hit's summary 4.0 ms
+// instead of 44 us. The thread therefore loads only while the plugin is idle (PluginCall), but a
+// caller's own kernels and host functions are beyond its sight.
 // benchmarks/results/2026-12-05-h100-module-preload.md has the measurements.
 #pragma once
 
@@ -23,12 +31,27 @@ struct ModuleAnchor {
   ModuleAnchor(const char* file, int order, const void* kernel);
 };
 
-// Starts loading every registered module into `device`'s primary context on a thread of its own:
-// once per device and process, and never where SPARSEPORT_CUDA_PRELOAD is 0. Returns at once.
+// Where SPARSEPORT_CUDA_PRELOAD is 1 (read at each call), starts loading every registered module
+// into `device`'s primary context on a thread of its own, once per device and process. Returns at
+// once.
 // The thread holds a lock around each module's load that fork() takes first, so that a child never
 // inherits a runtime lock held mid-load, and the process's exit stops it between two modules and
 // waits for it (at most one module's load) before the CUDA runtime tears down.
 void preload_modules(int device);
+
+// Held by every call into the cuda plugin (plugins/cuda/plugin.cpp). The preload loads a module only
+// while the plugin is idle: no call in flight and none ended in the last 2 ms. A module's load holds
+// a lock of the runtime that a launch waits for: loaded under a cache hit in a new process, they
+// made its summary 4.0 ms instead of 44 us and its first call 34 ms instead of 2 ms. Now a call
+// that arrives mid-load waits for that one module at most, and a decision that starts before the
+// preload loads its candidates' modules itself, as without the preload.
+class PluginCall {
+ public:
+  PluginCall();
+  ~PluginCall();
+  PluginCall(const PluginCall&) = delete;
+  PluginCall& operator=(const PluginCall&) = delete;
+};
 
 // What a device's preload did, once it has finished (waits for it; for tests and logs): the files
 // registered, the files loaded in the order they were loaded, and the first error, if any.

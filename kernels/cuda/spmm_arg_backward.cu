@@ -14,7 +14,7 @@
 // traffic of one SpMM over A^T (gather) or of reading dC (scatter), plus the gathers of B.
 #include "kernels/cuda/common.cuh"
 
-SPARSEPORT_CUDA_MODULE(3)
+SPARSEPORT_CUDA_MODULE(0)
 
 namespace sparseport::cuda {
 namespace {

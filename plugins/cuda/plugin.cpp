@@ -255,6 +255,7 @@ void require_applies(int32_t op, std::string_view variant, const void* args) {
 // Runs f on the context's state with the device current; a sticky fault poisons the state.
 template <class F>
 int with_state(void* state, sparseport_status* st, F&& f) {
+  const cu::PluginCall call;  // the module preload waits while calls run
   auto* s = static_cast<cu::State*>(state);
   return detail::guarded(st, [&] {
     if (s == nullptr) throw PluginError("the cuda plugin was called without a context");
@@ -612,14 +613,16 @@ int device_signature(void* state, char* buf, size_t len, sparseport_status* st) 
 }
 
 int context_create(int32_t device, void** state, sparseport_status* st) {
+  const cu::PluginCall call;
   return detail::guarded(st, [&] {
     auto s = std::make_unique<cu::State>(device);
     // The signature kernels and the pinned result words of the summary and index checks, now
     // rather than inside the first op's decision.
     cu::prepare_summary(*s);
     (void)s->check_words();
-    // The kernel modules, on a thread of their own, so that a first decision does not load each
-    // candidate's module (~1 ms per MB) while it times it (backends/cuda/preload.hpp).
+    // With SPARSEPORT_CUDA_PRELOAD=1, the kernel modules on a thread of their own, so that a first
+    // decision does not load each candidate's module (~1 ms per MB) while it times it
+    // (backends/cuda/preload.hpp).
     cu::preload_modules(device);
     *state = s.release();
   });

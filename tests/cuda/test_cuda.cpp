@@ -18,6 +18,7 @@
 #include "cuda_test.hpp"
 #include "kernels/cuda/spmm_row_order.hpp"
 #include "plugins/cuda/diagnostics.h"
+#include "../common/scoped.hpp"
 
 namespace {
 
@@ -950,14 +951,13 @@ TEST(CudaPlans, BuiltOnceReusedAndDroppedWhenTheMatrixChanges) {
   EXPECT_EQ(d.poisoned, 0);
 }
 
-// The module preload (backends/cuda/preload.hpp): every .cu file of kernels/cuda registers its module
-// (a file without SPARSEPORT_CUDA_MODULE would load at its first launch again, inside a decision),
-// the first context loads them all without an error, and the spmm files, which a decision times
-// first, load before the sddmm and attention ones.
+// The module preload (backends/cuda/preload.hpp, SPARSEPORT_CUDA_PRELOAD=1): every .cu file of
+// kernels/cuda registers its module (a file without SPARSEPORT_CUDA_MODULE would load at its first
+// launch again, inside a decision), a context made with the preload on loads them all without an
+// error, and the spmm files, which a decision times first, load before the sddmm and attention ones.
 TEST(CudaPreload, EveryKernelFileRegistersItsModuleAndTheFirstContextLoadsThemAll) {
   CUDA_TEST_REQUIRE_GPU();
-  if (const char* off = std::getenv("SPARSEPORT_CUDA_PRELOAD"); off != nullptr && std::string(off) == "0")
-    GTEST_SKIP() << "skipped: SPARSEPORT_CUDA_PRELOAD=0 turns the preload off";
+  const sparseport_test::ScopedEnv on("SPARSEPORT_CUDA_PRELOAD", "1");
   std::vector<std::string> files;
   std::stringstream list(SPARSEPORT_CUDA_KERNEL_FILES);
   for (std::string f; std::getline(list, f, ',');) files.push_back(f);
