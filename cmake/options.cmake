@@ -22,6 +22,12 @@ option(SPARSEPORT_ENABLE_CUDA "Build the cuda plugin (needs nvcc; runs only wher
 # OFF until its GPU tests pass: on its first run (H200, 2026-12-02) 9 of its 14 failed, by a bug in
 # the tests' matrices found afterwards, and it ran slower than spmm.hub_split on bf16 data.
 option(SPARSEPORT_CUDA_TENSOR_CORES "Offer spmm.tc_window (tensor cores) in the cuda plugin" OFF)
+# -lineinfo for the cuda plugin's kernels: compute-sanitizer and Nsight name source lines. OFF by
+# default because CUDA loads a kernel file's module at its first launch, at about 1 ms per MB, and
+# the line tables and the PTX text that -lineinfo embeds were 60 % of a module (spmm_vec4: 9.9 MB, of
+# which 3.4 MB code); with them a first launch took 1.9x as long on an H100
+# (benchmarks/results/2026-12-05-h100-module-preload.md). The code is the same either way.
+option(SPARSEPORT_CUDA_LINEINFO "Compile the cuda plugin's kernels with -lineinfo (for sanitizers and profilers)" OFF)
 
 # Kokkos: Debian's Trilinos packages or a user's Kokkos (Kokkos_ROOT); see SparsePortKokkos.cmake.
 include(SparsePortKokkos)
