@@ -79,6 +79,21 @@ void check_result_fits(int64_t total, const char* what) {
                         std::to_string(kMax) + ")" + (sizeof(I) == 4 ? "; use int64 indices" : ""));
 }
 
+// The summarize_csr slot's argument checks (ABI 1.3), the same for every plugin that has the slot:
+// a matrix and a result, no negative sizes, the index arrays it reads (A's values are not read).
+// Where the arrays must live is the plugin's own check.
+inline void check_summary_args(const sparseport_csr* a, const sparseport_csr_summary* out) {
+  if (a == nullptr || out == nullptr)
+    throw InvalidArgument(std::string("summarize_csr: the ") + (a == nullptr ? "matrix" : "result") +
+                          " pointer is null");
+  if (a->rows < 0 || a->cols < 0 || a->nnz < 0)
+    throw InvalidArgument("summarize_csr: A is " + std::to_string(a->rows) + "x" + std::to_string(a->cols) +
+                          " with " + std::to_string(a->nnz) + " entries (need no negative sizes)");
+  if (a->rowptr == nullptr || (a->nnz > 0 && a->colind == nullptr))
+    throw InvalidArgument(std::string("summarize_csr: A.") + (a->rowptr == nullptr ? "rowptr" : "colind") +
+                          " is null");
+}
+
 // Calls f.template operator()<I, V>() for the run-time index and value types:
 //   dispatch(args.a.index_type, args.a.value_type, [&]<class I, class V>() { kernel<I, V>(args); });
 template <class F>

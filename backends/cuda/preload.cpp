@@ -35,7 +35,9 @@ std::vector<Anchor>& anchors() {
   return *all;
 }
 
-// The plugin's calls in flight and when the last one ended (PluginCall), for the idle test.
+// The plugin's calls in flight and when the last one ended (PluginCall), for the idle test; kept
+// only while a preload thread runs (g_watching).
+std::atomic<bool> g_watching{false};
 std::atomic<int> g_calls{0};
 std::atomic<int64_t> g_last_end_ns{0};
 constexpr int64_t kIdleNs = 2'000'000;
@@ -74,11 +76,14 @@ class Preloader {
     if (running_) return;  // the running thread takes this device before it ends
     if (thread_.joinable()) thread_.join();  // ended: it cleared running_ as its last step
     running_ = true;
+    g_last_end_ns.store(now_ns());
+    g_watching.store(true);
     try {
       thread_ = std::thread(&Preloader::work, this);
     } catch (const std::system_error&) {
       // No thread to spare: each module loads at its first launch, as without the preload.
       running_ = false;
+      g_watching.store(false);
       queue_.clear();
       r.finished = true;
       r.report.error = "no thread to preload on";
@@ -105,6 +110,7 @@ class Preloader {
     if (child) {
       forked_child_ = true;
       running_ = false;
+      g_watching.store(false);
       queue_.clear();
       // The std::thread names a thread of the parent; leaked, never joined nor destroyed here.
       if (thread_.joinable()) new std::thread(std::move(thread_));
@@ -132,6 +138,7 @@ class Preloader {
         std::lock_guard<std::mutex> lock(mu_);
         if (queue_.empty() || stop_) {
           running_ = false;
+          g_watching.store(false);
           done_.notify_all();
           return;
         }
@@ -228,8 +235,11 @@ void preload_modules(int device) {
 
 PreloadReport preload_wait(int device) { return Preloader::get().wait(device); }
 
-PluginCall::PluginCall() { g_calls.fetch_add(1); }
+PluginCall::PluginCall() : counted_(g_watching.load(std::memory_order_relaxed)) {
+  if (counted_) g_calls.fetch_add(1);
+}
 PluginCall::~PluginCall() {
+  if (!counted_) return;
   g_last_end_ns.store(now_ns());
   g_calls.fetch_sub(1);
 }

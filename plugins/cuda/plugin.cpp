@@ -583,15 +583,7 @@ int check_indices(const sparseport_exec* x, const sparseport_index_check* c, spa
 int summarize_csr(const sparseport_exec* x, const sparseport_csr* a, uint32_t want, sparseport_csr_summary* out,
                   sparseport_status* st) {
   return run_op(x, st, [&](cu::State& s) {
-    if (a == nullptr || out == nullptr)
-      throw InvalidArgument(std::string("summarize_csr: the ") + (a == nullptr ? "matrix" : "result") +
-                            " pointer is null");
-    if (a->rows < 0 || a->cols < 0 || a->nnz < 0)
-      throw InvalidArgument("summarize_csr: A is " + std::to_string(a->rows) + "x" + std::to_string(a->cols) +
-                            " with " + std::to_string(a->nnz) + " entries (need no negative sizes)");
-    if (a->rowptr == nullptr || (a->nnz > 0 && a->colind == nullptr))
-      throw InvalidArgument(std::string("summarize_csr: A.") + (a->rowptr == nullptr ? "rowptr" : "colind") +
-                            " is null");
+    detail::check_summary_args(a, out);
     need(s, a->rowptr, true, "summarize_csr", "A.rowptr");
     need(s, a->colind, a->nnz > 0, "summarize_csr", "A.colind");  // A's values are not read
     *out = cu::summarize_csr(s, *a, want);

@@ -205,19 +205,11 @@ int check_indices(const sparseport_exec*, const sparseport_index_check* c, spars
   });
 }
 
-// ABI 1.3/1.4: the CSR summary, with the cuda plugin's argument checks short of its memory-space test.
+// ABI 1.3/1.4: the CSR summary; its arguments checked as every plugin checks them.
 int summarize_csr(const sparseport_exec*, const sparseport_csr* a, uint32_t want, sparseport_csr_summary* out,
                   sparseport_status* st) {
   return serialised(st, [&] {
-    if (a == nullptr || out == nullptr)
-      throw InvalidArgument(std::string("summarize_csr: the ") + (a == nullptr ? "matrix" : "result") +
-                            " pointer is null");
-    if (a->rows < 0 || a->cols < 0 || a->nnz < 0)
-      throw InvalidArgument("summarize_csr: A is " + std::to_string(a->rows) + "x" + std::to_string(a->cols) +
-                            " with " + std::to_string(a->nnz) + " entries (need no negative sizes)");
-    if (a->rowptr == nullptr || (a->nnz > 0 && a->colind == nullptr))
-      throw InvalidArgument(std::string("summarize_csr: A.") + (a->rowptr == nullptr ? "rowptr" : "colind") +
-                            " is null");
+    detail::check_summary_args(a, out);
     *out = kk::summarize_csr(*a, want);  // A's values are not read
   });
 }
