@@ -64,14 +64,21 @@ constexpr double kScaleSlack = 2.0;
 // touching the sample's output), timed before the pick's full-size call; where the vendor is within
 // kBlockMargin of the pick on the blocks, the check goes on as without them. Against the vendor's
 // full-size call, which on the CPU (GraphBLAS, 1.6-2.3x our kernels at full size) alone cost
-// 1.6-2.3 calls of a >= 1M-entry input's cold decision, whose target is 2 (issue 35). Used where one call on the blocks is predicted to last
-// kBlockCallSeconds at least, so that a call's fixed costs (GraphBLAS's matrix packing: tens of
-// microseconds) are a few percent of it, and for host-memory backends only: the device path has not
-// been measured on a GPU.
+// 1.6-2.3 calls of a >= 1M-entry input's cold decision, whose target is 2 (issue 35). Used where one
+// call on the blocks is predicted to last kBlockCallSeconds at least, so that a call's fixed costs
+// stay a small part of it: GraphBLAS's are ~40 us a call on the 2-core VM (45 us on a 1000-entry
+// graph where spmm.rows takes 8), which at 0.5 ms inflate the vendor's extrapolation by 8 % at
+// most, so that a vendor left out is still 1.5 / 1.08 = 1.39x the pick or more. With 1 ms, the
+// blocks missed the ops of 4-8 ms (1-5M entries at F = 16-32 on the VM), and their vendor's
+// full-size call then cost 1.5-2 calls of the op: rmat:18:8 at F = 16 / 32, 3.40 / 3.16 full-size
+// calls a cold decision against 1.64 / 1.45 with 0.5 ms; er:500000:4e-6 2.70 / 1.83 against 1.59 /
+// 1.12; band:1000000:4 at F = 16 3.54 against 1.98; every vendor left out took 1.70-2.42x the pick
+// at full size (benchmarks/results/2026-12-05-cpu-cold-block-threshold.md). Host-memory backends
+// only: the device path has not been measured on a GPU.
 constexpr int kBlocks = 4;
 constexpr double kBlockFraction = 0.125;
 constexpr double kBlockMargin = 1.5;
-constexpr double kBlockCallSeconds = 1e-3;
+constexpr double kBlockCallSeconds = 0.5e-3;
 struct BlockTimes {
   double chosen_s = -1, vendor_s = -1;  // one call each on the block sample (negative: not measured)
   double work_fraction = 0;             // the block sample's entries over A's
