@@ -13,7 +13,7 @@ namespace sparseport::scheduler {
 CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
                             const std::string& chosen, const std::string& vendor, const std::string& runner_up,
                             const std::string& where, const ProbeEvidence& probe,
-                            const std::function<BlockTimes()>& blocks) {
+                            const std::function<BlockTimes(double fraction)>& blocks) {
   CheckResult r;
   r.variant = chosen;
   const OutputGuard guard(plugin, exec, op, args, where);
@@ -70,14 +70,14 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
   // Whether a call on the blocks is long enough is judged from the evidence's expectation, not from a
   // call the probe's path may have timed: that one can be inflated by first touches or a loaded
   // machine, and the check's path would then depend on the machine's load.
-  if (blocks && probe.usable() &&
-      kBlockFraction * std::max(probe.chosen_s / probe.work_fraction, probe.floor_s) >= kBlockCallSeconds) {
+  const double fraction = probe.usable() ? block_fraction(std::max(probe.chosen_s / probe.work_fraction, probe.floor_s)) : 0;
+  if (blocks && fraction > 0) {
     // The block sample (check.hpp), also where the probe's margin left the vendor out but the pick
     // then ran over kScaleSlack its extrapolation from the strided probe (sbm:400000:8:6:2 at F =
     // 64: 61 ms against 25 expected). Timed first: it has an output of its own, and where the
     // vendor is within the margin of the pick there, the vendor's call and the pick's then follow
     // in the usual order, with no call more than the check without blocks.
-    const BlockTimes b = blocks();
+    const BlockTimes b = blocks(fraction);
     if (b.usable() && b.vendor_s >= kBlockMargin * b.chosen_s) {
       const double vendor_expected = b.vendor_s / b.work_fraction;
       if (t_chosen < 0) {  // the op's own call

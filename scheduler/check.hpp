@@ -23,6 +23,7 @@
 // fixed cost exceeds half its probe time. Neither constant is tuned on any matrix.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <utility>
@@ -50,8 +51,9 @@ constexpr double kScaleSlack = 2.0;
 
 // Where the probe cannot leave the vendor out (its margin below kSkipMargin, or the pick then ran
 // over kScaleSlack its extrapolation), the vendor's full-size call may still be left out on the
-// evidence of a block sample: kBlocks runs of consecutive rows holding kBlockFraction of the
-// entries, spread over the matrix (ProbeSample::block_rows), each variant timed once on it. Why it
+// evidence of a block sample: kBlocks runs of consecutive rows holding kBlockFraction of the entries
+// (more for short ops: block_fraction), spread over the matrix (ProbeSample::block_rows), each
+// variant timed once on it. Why it
 // is better evidence than the probe's: a strided sample keeps the hubs' share of the work but not
 // the locality of neighbouring rows, and locality helps the variants unequally (mesh3d:80:80:80:0 at
 // F = 64 on the 2-core VM: the vendor took 4.2x the pick on the probe and 1.9x at full size), where
@@ -60,7 +62,7 @@ constexpr double kScaleSlack = 2.0;
 // once more where the first, which pays first touches, falls short): the pick's side is measured,
 // not extrapolated, and the margin, the 1.5 that kSkipMargin's argument above guarantees at full
 // size, covers the vendor's extrapolation erring in the pick's favour by up to a third. Its cost
-// is kBlockFraction of a full-size call per variant call (the vendor once, the pick twice, its first
+// is that share of a full-size call per variant call (the vendor once, the pick twice, its first
 // touching the sample's output), timed before the pick's full-size call; where the vendor is within
 // kBlockMargin of the pick on the blocks, the check goes on as without them. Against the vendor's
 // full-size call, which on the CPU (GraphBLAS, 1.6-2.3x our kernels at full size) alone cost
@@ -79,6 +81,20 @@ constexpr int kBlocks = 4;
 constexpr double kBlockFraction = 0.125;
 constexpr double kBlockMargin = 1.5;
 constexpr double kBlockCallSeconds = 0.5e-3;
+// A shorter op takes a larger share of its entries in the blocks, so that a call there still lasts
+// kBlockCallSeconds, up to kBlockFractionMax: the blocks then cost a quarter of the vendor's
+// full-size call and half of the pick's (the vendor once, the pick twice), which a skip saves 0.63
+// vendor calls or more on (its vendor takes 1.5x the pick at least), and which a vendor within the
+// margin wastes. Ops predicted under kBlockCallSeconds / kBlockFractionMax (2 ms) get no blocks.
+constexpr double kBlockFractionMax = 0.25;
+
+// The share of A's entries the block sample takes for an op predicted to take `expected_s` at full
+// size: kBlockFraction, more where a call on it would last under kBlockCallSeconds, 0 (no blocks)
+// where even kBlockFractionMax would.
+inline double block_fraction(double expected_s) {
+  if (!(expected_s > 0) || kBlockFractionMax * expected_s < kBlockCallSeconds) return 0;
+  return std::clamp(kBlockCallSeconds / expected_s, kBlockFraction, kBlockFractionMax);
+}
 struct BlockTimes {
   double chosen_s = -1, vendor_s = -1;  // one call each on the block sample (negative: not measured)
   double work_fraction = 0;             // the block sample's entries over A's
@@ -98,10 +114,11 @@ struct CheckResult {
   std::string note;  // why the vendor was (or was not after all) left out, for the log and the reason
 };
 
-// `blocks`, where given, times the chosen variant and the vendor on the block sample.
+// `blocks`, where given, times the chosen variant and the vendor on a block sample holding the
+// given share of A's entries (block_fraction).
 CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
                             const std::string& chosen, const std::string& vendor, const std::string& runner_up,
                             const std::string& where, const ProbeEvidence& probe = {},
-                            const std::function<BlockTimes()>& blocks = {});
+                            const std::function<BlockTimes(double fraction)>& blocks = {});
 
 }  // namespace sparseport::scheduler

@@ -23,14 +23,14 @@ void check(PlanState& p, const void* args, const std::string& where) {
   p.decision.verified = true;
   const std::string chosen = p.decision.variant;
   // The block sample (check.hpp), for CSR ops on host memory: built only if the check asks for it.
-  std::function<BlockTimes()> blocks;
+  std::function<BlockTimes(double)> blocks;
   if (csr_of(p.op, args) != nullptr && p.plugin->table->memory_space != SPARSEPORT_MEMORY_DEVICE)
-    blocks = [&]() -> BlockTimes {
+    blocks = [&](double fraction) -> BlockTimes {
       if (p.structure.rowptr.empty()) {
         if (p.structure.rows == 0) p.structure = read_structure(*p.plugin, p.exec, p.op, args);
         widen_rowptr(p.structure);
       }
-      const ProbeSample::Rows pick = ProbeSample::block_rows(p.structure.rowptr, kBlockFraction, kBlocks);
+      const ProbeSample::Rows pick = ProbeSample::block_rows(p.structure.rowptr, fraction, kBlocks);
       if (pick.rows.empty()) return {};
       const ProbeSample sample(*p.plugin, p.exec, p.op, args, p.structure, pick,
                                std::to_string(kBlocks) + " blocks of consecutive rows");

@@ -861,15 +861,17 @@ TEST(SchedulerPipeline, TheBlockSampleLeavesTheVendorOutOnlyWhereItLostThereByTh
   evidence.work_fraction = 0.5;
   // vendor_ms: the vendor's time on the blocks extrapolated to full size, against the pick's call
   // (1 ms of spin and the reference spmm; 16-26 ms with both cores busy).
+  double asked_fraction = 0;
   const auto check_with = [&](double vendor_ms, int* asked) {
     g_stateful_built = true;
     return full_size_check(stateful, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, "spmm.stateful", "spmm.vendor", "",
-                           "test", evidence, [&] {
+                           "test", evidence, [&](double fraction) {
                              ++*asked;
+                             asked_fraction = fraction;
                              BlockTimes b;
-                             b.chosen_s = 0.125 * 0.001;
-                             b.vendor_s = 0.125 * vendor_ms * 1e-3;
-                             b.work_fraction = 0.125;
+                             b.chosen_s = fraction * 0.001;
+                             b.vendor_s = fraction * vendor_ms * 1e-3;
+                             b.work_fraction = fraction;
                              b.description = "the test's blocks";
                              return b;
                            });
@@ -877,6 +879,7 @@ TEST(SchedulerPipeline, TheBlockSampleLeavesTheVendorOutOnlyWhereItLostThereByTh
   int asked = 0;
   const CheckResult skip = check_with(1e4, &asked);  // 10 s: beyond any load's stretch of the pick's call
   EXPECT_EQ(asked, 1);
+  EXPECT_EQ(asked_fraction, kBlockFraction) << "20 ms expected: a call on 1/8 of it lasts 2.5 ms";
   EXPECT_TRUE(skip.vendor_skipped) << skip.note;
   EXPECT_EQ(skip.variant, "spmm.stateful");
   ASSERT_EQ(skip.measured.size(), 1u) << "the pick's full-size call only";
@@ -893,10 +896,21 @@ TEST(SchedulerPipeline, TheBlockSampleLeavesTheVendorOutOnlyWhereItLostThereByTh
   EXPECT_EQ(timed.variant, "spmm.stateful") << timed.note;
   EXPECT_EQ(pb.c.data, reference_result(pb)) << "the last call is the kept variant's";
 
-  // 3 ms expected at full size: 0.375 ms on the blocks, too short to weigh the vendor's fixed costs.
+  // 3 ms expected at full size: 1/8 of it would last 0.375 ms, under kBlockCallSeconds, so the blocks
+  // take 1/6 of the entries (0.5 ms).
   evidence.chosen_s = 0.003;
   evidence.vendor_s = 0.0045;
   evidence.work_fraction = 1.0;
+  asked = 0;
+  const CheckResult shorter = check_with(1e4, &asked);
+  EXPECT_EQ(asked, 1);
+  EXPECT_NEAR(asked_fraction, kBlockCallSeconds / 0.003, 1e-12);
+  EXPECT_TRUE(shorter.vendor_skipped) << shorter.note;
+
+  // 1.5 ms expected: even kBlockFractionMax of it (0.375 ms) is too short to weigh the vendor's fixed
+  // costs.
+  evidence.chosen_s = 0.0015;
+  evidence.vendor_s = 0.00225;
   asked = 0;
   const CheckResult short_op = check_with(1e4, &asked);
   EXPECT_EQ(asked, 0) << "no block sample for an op this short";
