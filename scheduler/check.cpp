@@ -70,7 +70,8 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
   // Whether a call on the blocks is long enough is judged from the evidence's expectation, not from a
   // call the probe's path may have timed: that one can be inflated by first touches or a loaded
   // machine, and the check's path would then depend on the machine's load.
-  const double fraction = probe.usable() ? block_fraction(std::max(probe.chosen_s / probe.work_fraction, probe.floor_s)) : 0;
+  const double fraction =
+      probe.usable() ? block_fraction(std::max(probe.chosen_s / probe.work_fraction, probe.floor_s)) : 0;
   if (blocks && fraction > 0) {
     // The block sample (check.hpp), also where the probe's margin left the vendor out but the pick
     // then ran over kScaleSlack its extrapolation from the strided probe (sbm:400000:8:6:2 at F =

@@ -51,32 +51,32 @@ constexpr double kScaleSlack = 2.0;
 
 // Where the probe cannot leave the vendor out (its margin below kSkipMargin, or the pick then ran
 // over kScaleSlack its extrapolation), the vendor's full-size call may still be left out on the
-// evidence of a block sample: kBlocks runs of consecutive rows holding kBlockFraction of the entries
-// (more for short ops: block_fraction), spread over the matrix (ProbeSample::block_rows), each
-// variant timed once on it. Why it
-// is better evidence than the probe's: a strided sample keeps the hubs' share of the work but not
-// the locality of neighbouring rows, and locality helps the variants unequally (mesh3d:80:80:80:0 at
-// F = 64 on the 2-core VM: the vendor took 4.2x the pick on the probe and 1.9x at full size), where
-// runs of real rows read B as the full op does. The vendor is left out where its time on the blocks,
-// extrapolated linearly to full size, is at least kBlockMargin times the pick's full-size call (timed
-// once more where the first, which pays first touches, falls short): the pick's side is measured,
-// not extrapolated, and the margin, the 1.5 that kSkipMargin's argument above guarantees at full
-// size, covers the vendor's extrapolation erring in the pick's favour by up to a third. Its cost
-// is that share of a full-size call per variant call (the vendor once, the pick twice, its first
-// touching the sample's output), timed before the pick's full-size call; where the vendor is within
-// kBlockMargin of the pick on the blocks, the check goes on as without them. Against the vendor's
-// full-size call, which on the CPU (GraphBLAS, 1.6-2.3x our kernels at full size) alone cost
-// 1.6-2.3 calls of a >= 1M-entry input's cold decision, whose target is 2 (issue 35). Used where one
-// call on the blocks is predicted to last kBlockCallSeconds at least, so that a call's fixed costs
-// stay a small part of it: GraphBLAS's are ~40 us a call on the 2-core VM (45 us on a 1000-entry
-// graph where spmm.rows takes 8), which at 0.5 ms inflate the vendor's extrapolation by 8 % at
-// most, so that a vendor left out is still 1.5 / 1.08 = 1.39x the pick or more. With 1 ms, the
-// blocks missed the ops of 4-8 ms (1-5M entries at F = 16-32 on the VM), and their vendor's
-// full-size call then cost 1.5-2 calls of the op: rmat:18:8 at F = 16 / 32, 3.40 / 3.16 full-size
-// calls a cold decision against 1.64 / 1.45 with 0.5 ms; er:500000:4e-6 2.70 / 1.83 against 1.59 /
-// 1.12; band:1000000:4 at F = 16 3.54 against 1.98; every vendor left out took 1.70-2.42x the pick
-// at full size (benchmarks/results/2026-12-05-cpu-cold-block-threshold.md). Host-memory backends
-// only: the device path has not been measured on a GPU.
+// evidence of a block sample: kBlocks runs of consecutive rows holding kBlockFraction of the
+// entries (more for short ops: block_fraction), spread over the matrix (ProbeSample::block_rows),
+// each variant timed once on it. Why it is better evidence than the probe's: a strided sample keeps
+// the hubs' share of the work but not the locality of neighbouring rows, and locality helps the
+// variants unequally (mesh3d:80:80:80:0 at F = 64 on the 2-core VM: the vendor took 4.2x the pick
+// on the probe and 1.9x at full size), where runs of real rows read B as the full op does. The
+// vendor is left out where its time on the blocks, extrapolated linearly to full size, is at least
+// kBlockMargin times the pick's full-size call (timed once more where the first, which pays first
+// touches, falls short): the pick's side is measured, not extrapolated, and the margin, the 1.5
+// that kSkipMargin's argument above guarantees at full size, covers the vendor's extrapolation
+// erring in the pick's favour by up to a third. Its cost is that share of a full-size call per
+// variant call (the vendor once, the pick twice, its first touching the sample's output), timed
+// before the pick's full-size call; where the vendor is within kBlockMargin of the pick on the
+// blocks, the check goes on as without them. Against the vendor's full-size call, which on the CPU
+// (GraphBLAS, 1.6-2.3x our kernels at full size) alone cost 1.6-2.3 calls of a >= 1M-entry input's
+// cold decision, whose target is 2 (issue 35). Used where one call on the blocks is predicted to
+// last kBlockCallSeconds at least, so that a call's fixed costs stay a small part of it:
+// GraphBLAS's are ~40 us a call on the 2-core VM (45 us on a 1000-entry graph where spmm.rows takes
+// 8), which at 0.5 ms inflate the vendor's extrapolation by 8 % at most, so that a vendor left out
+// is still 1.5 / 1.08 = 1.39x the pick or more. With 1 ms, the blocks missed the ops of 4-8 ms
+// (1-5M entries at F = 16-32 on the VM), and their vendor's full-size call then cost 1.5-2 calls of
+// the op: rmat:18:8 at F = 16 / 32, 3.40 / 3.16 full-size calls a cold decision against 1.64 / 1.45
+// with 0.5 ms; er:500000:4e-6 2.70 / 1.83 against 1.59 / 1.12; band:1000000:4 at F = 16 3.54
+// against 1.98; every vendor left out took 1.70-2.42x the pick at full size
+// (benchmarks/results/2026-12-05-cpu-cold-block-threshold.md). Host-memory backends only: the
+// device path has not been measured on a GPU.
 constexpr int kBlocks = 4;
 constexpr double kBlockFraction = 0.125;
 constexpr double kBlockMargin = 1.5;
@@ -95,6 +95,7 @@ inline double block_fraction(double expected_s) {
   if (!(expected_s > 0) || kBlockFractionMax * expected_s < kBlockCallSeconds) return 0;
   return std::clamp(kBlockCallSeconds / expected_s, kBlockFraction, kBlockFractionMax);
 }
+
 struct BlockTimes {
   double chosen_s = -1, vendor_s = -1;  // one call each on the block sample (negative: not measured)
   double work_fraction = 0;             // the block sample's entries over A's
