@@ -86,6 +86,7 @@ constexpr double kBlockCallSeconds = 0.5e-3;
 // full-size call and half of the pick's (the vendor once, the pick twice), which a skip saves 0.63
 // vendor calls or more on (its vendor takes 1.5x the pick at least), and which a vendor within the
 // margin wastes. Ops predicted under kBlockCallSeconds / kBlockFractionMax (2 ms) get no blocks.
+// The sample holds its share of A and of C while the check runs (ProbeSample), at most a quarter.
 constexpr double kBlockFractionMax = 0.25;
 
 // The share of A's entries the block sample takes for an op predicted to take `expected_s` at full
