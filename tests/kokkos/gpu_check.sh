@@ -187,6 +187,12 @@ if wanted build; then
     # -k 0: a target that fails does not stop the others, so the tests that did build still run.
     RESERVE=150 run_step build 450 "$OUT/build.log" cmake --build "$B" --parallel "$JOBS" -- -k 0
     grep -E "FAILED:|error:|error #" "$OUT/build.log" | head -n 20
+    # The slowest compile steps (ninja's log: start and end ms), the build's long poles: an A/B that
+    # instantiated every type twice took kernels/kokkos/spmm.cpp to about ten minutes (2026-12-05).
+    # tests/kokkos/device_compile.sh times a kokkos file before a device call. The log keeps every
+    # build's lines: the last one of each output counts.
+    [ -f "$B/.ninja_log" ] && awk 'NR > 1 { t[$4] = ($2 - $1) / 1000 } END { for (o in t) printf "%7.1f s  %s\n", t[o], o }' \
+      "$B/.ninja_log" | sort -rn | head -n 5
   else
     skip build "not configured"
   fi
