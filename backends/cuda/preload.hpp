@@ -3,13 +3,14 @@
 // a module (the device code of one .cu file) when a kernel of it first runs ("lazy loading", the
 // default). A first launch then costs about 1 ms per MB of the module's code: on an H100 a 10 MB
 // module took 10-18 ms, a 2.7 MB one 2.5 ms, a 4-kernel one 0.3 ms. The plugin's 31 kernel files
-// held 71 MB for sm_90 with -lineinfo (now off by default: SPARSEPORT_CUDA_LINEINFO), so a process's first decision, which times several variants of different
-// files, spent ~100 ms loading them (mdual, F = 64: 110 ms lazy against 6 ms with
-// CUDA_MODULE_LOADING=EAGER, which loads everything in every library and made the process
-// 1.3 s slower). With SPARSEPORT_CUDA_PRELOAD=1, a thread loads this plugin's modules (all 31 in
-// 200-320 ms on an H100, with -lineinfo) after the first context of a device is created, so that a program's
-// set-up (reading its graph, building its model) overlaps it: the first decision on mdual then
-// took 7.5-10 ms.
+// held 71 MB for sm_90 with -lineinfo (now off by default: SPARSEPORT_CUDA_LINEINFO), so a
+// process's first decision, which times several variants of different files, spent ~100 ms loading
+// them (mdual, F = 64: 110 ms lazy against 6 ms with CUDA_MODULE_LOADING=EAGER, which loads
+// everything in every library and made the process 1.3 s slower). With SPARSEPORT_CUDA_PRELOAD=1, a
+// thread loads this plugin's modules (all 31 in 200-320 ms on an H100, with -lineinfo) after the
+// first context of a device is created, so that a program's set-up (reading its graph, building its
+// model) overlaps it: the first decision on mdual then took 7.5-10 ms. Without -lineinfo it takes
+// 38-78 ms lazily and 7.5-9.5 ms with the preload (2026-12-05-h100-kokkos-masked-batches.md).
 // Opt-in, because loading a module synchronises the device context (the CUDA guide's lazy-loading
 // hazards): a load waits for all queued work, and launches on other threads wait for the load. A
 // stream held by a host function that waits for the host thread (CudaExternal's gate) then
