@@ -63,32 +63,41 @@ SPARSEPORT_HD uint64_t div_by(uint64_t n, uint64_t d, double inv) {
   return q;
 }
 
-// Entry j < S of a signature sample of n entries (rowptr: n = rows + 1; colind: n = nnz):
-// floor(j * (n - 1) / (S - 1)), S = min(n, SPARSEPORT_SUMMARY_SAMPLE) (scheduler/summary.cpp,
-// sample_hash; position 0 alone when S = 1). With n - 1 = q * g + r, g = max(S - 1, 1), 0 <= r < g:
-// j * q + floor(j * r / g), and j * r < S^2 <= 2^32 (static_assert below), so a 32-bit product
-// and division suffice.
+// Entry j < S of a signature sample of n entries (rowptr: n = rows + 1; colind: n = nnz), as
+// plugin_abi.h defines it (scheduler/summary.cpp, sample_hash): S = min(n, SPARSEPORT_SUMMARY_SAMPLE);
+// for n <= S every entry (position j); above, R = S / L runs of L = SPARSEPORT_SUMMARY_RUN
+// consecutive entries, run r starting at floor(r * (n - L) / (R - 1)), so entry j is
+// floor((j / L) * (n - L) / (R - 1)) + j % L. Both cases are that formula, with L = 1 and R - 1 =
+// max(n - 1, 1) for n <= S. With the span n - L = q * g + r, g = R - 1, 0 <= r < g: run * q +
+// floor(run * r / g), and run * r < S^2 <= 2^32 (static_assert below), so a 32-bit product and
+// division suffice.
 static_assert(int64_t{SPARSEPORT_SUMMARY_SAMPLE} * SPARSEPORT_SUMMARY_SAMPLE <= (int64_t{1} << 32),
-              "a sample's j * r fits 32 bits");
+              "a sample's run * r fits 32 bits");
+static_assert(SPARSEPORT_SUMMARY_SAMPLE % SPARSEPORT_SUMMARY_RUN == 0 && SPARSEPORT_SUMMARY_SAMPLE / SPARSEPORT_SUMMARY_RUN >= 2 &&
+                  (SPARSEPORT_SUMMARY_RUN & (SPARSEPORT_SUMMARY_RUN - 1)) == 0,
+              "whole runs, at least two (the first and the last entry), of a power-of-two length");
 struct SampleParams {
   int64_t samples = 0;  // S
-  int64_t q = 0;        // (n - 1) / g
-  uint32_t r = 0;       // (n - 1) % g
-  uint32_t gaps = 1;    // g
+  int64_t q = 0;        // (n - L) / g
+  uint32_t r = 0;       // (n - L) % g
+  uint32_t gaps = 1;    // g = R - 1
+  uint32_t run = 1;     // L
 };
 inline SampleParams sample_params(int64_t n) {
   SampleParams p;
   p.samples = n < SPARSEPORT_SUMMARY_SAMPLE ? n : SPARSEPORT_SUMMARY_SAMPLE;
-  if (p.samples > 0) {
-    p.gaps = static_cast<uint32_t>(p.samples > 1 ? p.samples - 1 : 1);
-    p.q = (n - 1) / p.gaps;
-    p.r = static_cast<uint32_t>((n - 1) % p.gaps);
-  }
+  if (p.samples <= 0) return p;
+  p.run = n > SPARSEPORT_SUMMARY_SAMPLE ? SPARSEPORT_SUMMARY_RUN : 1;
+  const int64_t runs = p.samples / p.run;
+  p.gaps = static_cast<uint32_t>(runs > 1 ? runs - 1 : 1);
+  p.q = (n - p.run) / p.gaps;
+  p.r = static_cast<uint32_t>((n - p.run) % p.gaps);
   return p;
 }
 SPARSEPORT_HD int64_t sample_position(int64_t j, const SampleParams& p) {
-  const uint32_t jr = static_cast<uint32_t>(j) * p.r;
-  return j * p.q + static_cast<int64_t>(jr / p.gaps);
+  const auto run = static_cast<uint32_t>(j) / p.run;
+  return static_cast<int64_t>(run) * p.q + static_cast<int64_t>(run * p.r / p.gaps) +
+         static_cast<int64_t>(static_cast<uint32_t>(j) % p.run);
 }
 
 // Row i's diagonal column floor(i * cols / rows) (scheduler::diagonal_of), for 0 <= i < rows.

@@ -20,33 +20,38 @@ namespace {
 // the sort it replaces costs an entry (log2 of a block's entries, 8-10 compares).
 constexpr int64_t kStampsPerEntry = 8;
 
-// The signature hash of v[0..n) (plugin_abi.h): S = min(n, SPARSEPORT_SUMMARY_SAMPLE) entries at
-// positions floor(j * (n - 1) / (S - 1)), so the first and the last always, and every entry when
-// n <= S (then the hash is the one every entry gave before issue 35, so those cache lines still
-// replay). Why a small sample of both arrays and not every rowptr entry: a cache hit in a new
-// process must cost <= 50 us (issue 35). On rmat:20:16 (1M rows, 16.1M entries; this 2-core VM,
-// the operands made as cache_hit_cost makes them, each part timed once cold in a fresh process,
-// medians of 3) the summary took 3.3 ms: 2.5 ms hashing all 1M rowptr entries (0.63 ms of it the
-// loads alone; the hashing ~1 ms even warm) and 0.8 ms (0.55-1.2) the 16384 colind samples. A cold
-// sampled entry costs ~80-100 ns, and the misses hardly overlap here: issuing all loads before
-// hashing, or prefetching 8-16 samples ahead, saved nothing (1024 a side: 115 against 111 us), and
-// 8 lines on each of 32 pages cost what 256 lines on 256 pages do (22 against 25 us), so it is the
-// line, not the page walk. Extra entries per sampled line did cost (4 adjacent ones: 40 against
-// 25 us). So the count of entries is the price: cold, both arrays, 64 a side took 15 us, 128 took
-// 25 us, 256 took 42 us, 1024 took 111 us. Positions are stepped exactly (quotient and remainder),
-// not divided per sample.
+// The signature hash of v[0..n) (plugin_abi.h): S = min(n, SPARSEPORT_SUMMARY_SAMPLE) entries,
+// every entry when n <= S (then the hash is the one every entry gave before issue 35, so those
+// cache lines still replay), else R = S / L runs of L = SPARSEPORT_SUMMARY_RUN consecutive entries
+// starting at floor(r * (n - L) / (R - 1)): the first and the last entry always.
+// Why a small sample of both arrays and not every rowptr entry: a cache hit in a new process must
+// cost <= 50 us (issue 35). On rmat:20:16 (1M rows, 16.1M entries; the 2-core VM, the operands made
+// as cache_hit_cost makes them, each part timed once cold in a fresh process, medians of 3) the
+// summary took 3.3 ms: 2.5 ms hashing all 1M rowptr entries (0.63 ms of it the loads alone; the
+// hashing ~1 ms even warm) and 0.8 ms (0.55-1.2) the 16384 colind samples. So the count of cold
+// entries is the price: 64 a side took 15 us, 128 took 25 us, 256 took 42 us, 1024 took 111 us.
+// Why runs: a cold sample costs its page and its line (the caller's own data, B and C of hundreds
+// of MB, has just pushed A out of every cache and the TLB), not its 4 or 8 bytes. 128 single
+// entries a side, evenly spaced, were 128 pages each; 8 runs of 16 are 8 pages and 8-16 lines each,
+// the same 128 entries. On rmat:20:16 in a new process (cache_hit_cost --backend openmp, the 2-vCPU
+// Xeon VM, alternating) a hit went from 74-76 to 63-64 us; the summary call alone is now ~12 us
+// (timestamps in a scratch build). Standalone, one int32 array of 64 MB evicted by 512 MB: 256
+// entries evenly spaced took 27-28 us, the same count in 8 runs of 32 lines 9 us. What the runs
+// miss that spaced entries saw: a change confined to the stretches between runs, as before between
+// samples (TheSampledSignatureTellsApartWhatItSamples).
 template <class I>
 uint64_t sample_hash(const I* v, int64_t n) {
   const int64_t samples = std::min<int64_t>(n, SPARSEPORT_SUMMARY_SAMPLE);
-  if (samples <= 0) return hash_finish(0, 0);
-  const int64_t gaps = std::max<int64_t>(samples - 1, 1);
-  const int64_t step = (n - 1) / gaps, step_rem = (n - 1) % gaps;
   uint64_t h = 0;
-  for (int64_t j = 0, e = 0, rem = 0; j < samples; ++j) {
-    h += hash_term(static_cast<int64_t>(v[e]), e);
-    e += step;
-    rem += step_rem;
-    if (rem >= gaps) rem -= gaps, ++e;
+  if (n <= SPARSEPORT_SUMMARY_SAMPLE) {
+    for (int64_t e = 0; e < n; ++e) h += hash_term(static_cast<int64_t>(v[e]), e);
+    return hash_finish(h, samples);
+  }
+  constexpr int64_t kRun = SPARSEPORT_SUMMARY_RUN, kGaps = SPARSEPORT_SUMMARY_SAMPLE / kRun - 1;
+  for (int64_t r = 0; r <= kGaps; ++r) {
+    // floor(r * (n - L) / (R - 1)) without the product: n - L = q (R - 1) + rem.
+    const int64_t first = r * ((n - kRun) / kGaps) + r * ((n - kRun) % kGaps) / kGaps;
+    for (int64_t e = first; e < first + kRun; ++e) h += hash_term(static_cast<int64_t>(v[e]), e);
   }
   return hash_finish(h, samples);
 }

@@ -312,16 +312,20 @@ typedef struct sparseport_index_report {
  *                   entries widened to 64 bits; below).
  *   want FEATURES:  also the histograms, max_degree, the distance sum and the block counts.
  * Hashes: of an array v of n entries (rowptr: n = rows + 1; colind: n = nnz), the S =
- * min(n, SPARSEPORT_SUMMARY_SAMPLE) entries at positions p_j = (j * (n - 1)) / (S - 1), j < S
- * (p_0 = 0 when S = 1): the first and the last entry always, every entry when n <= S.
+ * min(n, SPARSEPORT_SUMMARY_SAMPLE) entries at positions p_j, j < S: every entry (p_j = j) when
+ * n <= S; else R = S / L runs of L = SPARSEPORT_SUMMARY_RUN consecutive entries, run r starting at
+ * (r * (n - L)) / (R - 1), so p_j = ((j / L) * (n - L)) / (R - 1) + j % L: the first and the last
+ * entry always.
  * h = sum over j of mix64(v_p ^ (p * 0x9E3779B97F4A7C15)), p = p_j, modulo 2^64 (order-free, so a
  * grid sums it in any order), then mix64(h + S); mix64 is SplitMix64's finaliser. Since issue 35
  * rowptr is sampled too (it was hashed whole, and colind sampled at (j * nnz) / S, S <= 16384;
  * the numbers' one consumer is the decision cache's key): a cache hit in a new process must cost
  * <= 50 us, and reading all of rowptr took 2.5 ms on a 1M-row matrix (scheduler/summary.cpp,
- * sample_hash, has the numbers). So matrices of the same rows, cols and nnz whose rowptr and
- * colind agree at the sampled positions share a signature (a performance decision, never a
- * result). For n <= S the hashes are the old ones.
+ * sample_hash, has the numbers). The samples come in runs (they were S single entries, evenly
+ * spaced, until issue 35's second pass) because a cold entry costs its page and its line, not
+ * its bytes. So matrices of the same rows, cols and nnz whose rowptr and colind agree at the
+ * sampled positions share a signature (a performance decision, never a result). For n <= S the
+ * hashes are the old ones.
  * Blocks: the 32-row blocks b = (j * nblocks) / B for j < B = min(nblocks, SPARSEPORT_SUMMARY_BLOCKS),
  * nblocks = ceil(rows / 32); a block's first SPARSEPORT_SUMMARY_BLOCK_CAP entries (in storage order)
  * are counted.
@@ -338,6 +342,7 @@ typedef struct sparseport_index_report {
 #define SPARSEPORT_SUMMARY_CHECK 4u
 #define SPARSEPORT_SUMMARY_BUCKETS 40
 #define SPARSEPORT_SUMMARY_SAMPLE 128
+#define SPARSEPORT_SUMMARY_RUN 16
 #define SPARSEPORT_SUMMARY_BLOCKS 2048
 #define SPARSEPORT_SUMMARY_BLOCK_CAP 1024
 

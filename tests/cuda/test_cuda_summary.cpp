@@ -66,10 +66,13 @@ TEST(CudaSummaryMath, SamplePositionsMatchTheDefinition) {
     const int64_t S = std::min<int64_t>(n, kS);
     ASSERT_EQ(p.samples, S) << n;
     int64_t wrong = 0, first_wrong = -1;
+    // plugin_abi.h: every entry for n <= S; else runs of L entries, run r from floor(r (n - L) / (R - 1)).
+    constexpr int64_t kL = SPARSEPORT_SUMMARY_RUN, kR = kS / kL;
     for (int64_t j = 0; j < S; ++j) {
-      const auto want = S == 1 ? int64_t{0}
-                               : static_cast<int64_t>(static_cast<sch::summary_u128>(j) * static_cast<uint64_t>(n - 1) /
-                                                      static_cast<uint64_t>(S - 1));
+      const auto want = n <= kS ? j
+                                : static_cast<int64_t>(static_cast<sch::summary_u128>(j / kL) * static_cast<uint64_t>(n - kL) /
+                                                       static_cast<uint64_t>(kR - 1)) +
+                                      j % kL;
       if (sm::sample_position(j, p) != want && wrong++ == 0) first_wrong = j;
     }
     EXPECT_EQ(wrong, 0) << "n " << n << ", first wrong sample " << first_wrong;

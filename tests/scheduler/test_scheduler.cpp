@@ -1791,21 +1791,27 @@ TEST(SchedulerShapeClass, RechecksGetRarerAsTheVendorsFullSizeCostGrows) {
     EXPECT_LE(m / static_cast<double>(class_recheck_every(m)), std::max(0.01, m / 4096)) << m;
 }
 
-// A signature hash as plugin_abi.h defines it, written with one 128-bit division per sample: the
-// S = min(n, SPARSEPORT_SUMMARY_SAMPLE) entries at floor(j * (n - 1) / (S - 1)), each hashed with
-// its position.
+// The sampled positions of an array of n entries as plugin_abi.h defines them, written with one
+// 128-bit division per sample: every entry when n <= S = SPARSEPORT_SUMMARY_SAMPLE, else R = S / L
+// runs of L = SPARSEPORT_SUMMARY_RUN entries, run r from floor(r * (n - L) / (R - 1)).
+std::vector<int64_t> defined_sample_positions(int64_t n) {
+  constexpr int64_t S = SPARSEPORT_SUMMARY_SAMPLE, L = SPARSEPORT_SUMMARY_RUN, R = S / L;
+  std::vector<int64_t> at;
+  for (int64_t j = 0; j < std::min(n, S); ++j)
+    at.push_back(n <= S ? j
+                        : static_cast<int64_t>(static_cast<summary_u128>(j / L) * static_cast<uint64_t>(n - L) /
+                                               static_cast<uint64_t>(R - 1)) +
+                              j % L);
+  return at;
+}
+
+// A signature hash as plugin_abi.h defines it: each sampled entry hashed with its position.
 template <class I>
 uint64_t defined_sample_hash(const std::vector<I>& v) {
-  const auto n = static_cast<int64_t>(v.size());
-  const int64_t samples = std::min<int64_t>(n, SPARSEPORT_SUMMARY_SAMPLE);
+  const std::vector<int64_t> at = defined_sample_positions(static_cast<int64_t>(v.size()));
   uint64_t h = 0;
-  for (int64_t j = 0; j < samples; ++j) {
-    const auto p = samples == 1 ? int64_t{0}
-                                : static_cast<int64_t>(static_cast<summary_u128>(j) * static_cast<uint64_t>(n - 1) /
-                                                       static_cast<uint64_t>(samples - 1));
-    h += hash_term(static_cast<int64_t>(v[static_cast<size_t>(p)]), p);
-  }
-  return hash_finish(h, samples);
+  for (const int64_t p : at) h += hash_term(static_cast<int64_t>(v[static_cast<size_t>(p)]), p);
+  return hash_finish(h, static_cast<int64_t>(at.size()));
 }
 
 // The host summary's hashes are those plugin_abi.h defines (the cuda plugin's kernel must give the
@@ -1844,18 +1850,17 @@ TEST(SchedulerSummary, TheHashesAreTheAbisDefinition) {
 }
 
 // What the sampled signature tells apart, on a matrix much longer than the sample (issue 35). The
-// key holds rows, cols and nnz exactly, and rowptr and colind at S evenly spaced positions each,
-// the first and the last among them. So:
+// key holds rows, cols and nnz exactly, and rowptr and colind at S positions each (runs of L
+// consecutive entries, the first and the last among them). So:
 //  - a row one entry longer (or shorter) anywhere: nnz differs, and so does rowptr[rows] (sampled);
 //  - row r one entry shorter and a later row r2 one longer, colind the same (rows r + 1 .. r2
 //    start one earlier): told apart exactly when a sampled rowptr position lies in (r, r2], so
-//    always when r2 - r >= the spacing ceil(rows / (S - 1)); between neighbouring rows whose
+//    always when r2 - r exceeds the longest stretch between runs; between neighbouring rows whose
 //    boundary is not sampled, not;
 //  - a changed column: told apart exactly when its position is sampled;
 //  - rows reordered (a permutation changes rowptr nearly everywhere): told apart.
 // Matrices not told apart differ in few places, and share a performance decision only.
 TEST(SchedulerSummary, TheSampledSignatureTellsApartWhatItSamples) {
-  constexpr int64_t S = SPARSEPORT_SUMMARY_SAMPLE;
   const int64_t rows = 200003;
   std::mt19937_64 rng(35);
   HostCsr<int32_t, float> base;
@@ -1872,11 +1877,14 @@ TEST(SchedulerSummary, TheSampledSignatureTellsApartWhatItSamples) {
     return graph_signature(summarize_host(a, SPARSEPORT_SUMMARY_SIGNATURE));
   };
   const std::string sig = signature(base);
-  // The sampled rowptr positions, as plugin_abi.h defines them.
+  // The sampled rowptr positions, as plugin_abi.h defines them, and the longest stretch between them.
+  const std::vector<int64_t> row_samples = defined_sample_positions(rows + 1);
   std::vector<bool> sampled(static_cast<size_t>(rows) + 1, false);
-  for (int64_t j = 0; j < S; ++j)
-    sampled[static_cast<size_t>(j * rows / (S - 1))] = true;
-  const int64_t spacing = (rows + S - 2) / (S - 1);
+  for (const int64_t p : row_samples) sampled[static_cast<size_t>(p)] = true;
+  int64_t stretch = 0;
+  for (size_t k = 1; k < row_samples.size(); ++k) stretch = std::max(stretch, row_samples[k] - row_samples[k - 1] - 1);
+  const int64_t spacing = stretch + 1;
+  ASSERT_GT(spacing, SPARSEPORT_SUMMARY_RUN) << "the runs leave stretches unsampled";
   // Row r one entry shorter and row r2 > r one longer, colind unchanged: rows r + 1 .. r2 start
   // one entry earlier (each hands its last entry on to the next).
   const auto move = [&](int64_t r, int64_t r2) {
@@ -1904,14 +1912,14 @@ TEST(SchedulerSummary, TheSampledSignatureTellsApartWhatItSamples) {
     EXPECT_EQ(signature(move(r, r + 1)) != sig, at_sample) << "an entry moved from row " << r << " to the next";
   }
   EXPECT_GT(untold, 0) << "the blind spot was exercised";
-  for (int64_t j : {int64_t{1}, S / 2, S - 2}) {  // a boundary that is sampled, well inside
-    const int64_t r = j * rows / (S - 1) - 1;
+  for (const size_t j : {size_t{1}, row_samples.size() / 2, row_samples.size() - 2}) {  // sampled boundaries, inside
+    const int64_t r = row_samples[j] - 1;
     EXPECT_NE(signature(move(r, r + 1)), sig) << "an entry moved across sampled row boundary " << r + 1;
   }
   {  // Columns: told apart at a sampled position, not elsewhere.
-    const int64_t n = base.nnz();
-    const int64_t at = (S / 2) * (n - 1) / (S - 1), off = at + 1;
-    ASSERT_NE(off, ((S / 2) + 1) * (n - 1) / (S - 1)) << "off is between two samples";
+    const std::vector<int64_t> col_samples = defined_sample_positions(base.nnz());
+    const int64_t at = col_samples[col_samples.size() / 2], off = (at + col_samples[col_samples.size() / 2 + SPARSEPORT_SUMMARY_RUN]) / 2;
+    ASSERT_EQ(std::count(col_samples.begin(), col_samples.end(), off), 0) << "off is between two runs";
     HostCsr<int32_t, float> g = base;
     g.colind[static_cast<size_t>(at)] = static_cast<int32_t>((g.colind[static_cast<size_t>(at)] + 1) % rows);
     EXPECT_NE(signature(g), sig) << "a sampled column changed";
