@@ -40,6 +40,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <type_traits>
 
@@ -86,7 +87,7 @@ class TcPlan : public Plan {
  public:
   explicit TcPlan(const State& s) : state_(&s) {}
   ~TcPlan() override {
-    for (void* p : {cols_, tiles_, pos_})
+    for (void* p : {cols_, tiles_, pos_, clean_acc_, clean_tickets_})
       if (p != nullptr) (void)cudaFreeAsync(p, state_->stream());
     for (void* p : parts_mem_)
       if (p != nullptr) (void)cudaFreeAsync(p, state_->stream());
@@ -97,6 +98,19 @@ class TcPlan : public Plan {
   void* parts_mem_[kTcPartLengths] = {};  // TcPart[parts], owned (null where shared with a shorter length)
   TcParts by_length_[kTcPartLengths];     // parts of tc_part_length(i) blocks
   TcPartCounts counts_;                   // what tc_part_blocks chooses from
+  // The split windows' scratch sums and tickets kept with the plan, put back to zero by the warps
+  // that read them (the device summary's pattern, runtime.hpp): a call then sets nothing (two
+  // memsets fewer a call). Made by the plan's first call that splits windows, of that call's size
+  // (its windows x 8 rows x its slices' features, and a ticket a slice), so the plan keeps no more
+  // than that call took as scratch; a later call that needs more takes scratch of its own and
+  // zeroes it, so the buffer never grows and a CUDA graph captured with it stays valid as long as
+  // the plan. Calls share the plan from any thread but run in the order of the state's one stream,
+  // so one call's reads and zeroing end before the next call's sums begin; the mutex guards only
+  // the first call's allocation.
+  std::mutex clean_mu_;
+  void* clean_acc_ = nullptr;      // float[clean_places_]
+  void* clean_tickets_ = nullptr;  // unsigned[clean_ticket_count_]
+  size_t clean_places_ = 0, clean_ticket_count_ = 0;
   int64_t windows_ = 0, blocks_ = 0, slots_ = 0;
 
  private:
@@ -462,10 +476,11 @@ struct TcParams {
   int64_t slices = 1;            // warps a part: feature slices of 16 T
   float* acc = nullptr;          // split windows: [split][8][acc_ld]
   int64_t acc_ld = 0;            // slices x 16 T: every lane's 2 T features have a place, past F too
-  unsigned* tickets = nullptr;   // split windows: warps finished
+  unsigned* tickets = nullptr;   // split windows: [split][slices] warps finished
   Finish<float> fin{};
   bool bvec = false;             // B's rows 16-byte aligned: vector loads
   bool cvec = false;             // C's rows 16-byte aligned: vector stores
+  bool clean = false;            // acc and tickets are the plan's: the warps that read them zero them
   bool accvec = false;           // the scratch 16-byte aligned: vector reductions (sm_90)
 };
 
@@ -641,6 +656,46 @@ __device__ __forceinline__ void red_piece(float* row, int64_t fl, const float (&
   for (int e = 0; e < 2 * T; ++e) red_add(row + fl + e, v[e]);
 }
 
+// One lane's 2 T sums of a split window's scratch row from feature fl on (the places red_piece added
+// into), read from the L2 (other SMs' reductions): one 8- or 16-byte load per 16 bytes where the
+// scratch is 16-byte aligned.
+template <int T>
+__device__ __forceinline__ void load_piece(const float* row, int64_t fl, bool vec, float (&v)[2 * T]) {
+  if (vec) {
+    if constexpr (T == 1) {
+      const float2 x = __ldcg(reinterpret_cast<const float2*>(row + fl));
+      v[0] = x.x, v[1] = x.y;
+    } else {
+#pragma unroll
+      for (int q = 0; q < 2 * T; q += 4) {
+        const float4 x = __ldcg(reinterpret_cast<const float4*>(row + fl + q));
+        v[q] = x.x, v[q + 1] = x.y, v[q + 2] = x.z, v[q + 3] = x.w;
+      }
+    }
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < 2 * T; ++e) v[e] = __ldcg(row + fl + e);
+}
+
+// Zeros over one lane's 2 T places of a split window's scratch row from feature fl on (the places
+// load_piece read), past the L1 (the next call's reductions run in the L2).
+template <int T>
+__device__ __forceinline__ void zero_piece(float* row, int64_t fl, bool vec) {
+  if (vec) {
+    if constexpr (T == 1) {
+      __stcg(reinterpret_cast<float2*>(row + fl), make_float2(0.0f, 0.0f));
+    } else {
+#pragma unroll
+      for (int q = 0; q < 2 * T; q += 4)
+        __stcg(reinterpret_cast<float4*>(row + fl + q), make_float4(0.0f, 0.0f, 0.0f, 0.0f));
+    }
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < 2 * T; ++e) __stcg(row + fl + e, 0.0f);
+}
+
 // One warp per (part, slice of 16 T features), the slices of a part in adjacent warps (they share its
 // tiles and slot columns through L1). No shared memory: each lane loads its pieces of the block's B
 // rows straight into the registers the mma reads, and the next block's loads are in flight while this
@@ -712,25 +767,37 @@ __global__ void __launch_bounds__(kTcWarps * 32) spmm_tc_kernel(TcParams<I, S> p
     }
   }
   if (pt.split < 0) return;
-  // A split window: the last of its parts' warps (all slices) to finish writes its 8 rows of C from
-  // the accumulator (the threadFenceReduction pattern: each lane's reductions, then its fence, are
-  // ordered before lane 0's ticket; the last warp fences before it reads).
+  // A split window: the last of a slice's parts to finish writes that slice of C from the
+  // accumulator, each lane the 2 rows x 2 T places it added into, as the unsplit path stores them
+  // (the threadFenceReduction pattern: each lane's reductions, then its fence, are ordered before
+  // lane 0's ticket; the last warp fences before it reads). A ticket a (window, slice), not a window:
+  // with one a window, its last warp wrote all 8 x F places alone, 8 F / 32 scalar stores a lane
+  // after every other part, on graphs that split most windows (facebook-combined 481 of 505).
   __threadfence();
   __syncwarp();
   unsigned ticket = 0;
-  if (lane == 0) ticket = atomicAdd(p.tickets + pt.split, 1u);
+  unsigned* const tk = p.tickets + pt.split * p.slices + wid % p.slices;
+  if (lane == 0) ticket = atomicAdd(tk, 1u);
   ticket = __shfl_sync(0xffffffffu, ticket, 0);
-  if (ticket != static_cast<unsigned>(pt.nparts * p.slices - 1)) return;
+  if (ticket != static_cast<unsigned>(pt.nparts - 1)) return;
   __threadfence();
   const float* accw = p.acc + static_cast<int64_t>(pt.split) * kTcWindowRows * p.acc_ld;
-  for (int64_t idx = lane; idx < kTcWindowRows * p.F; idx += 32) {
-    const int64_t n = idx / p.F, f = idx % p.F, row = r0 + n;
-    if (row >= p.m) break;
-    const float count = static_cast<float>(p.rowptr[row + 1] - p.rowptr[row]);
-    S* cp = p.c + row * p.ldc + f;
-    const float old = p.fin.beta != 0.0f ? widen(*cp) : 0.0f;
-    *cp = narrow<S>(count > 0.0f ? p.fin.value(__ldcg(accw + n * p.acc_ld + f), count, old) : p.fin.empty(old));
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int n = 2 * t + h;
+    const int64_t row = r0 + n;
+    if (row >= p.m || fl >= p.F) continue;
+    float v[2 * T];
+    load_piece<T>(accw + n * p.acc_ld, fl, p.accvec, v);
+    store_row<T>(p, row, fl, full, v);
   }
+  if (!p.clean) return;
+  // Back to zero for the plan's next call: every place this lane's pair added into (rows past m and
+  // features past F included, as red_piece adds there), after this lane read its own.
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+    zero_piece<T>(p.acc + (static_cast<int64_t>(pt.split) * kTcWindowRows + 2 * t + h) * p.acc_ld, fl, p.accvec);
+  if (lane == 0) *tk = 0u;
 }
 
 // Features a warp covers (16 T): SPARSEPORT_TC_SLICE (16, 32 or 64) where set, else the smallest
@@ -819,14 +886,35 @@ void spmm_tc_window(const State& s, const sparseport_spmm_args& a) {
     if (q.split > 0) {
       p.acc_ld = p.slices * 16 * T;
       const size_t n = static_cast<size_t>(q.split) * kTcWindowRows * static_cast<size_t>(p.acc_ld);
-      acc = Scratch(s, n * sizeof(float));
-      tickets = Scratch(s, static_cast<size_t>(q.split) * sizeof(unsigned));
-      check(cudaMemsetAsync(acc.get(), 0, n * sizeof(float), s.stream()), "cudaMemsetAsync (tc_window accumulators)");
-      check(cudaMemsetAsync(tickets.get(), 0, static_cast<size_t>(q.split) * sizeof(unsigned), s.stream()),
-            "cudaMemsetAsync (tc_window tickets)");
-      p.acc = acc.as<float>();
+      const size_t nt = static_cast<size_t>(q.split) * static_cast<size_t>(p.slices);
+      {  // the plan's kept scratch, made by its first split call (TcPlan)
+        std::lock_guard<std::mutex> lock(plan->clean_mu_);
+        if (plan->clean_acc_ == nullptr) {
+          plan_alloc<float>(s, plan->clean_acc_, static_cast<int64_t>(n),
+                            "cudaMallocFromPoolAsync (tc_window kept scratch)");
+          plan_alloc<unsigned>(s, plan->clean_tickets_, static_cast<int64_t>(nt),
+                               "cudaMallocFromPoolAsync (tc_window kept tickets)");
+          check(cudaMemsetAsync(plan->clean_acc_, 0, n * sizeof(float), s.stream()),
+                "cudaMemsetAsync (tc_window kept scratch)");
+          check(cudaMemsetAsync(plan->clean_tickets_, 0, nt * sizeof(unsigned), s.stream()),
+                "cudaMemsetAsync (tc_window kept tickets)");
+          plan->clean_places_ = n;
+          plan->clean_ticket_count_ = nt;
+        }
+        p.clean = n <= plan->clean_places_ && nt <= plan->clean_ticket_count_;
+      }
+      if (p.clean) {
+        p.acc = static_cast<float*>(plan->clean_acc_);
+        p.tickets = static_cast<unsigned*>(plan->clean_tickets_);
+      } else {
+        acc = Scratch(s, n * sizeof(float));
+        tickets = Scratch(s, nt * sizeof(unsigned));
+        check(cudaMemsetAsync(acc.get(), 0, n * sizeof(float), s.stream()), "cudaMemsetAsync (tc_window accumulators)");
+        check(cudaMemsetAsync(tickets.get(), 0, nt * sizeof(unsigned), s.stream()), "cudaMemsetAsync (tc_window tickets)");
+        p.acc = acc.as<float>();
+        p.tickets = tickets.as<unsigned>();
+      }
       p.accvec = aligned16(p.acc);  // the pool's blocks are; a caller's scratch allocator's may not be
-      p.tickets = tickets.as<unsigned>();
     }
     switch (T) {
       case 1: return launch<1>(s, p);

@@ -511,6 +511,31 @@ TEST(CudaTc, AccuracyOnRowsOf100kEntries) {
   }
 }
 
+// A split window's scratch sums and tickets may outlive a call (the plan's, made by its first split
+// call and put back to zero by the warps that read them): every call on one plan must start from
+// zero. Repeated calls, F growing and shrinking (the scratch rows' width follows F), mean with beta
+// (the finishing pass's other branch), calls wider than the first (F = 128, 200: scratch of their
+// own), then narrower ones on the kept scratch again: each against the oracle, where sums left over
+// would double the split rows.
+TEST(CudaTc, SplitWindowsStartFromZeroAtEveryCallOnOnePlan) {
+  TC_REQUIRE_GPU_AND_ON();
+  Context ctx = Context::create("cuda");
+  const auto a = scaled_skewed_csr<int32_t, bfloat16>({30000, 200000, 200000}, {3000, 8000, 8000}, 0.5, kSeed + 40);
+  const DevCsr<int32_t, bfloat16> da = to_device(ctx, a);
+  setenv("SPARSEPORT_TC_PART_BLOCKS", "4", 1);  // the most split windows
+  int call = 0;
+  for (const int64_t F : {33, 33, 128, 7, 200, 33}) {
+    const uint64_t seed = kSeed + 41 + 2 * static_cast<uint64_t>(call);
+    const HostDense<bfloat16> b = dense16<bfloat16>(a.cols, F, F, seed), c0 = dense16<bfloat16>(a.rows, F, F, seed + 1);
+    SCOPED_TRACE("call " + std::to_string(call) + ", F " + std::to_string(F));
+    Call k;
+    if (call % 2 == 1) k.reduce = Reduce::mean, k.alpha = 1.25, k.beta = 0.5;
+    expect_close(a, b, c0, run_tc(ctx, da, a, b, c0, k), k.reduce, k.alpha, k.beta);
+    ++call;
+  }
+  unsetenv("SPARSEPORT_TC_PART_BLOCKS");
+}
+
 // The plan keeps the structure; A's values may change in place between calls and must be used.
 TEST(CudaTc, ValuesChangedInPlaceAreUsed) {
   TC_REQUIRE_GPU_AND_ON();
