@@ -214,19 +214,19 @@ KOKKOS_INLINE_FUNCTION void fold_batch(const Spmm<I, V>& p, int64_t eb, int64_t 
 // A row of at most U / 2 entries goes in one masked batch (fold_batch), its gathers all in flight,
 // where the loop below loads its first entry alone and the rest one at a time: mdual (~4 entries a
 // row) never reached a full batch. On an H100 (2026-12-05, 18 graphs x F = 32, 64, 128, float
-// sums, benchmarks/results/2026-12-05-h100-kokkos-tail.md) mdual ran 1.34x / 1.26x / 1.21x faster
+// sums, benchmarks/results/2026-12-05-h100-kokkos-tail-tc-entries-fs-baseline.md) mdual ran 1.34x / 1.26x / 1.21x faster
 // at F = 32 / 64 / 128, the geomean of kokkos best over cuda best went 0.727 -> 0.735, the rest
 // within noise. Masked batches for every row doubled long rows' chains (facebook-combined 0.86x),
 // and their predicated loads took team_rows<1, 4> from 48 to 56 registers: hence unconditional
 // loads and short rows only. ptxas (sm_90): float sums' team_rows<1, 4> / <2, 4> / <1, 1> keep
-// 48 / 60 / 40 registers; the scalar kernels of F > 64 (<4, 1>, <8, 1>, not measured) take 71-180
-// instead of 56-138, no spills. Long rows' tails in masked batches too ran within noise (0.733) at
-// 65 registers.
+// 48 / 60 / 40 registers. With 4 or 8 lane slots (F > 64 without 16-byte loads, not measured) the
+// batch took 71-180 registers instead of 56-138, so those keep the loop. Long rows' tails in masked
+// batches too ran within noise (0.733) at 65 registers.
 template <int NK, int W, Op op, bool Unrolled, class I, class V>
 KOKKOS_INLINE_FUNCTION void lane_fold_n(const Spmm<I, V>& p, int64_t eb, int64_t ee, int64_t j, int64_t vl, int nk,
                                         Cols<V, W> (&acc)[kLaneCols]) {
   constexpr int U = !Unrolled || NK * W >= 32 ? 1 : (32 / (NK * W) < 8 ? 32 / (NK * W) : 8);
-  if constexpr (U > 1)
+  if constexpr (U > 1 && NK <= 2)
     if (ee - eb <= U / 2) {
       fold_batch<U / 2, NK, W, op>(p, eb, ee, j, vl, nk, acc);
       return;
