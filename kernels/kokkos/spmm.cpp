@@ -220,8 +220,10 @@ KOKKOS_INLINE_FUNCTION void fold_batch(const Spmm<I, V>& p, int64_t eb, int64_t 
 // and their predicated loads took team_rows<1, 4> from 48 to 56 registers: hence unconditional
 // loads and short rows only. ptxas (sm_90): float sums' team_rows<1, 4> / <2, 4> / <1, 1> keep
 // 48 / 60 / 40 registers. With 4 or 8 lane slots (F > 64 without 16-byte loads, not measured) the
-// batch took 71-180 registers instead of 56-138, so those keep the loop. Long rows' tails in masked
-// batches too ran within noise (0.733) at 65 registers.
+// batch took 71-180 registers instead of 56-138, so those keep the loop; their narrower tail passes
+// (lane_fold) still batch, and the 263 team_rows kernels keep main's registers within +-15 but
+// team_rows<8, 1> on int64 float sums (94 -> 142, no spills). Long rows' tails in masked batches too
+// ran within noise (0.733) at 65 registers.
 template <int NK, int W, Op op, bool Unrolled, class I, class V>
 KOKKOS_INLINE_FUNCTION void lane_fold_n(const Spmm<I, V>& p, int64_t eb, int64_t ee, int64_t j, int64_t vl, int nk,
                                         Cols<V, W> (&acc)[kLaneCols]) {
