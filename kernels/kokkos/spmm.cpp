@@ -221,7 +221,7 @@ KOKKOS_INLINE_FUNCTION void fold_batch(const Spmm<I, V>& p, int64_t eb, int64_t 
 // loads and short rows only. ptxas (sm_90): float sums' team_rows<1, 4> / <2, 4> / <1, 1> keep
 // 48 / 60 / 40 registers. With 4 or 8 lane slots (F > 64 without 16-byte loads, not measured) the
 // batch took 71-180 registers instead of 56-138, so those keep the loop; their narrower tail passes
-// (lane_fold) still batch, and the 263 team_rows kernels keep main's registers within +-15 but
+// (lane_fold) still batch. Every other kernel of the file keeps main's registers within +-15, all but
 // team_rows<8, 1> on int64 float sums (94 -> 142, no spills). Long rows' tails in masked batches too
 // ran within noise (0.733) at 65 registers.
 template <int NK, int W, Op op, bool Unrolled, class I, class V>
