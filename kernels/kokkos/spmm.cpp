@@ -214,16 +214,16 @@ KOKKOS_INLINE_FUNCTION void fold_batch(const Spmm<I, V>& p, int64_t eb, int64_t 
 // A row of at most U / 2 entries goes in one masked batch (fold_batch), its gathers all in flight,
 // where the loop below loads its first entry alone and the rest one at a time: mdual (~4 entries a
 // row) never reached a full batch. On an H100 (2026-12-05, 18 graphs x F = 32, 64, 128, float
-// sums, benchmarks/results/2026-12-05-h100-kokkos-tail-tc-entries-fs-baseline.md) mdual ran 1.34x / 1.26x / 1.21x faster
-// at F = 32 / 64 / 128, the geomean of kokkos best over cuda best went 0.727 -> 0.735, the rest
-// within noise. Masked batches for every row doubled long rows' chains (facebook-combined 0.86x),
-// and their predicated loads took team_rows<1, 4> from 48 to 56 registers: hence unconditional
-// loads and short rows only. ptxas (sm_90): float sums' team_rows<1, 4> / <2, 4> / <1, 1> keep
-// 48 / 60 / 40 registers. With 4 or 8 lane slots (F > 64 without 16-byte loads, not measured) the
-// batch took 71-180 registers instead of 56-138, so those keep the loop; their narrower tail passes
-// (lane_fold) still batch. Every other kernel of the file keeps main's registers within +-15, all but
-// team_rows<8, 1> on int64 float sums (94 -> 142, no spills). Long rows' tails in masked batches too
-// ran within noise (0.733) at 65 registers.
+// sums; benchmarks/results/2026-12-05-h100-kokkos-tail-tc-entries-fs-baseline.md) mdual ran 1.34x /
+// 1.26x / 1.21x faster at F = 32 / 64 / 128, the geomean of kokkos best over cuda best went 0.727
+// -> 0.735, the rest within noise. Masked batches for every row doubled long rows' chains
+// (facebook-combined 0.86x), and their predicated loads took team_rows<1, 4> from 48 to 56
+// registers: hence unconditional loads and short rows only. ptxas (sm_90): float sums'
+// team_rows<1, 4> / <2, 4> / <1, 1> keep 48 / 60 / 40 registers. With 4 or 8 lane slots (F > 64
+// without 16-byte loads, not measured) the batch took 71-180 registers instead of 56-138, so those
+// keep the loop; their narrower tail passes (lane_fold) still batch. Every other kernel of the file
+// keeps main's registers within +-15, all but team_rows<8, 1> on int64 float sums (94 -> 142, no
+// spills). Long rows' tails in masked batches too ran within noise (0.733) at 65 registers.
 template <int NK, int W, Op op, bool Unrolled, class I, class V>
 KOKKOS_INLINE_FUNCTION void lane_fold_n(const Spmm<I, V>& p, int64_t eb, int64_t ee, int64_t j, int64_t vl, int nk,
                                         Cols<V, W> (&acc)[kLaneCols]) {
