@@ -167,6 +167,34 @@ KOKKOS_INLINE_FUNCTION int lane_cols(int64_t f, int64_t j, int64_t vl) {
   return n < NK ? static_cast<int>(n) : NK;
 }
 
+// Device spaces: lane_fold_n's fold of a row of 1 to U entries [eb, ee) in one batch: U gathers
+// issued before the first fold, the folds in entry order (the same bits). An entry past ee loads
+// entry eb again (a line the lane has just read) and is not folded, so the loads stay
+// unconditional: predicated loads (a load only where the entry exists) cost registers (below).
+template <int U, int NK, int W, Op op, class I, class V>
+KOKKOS_INLINE_FUNCTION void fold_batch(const Spmm<I, V>& p, int64_t eb, int64_t ee, int64_t j,
+                                       int64_t vl, int nk, Cols<V, W> (&acc)[kLaneCols]) {
+  V a[U];
+  const Cols<V, W>* brow[U];
+  for (int u = 0; u < U; ++u) {
+    const int64_t e = eb + u < ee ? eb + u : eb;
+    a[u] = p.av != nullptr ? p.av[e] : V(1);
+    brow[u] = reinterpret_cast<const Cols<V, W>*>(p.b + static_cast<int64_t>(p.ci[e]) * p.ldb) + j;
+  }
+  Cols<V, W> b[U][NK];
+  for (int u = 0; u < U; ++u)
+    for (int k = 0; k < NK; ++k)
+      if (NK == 1 || k < nk) b[u][k] = brow[u][k * vl];
+  for (int k = 0; k < NK; ++k)
+    if (NK == 1 || k < nk)
+      for (int w = 0; w < W; ++w) acc[k].v[w] = a[0] * b[0][k].v[w];
+  for (int u = 1; u < U; ++u)
+    if (eb + u < ee)
+      for (int k = 0; k < NK; ++k)
+        if (NK == 1 || k < nk)
+          for (int w = 0; w < W; ++w) acc[k].v[w] = fold<op>(acc[k].v[w], a[u] * b[u][k].v[w]);
+}
+
 // Device spaces: acc[k] (k < nk) = the fold, entry by entry, of A[e] * B[col(e), j + k * vl] over
 // the entries [eb, ee) (eb < ee), with NK >= nk slots: the loop over the entries then holds exactly
 // NK loads of B per entry. With one loop for every nk (8 predicated slots) nvcc did not unroll the
@@ -183,10 +211,28 @@ KOKKOS_INLINE_FUNCTION int lane_cols(int64_t f, int64_t j, int64_t vl) {
 // mdual. hub_split ran 0.94x with it (0.81-0.93x on the four largest inputs), so it keeps one entry
 // at a time: its chunks are at most T entries, so the chain the unrolling shortens is already cut,
 // and the unrolled loop's registers cost it resident warps where the input fills the GPU.
+// A row of at most U / 2 entries goes in one masked batch (fold_batch), its gathers all in flight,
+// where the loop below loads its first entry alone and the rest one at a time: mdual (~4 entries a
+// row) never reached a full batch. On an H100 (2026-12-05, 18 graphs x F = 32, 64, 128, float
+// sums; benchmarks/results/2026-12-05-h100-kokkos-tail-tc-entries-fs-baseline.md) mdual ran 1.34x /
+// 1.26x / 1.21x faster at F = 32 / 64 / 128, the geomean of kokkos best over cuda best went 0.727
+// -> 0.735, the rest within noise. Masked batches for every row doubled long rows' chains
+// (facebook-combined 0.86x), and their predicated loads took team_rows<1, 4> from 48 to 56
+// registers: hence unconditional loads and short rows only. ptxas (sm_90): float sums'
+// team_rows<1, 4> / <2, 4> / <1, 1> keep 48 / 60 / 40 registers. With 4 or 8 lane slots (F > 64
+// without 16-byte loads, not measured) the batch took 71-180 registers instead of 56-138, so those
+// keep the loop; their narrower tail passes (lane_fold) still batch. Every other kernel of the file
+// keeps main's registers within +-15, all but team_rows<8, 1> on int64 float sums (94 -> 142, no
+// spills). Long rows' tails in masked batches too ran within noise (0.733) at 65 registers.
 template <int NK, int W, Op op, bool Unrolled, class I, class V>
 KOKKOS_INLINE_FUNCTION void lane_fold_n(const Spmm<I, V>& p, int64_t eb, int64_t ee, int64_t j, int64_t vl, int nk,
                                         Cols<V, W> (&acc)[kLaneCols]) {
   constexpr int U = !Unrolled || NK * W >= 32 ? 1 : (32 / (NK * W) < 8 ? 32 / (NK * W) : 8);
+  if constexpr (U > 1 && NK <= 2)
+    if (ee - eb <= U / 2) {
+      fold_batch<U / 2, NK, W, op>(p, eb, ee, j, vl, nk, acc);
+      return;
+    }
   {
     const V a = p.av != nullptr ? p.av[eb] : V(1);
     const auto* brow = reinterpret_cast<const Cols<V, W>*>(p.b + static_cast<int64_t>(p.ci[eb]) * p.ldb) + j;

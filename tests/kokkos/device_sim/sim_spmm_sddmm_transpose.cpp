@@ -2,9 +2,11 @@
 // The device paths of kernels/kokkos/{spmm, sddmm, csr_transpose}.cpp, as generated for a host space
 // by generate.cmake (README.md in this folder), against the reference kernels: spmm.hub_split (lane
 // groups and without) and spmm.team_rows over every reduce, F = 1-128, padded lds, alpha/beta, NaN
-// in B and C, repeated calls and stale plans; sddmm over F = 0-128 and padded lds; csr_transpose over
-// hub columns across ranking blocks, repeated columns, empty and rectangular matrices.
+// in B and C, repeated calls and stale plans, team_rows's short rows (one masked batch) at F =
+// 1-200; sddmm over F = 0-128 and padded lds; csr_transpose over hub columns across ranking
+// blocks, repeated columns, empty and rectangular matrices.
 #include <Kokkos_Core.hpp>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -209,6 +211,44 @@ void spmm_suite(uint64_t seed) {
   }
 }
 
+// team_rows's rows of at most U / 2 entries, one masked batch each (lane_fold_n: U = 8, or 4
+// where NK x W = 8, so U / 2 = 4 or 2), beside rows of U / 2 + 1 and more (the first entry,
+// batches of U, then one at a time) and empty rows. F = 1-32, 33-64, 96-128 and 200 give 1, 2, 4
+// and 8 lane slots (8: U = 4), pad 0 the 16-byte loads where F allows them (F = 12 and 200 in
+// float: 2 slots of 4 columns, U = 4), pad 3 the scalar loads.
+template <class I, class V>
+void spmm_short_rows(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const char* tn = sizeof(I) == 8 ? (sizeof(V) == 8 ? "<i64,f64>" : "<i64,f32>")
+                                  : (sizeof(V) == 8 ? "<i32,f64>" : "<i32,f32>");
+  std::vector<int64_t> deg;
+  for (int r = 0; r < 3; ++r)
+    for (int64_t d : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 17, 40}) deg.push_back(d);
+  std::shuffle(deg.begin() + 15, deg.end(), rng);
+  const Mat<I> a = make<I>(deg, 64, rng);
+  std::vector<V> av(a.ci.size());
+  for (auto& x : av) x = static_cast<V>(u(rng));
+  for (int64_t f : {1, 4, 12, 32, 33, 64, 96, 128, 200})
+    for (int64_t pad : {0, 3}) {
+      const int64_t ldb = f + pad, ldc = f + pad;
+      std::vector<V> b(static_cast<size_t>(a.n * ldb), V(77)), c0(static_cast<size_t>(a.m * ldc));
+      for (int64_t r = 0; r < a.n; ++r)
+        for (int64_t j = 0; j < f; ++j)
+          b[static_cast<size_t>(r * ldb + j)] = static_cast<V>(u(rng));
+      for (auto& x : c0) x = static_cast<V>(u(rng));
+      for (int32_t reduce : {SPARSEPORT_REDUCE_SUM, SPARSEPORT_REDUCE_MEAN, SPARSEPORT_REDUCE_MAX,
+                             SPARSEPORT_REDUCE_MIN}) {
+        const std::string base = std::string("spmm") + tn + " short rows F=" +
+                                 std::to_string(f) + " pad=" + std::to_string(pad) +
+                                 " reduce=" + std::to_string(reduce);
+        spmm_compare(a, av, false, b, ldb, f, ldc, c0, reduce, 1.0, 0.0, base, 1);
+        spmm_compare(a, av, false, b, ldb, f, ldc, c0, reduce, 0.5, -1.25, base + " a/b", 1);
+        spmm_compare(a, av, true, b, ldb, f, ldc, c0, reduce, 1.0, 0.0, base + " pattern", 1);
+      }
+    }
+}
+
 // ------------------------------------------------------------------------------------- sddmm
 template <class I, class V>
 void sddmm_check(const Mat<I>& a, bool pattern, int64_t f, int64_t ldx, int64_t ldy, int64_t ldo, std::mt19937_64& rng,
@@ -402,6 +442,13 @@ int main(int argc, char** argv) {
       spmm_suite<int32_t, double>(2);
       spmm_suite<int64_t, float>(3);
       spmm_suite<int64_t, double>(4);
+    }
+    if (s == "all" || s == "spmm") {
+      std::printf("spmm, short rows\n");
+      spmm_short_rows<int32_t, float>(13);
+      spmm_short_rows<int32_t, double>(14);
+      spmm_short_rows<int64_t, float>(15);
+      spmm_short_rows<int64_t, double>(16);
     }
     // The default groups with one item a team (SPARSEPORT_KOKKOS_GROUP_ITEMS=1: teams of G threads,
     // the barrier shared by one item's groups only).
