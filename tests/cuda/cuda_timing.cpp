@@ -4,8 +4,10 @@
 // are queued behind a "ballast" of other GPU work, so the host's per-call overhead hides behind
 // it, and CUDA events on the context's stream time them: GPU time per call. No input rotation,
 // one run: good for spotting a variant that is far off, not for claims. One table on stdout.
-//   cuda_timing [--tc | --spmm] [SPEC...]   (default: the issue's generated suite; --tc: only the
-//   tensor-core table; --spmm: only the spmm table, every CUDA-core variant and hub_split's thresholds)
+//   cuda_timing [--tc | --spmm] [--only V,V,...] [--F N,N,...] [SPEC...]   (default: the issue's
+//   generated suite; --tc: only the tensor-core table; --spmm: only the spmm table, every CUDA-core
+//   variant and hub_split's thresholds; --only: those variants of the spmm table alone, nothing
+//   else timed, for an A/B; --F: the spmm table's widths, else 32, 64, 256)
 // Without SPARSEPORT_CUDA_TENSOR_CORES=1 (or the build option) the tensor-core table is skipped, saying so.
 #include <cuda_runtime_api.h>
 
@@ -110,7 +112,24 @@ double copy_bandwidth(const Context& ctx) {
   return 2.0 * bytes / t / 1e12;  // read + write
 }
 
-void spmm_suite(const Context& ctx, Timer& timer, const std::string& spec) {
+// The spmm table's choices: the variants (empty: every CUDA-core one, then hub_split's thresholds,
+// sddmm and attention) and the widths.
+struct SpmmTable {
+  std::vector<std::string> only;
+  std::vector<int64_t> widths{32, 64, 256};
+};
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  for (size_t b = 0; b <= s.size();) {
+    const size_t e = std::min(s.find(',', b), s.size());
+    if (e > b) out.push_back(s.substr(b, e - b));
+    b = e + 1;
+  }
+  return out;
+}
+
+void spmm_suite(const Context& ctx, Timer& timer, const std::string& spec, const SpmmTable& table) {
   const auto t0 = Clock::now();
   const HostCsr<int32_t, float> h = load_graph<int32_t, float>(spec);  // a generator spec or a Matrix Market file
   std::printf("# %s: %lld x %lld, nnz %lld (generated in %.1f s)\n", spec.c_str(), static_cast<long long>(h.rows),
@@ -119,7 +138,7 @@ void spmm_suite(const Context& ctx, Timer& timer, const std::string& spec) {
   const Buffer rp = upload(ctx, h.rowptr), ci = upload(ctx, h.colind), va = upload(ctx, h.values);
   const CsrView a = make_csr<int32_t, float>(h.rows, h.cols, h.nnz(), static_cast<const int32_t*>(rp.data()),
                                              static_cast<const int32_t*>(ci.data()), static_cast<const float*>(va.data()));
-  for (int64_t F : {32, 64, 256}) {
+  for (const int64_t F : table.widths) {
     const Buffer b = random_device_floats(ctx, static_cast<size_t>(h.cols * F), 7);
     const Buffer c = ctx.allocate(static_cast<size_t>(h.rows * F) * sizeof(float));
     const DenseView bv = make_dense<float>(h.cols, F, F, static_cast<const float*>(b.data()));
@@ -127,6 +146,7 @@ void spmm_suite(const Context& ctx, Timer& timer, const std::string& spec) {
     double vendor = 0.0;
     std::vector<std::pair<std::string, Timing>> rows;
     for (const std::string& v : ctx.plugin().variants_of(SPARSEPORT_OP_SPMM)) {
+      if (!table.only.empty() && std::find(table.only.begin(), table.only.end(), v) == table.only.end()) continue;
       if (v == "spmm.vector_rows" && F > 16) continue;
       if (v == "spmm.cusparse_spmv") continue;  // F == 1 only
       if (v == "spmm.tc_window" || v == "spmm.tc_window_tf32") continue;  // tc_suite
@@ -138,6 +158,7 @@ void spmm_suite(const Context& ctx, Timer& timer, const std::string& spec) {
       std::printf("spmm  %-28s F %3lld  %-22s %9.4f ms  %6.2f TB/s gathered  %5.2fx cuSPARSE  (host %5.1f us/call)\n",
                   spec.c_str(), static_cast<long long>(F), v.c_str(), t.gpu * 1e3, 4.0 * F * h.nnz() / t.gpu / 1e12,
                   vendor / t.gpu, t.host * 1e6);
+    if (!table.only.empty()) continue;
     if (F == 64 || F == 32) {
       for (const char* T : {"32", "64", "128", "512", "2048"}) {
         setenv("SPARSEPORT_HUB_T", T, 1);
@@ -332,11 +353,18 @@ int main(int argc, char** argv) {
     std::vector<std::string> specs;
     bool tc_only = false;    // --tc: only tc_suite (issue 33's tensor-core table)
     bool spmm_only = false;  // --spmm: only spmm_suite
+    SpmmTable table;
     for (int i = 1; i < argc; ++i) {
       if (std::string(argv[i]) == "--tc" || std::string(argv[i]) == "--bf16")
         tc_only = true;
       else if (std::string(argv[i]) == "--spmm")
         spmm_only = true;
+      else if (std::string(argv[i]) == "--only" && i + 1 < argc)
+        table.only = split_commas(argv[++i]), spmm_only = true;
+      else if (std::string(argv[i]) == "--F" && i + 1 < argc) {
+        table.widths.clear();
+        for (const std::string& w : split_commas(argv[++i])) table.widths.push_back(std::stoll(w));
+      }
       else
         specs.emplace_back(argv[i]);
     }
@@ -347,7 +375,7 @@ int main(int argc, char** argv) {
     }
     if (specs.empty())
       specs = {"er:200000:2e-5", "rmat:20:16", "megarow:2000000:16:0.05", "er:2000000:8e-6", "band:1000000:16"};
-    for (const std::string& s : specs) spmm_suite(ctx, timer, s);
+    for (const std::string& s : specs) spmm_suite(ctx, timer, s, table);
     if (spmm_only) return 0;
     for (const std::string& s : specs) {
       try {
