@@ -14,6 +14,7 @@
 // (slice, induced subgraph, transpose) are not probed: they run their default variant.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -109,9 +110,22 @@ void execute(const std::shared_ptr<detail::PlanState>& plan, const void* args, c
 // their calls bound. Never throws; does nothing with SPARSEPORT_SCHEDULER=off.
 void warm_up(const PluginInfo& plugin, const sparseport_exec& exec) noexcept;
 
-// The one-shot path used by every op of ops.hpp.
+// A one-shot op's CSR operand whose index contents are still to be checked (device memory, the
+// first call on these arrays): the check rides on the scheduler's summary of A where run() prepares
+// a plan (SPARSEPORT_SUMMARY_CHECK, the extra bytes of a pass it makes anyway), as a plan's does
+// (src/ops/plan.cpp); a check of its own costs a launch, a copy back and a synchronisation. Where
+// run() makes no summary (a named variant, a single variant, a remembered plan, a plugin that
+// cannot check), and where the summary found a violation, it calls `check` before anything reads A
+// by its indices: the op's own check, which throws naming the row and the values. `checked` records
+// A as checked (the once-per-operand memo).
+struct IndexRide {
+  std::function<void()> check;
+  std::function<void()> checked;
+};
+
+// The one-shot path used by every op of ops.hpp; `ride`: see IndexRide.
 void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
-         std::string_view requested, const std::string& where);
+         std::string_view requested, const std::string& where, const IndexRide* ride = nullptr);
 void clear_memo();
 // The calling thread's last executed decision (plan.hpp's last_decision()).
 Decision last_decision();

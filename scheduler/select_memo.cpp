@@ -15,6 +15,7 @@
 #include "scheduler/timing.hpp"
 #include "scheduler/values16.hpp"
 #include "core/registry.hpp"
+#include "sparseport/errors.hpp"
 
 namespace sparseport::scheduler {
 
@@ -79,7 +80,7 @@ std::string memo_key(const sparseport_exec& exec, const PluginInfo& plugin, spar
 }  // namespace
 
 void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
-         std::string_view requested, const std::string& where) {
+         std::string_view requested, const std::string& where, const IndexRide* ride) {
   const ProblemInfo info = problem_info(op, args);
   const SchedulerOptions opt = resolve({});
   const bool v16 = is_values16(args_value_type(op, args));
@@ -106,10 +107,12 @@ void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op
         memo.emplace(key, plan);
       }
     }
+    if (ride != nullptr) ride->check();
     run_via_f32(plan, args, requested, where);
     return;
   }
   if (!requested.empty() || (!v16 && (!info.scheduled || opt.mode == SchedulerMode::off || !offers_choice(plugin, op)))) {
+    if (ride != nullptr) ride->check();
     const std::string variant = select_in(plugin, op, args, requested, where, exec);
     sparseport_status st{};
     if (call_slot(plugin.table, op, exec, variant, args, &st) != SPARSEPORT_OK)
@@ -135,8 +138,21 @@ void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op
     std::lock_guard<std::mutex> lock(memo_mu);
     if (auto it = memo.find(key); it != memo.end()) plan = it->second;
   }
+  if (plan != nullptr && ride != nullptr) ride->check();  // a remembered plan makes no summary
   if (plan == nullptr) {
-    plan = prepare(plugin, exec, op, args, opt);
+    plan = prepare(plugin, exec, op, args, opt, /*check_indices=*/ride != nullptr);
+    if (ride != nullptr) {
+      // The summary's verdict: checked and clean, else the op's own check (which throws on a
+      // violation, before the plan is remembered or anything reads A).
+      if (plan->index_problem == SPARSEPORT_INDEX_OK) {
+        ride->checked();
+      } else {
+        ride->check();
+        if (plan->index_problem > 0)
+          throw Error(where + ": the index check of A's summary found problem " + std::to_string(plan->index_problem) +
+                      " but the full check found none");
+      }
+    }
     std::lock_guard<std::mutex> lock(memo_mu);
     if (memo.size() >= 1024) memo.clear();  // bounded: a long-running program with many graphs re-decides
     plan = memo.emplace(key, plan).first->second;

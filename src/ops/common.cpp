@@ -241,6 +241,10 @@ detail::ValidatedKey csr_key(const Context& ctx, const CsrView& a) {
 
 bool csr_check_can_ride(const Context& ctx) { return ctx.device_memory() && ctx.validate() != ValidateMode::off; }
 
+bool csr_check_rides(const Context& ctx, const CsrView& a, const std::string& requested) {
+  return requested.empty() && csr_check_can_ride(ctx) && must_check(ctx, false, csr_key(ctx, a));
+}
+
 void csr_checked(const Context& ctx, const CsrView& a) {
   const auto isz = static_cast<size_t>(size_of(a.index_type));
   detail::remember_validated(csr_key(ctx, a), static_cast<size_t>(a.rows + 1) * isz, static_cast<size_t>(a.nnz) * isz);

@@ -83,10 +83,10 @@ sparseport_exec exec_for(const Context& ctx, const std::optional<bool>& allow_tf
 // plugin, guarded() already turned it into a status.
 template <class Args, class Fn>
 void call_plugin(const Context& ctx, const sparseport_exec& exec, sparseport_op op, Fn slot, const Args& args,
-                 const std::string& requested, const std::string& w) {
+                 const std::string& requested, const std::string& w, const scheduler::IndexRide* ride = nullptr) {
   if (slot == nullptr) throw Unsupported(w + ": backend '" + ctx.plugin().name + "' does not provide this op");
   try {
-    scheduler::run(ctx.plugin(), exec, op, &args, requested, w);
+    scheduler::run(ctx.plugin(), exec, op, &args, requested, w, ride);
   } catch (const std::bad_alloc&) {
     throw OutOfMemory(w + ": ran out of host memory while running the op (std::bad_alloc)", 0, "std::bad_alloc");
   }
@@ -95,6 +95,31 @@ template <class Args, class Fn>
 void call_plugin(const Context& ctx, sparseport_op op, Fn slot, const Args& args, const std::string& requested,
                  const std::string& w) {
   call_plugin(ctx, ctx.exec(), op, slot, args, requested, w);
+}
+
+// Whether a one-shot op's A has its index contents checked on the scheduler's summary of A
+// (scheduler::IndexRide): device memory with checks on, no variant named, and this call must check
+// them (the first call on these arrays, or ValidateMode::always).
+bool csr_check_rides(const Context& ctx, const CsrView& a, const std::string& requested);
+
+// A one-shot op over a CSR A (spmm, spmv, sddmm, csr_attention): its checks, `make_args(structure)`
+// (structure: A's index contents too), then the plugin call. Where A's contents ride on the
+// scheduler's summary, its sizes and pointers are checked first and its contents by the scheduler
+// (or check_csr, where the scheduler makes no summary), before anything reads A by its indices;
+// with an empty output, by check_csr, as before.
+template <class MakeArgs, class Fn>
+void call_csr_op(const Context& ctx, const sparseport_exec& exec, sparseport_op op, Fn slot, const CsrView& a,
+                 const std::string& requested, const std::string& w, const MakeArgs& make_args) {
+  const bool ride = csr_check_rides(ctx, a, requested);
+  if (ride) check_csr_shape(w, "A", a);
+  const auto args = make_args(!ride);
+  if (!args) {
+    if (ride) check_csr(ctx, w, "A", a);
+    return;
+  }
+  if (!ride) return call_plugin(ctx, exec, op, slot, *args, requested, w);
+  const scheduler::IndexRide r{[&] { check_csr(ctx, w, "A", a); }, [&] { csr_checked(ctx, a); }};
+  call_plugin(ctx, exec, op, slot, *args, requested, w, &r);
 }
 
 // Bytes for n elements of `size` bytes; OutOfMemory when that does not fit size_t.

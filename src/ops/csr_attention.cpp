@@ -28,8 +28,8 @@ std::optional<sparseport_attention_args> attention_args(const Context& ctx, cons
 void csr_attention(const Context& ctx, const CsrView& a, const DenseView& q, const DenseView& k, const DenseView& v,
                    const DenseMutView& out, const AttentionOptions& opt) {
   const std::string w = ops::where(ctx, SPARSEPORT_OP_CSR_ATTENTION);
-  if (const auto args = ops::attention_args(ctx, w, a, q, k, v, out, opt, true))
-    ops::call_plugin(ctx, SPARSEPORT_OP_CSR_ATTENTION, ctx.plugin().table->csr_attention, *args, opt.variant, w);
+  ops::call_csr_op(ctx, ctx.exec(), SPARSEPORT_OP_CSR_ATTENTION, ctx.plugin().table->csr_attention, a, opt.variant, w,
+                   [&](bool structure) { return ops::attention_args(ctx, w, a, q, k, v, out, opt, structure); });
 }
 
 }  // namespace sparseport

@@ -22,8 +22,8 @@ std::optional<sparseport_sddmm_args> sddmm_args(const Context& ctx, const std::s
 void sddmm(const Context& ctx, const CsrView& a, const DenseView& x, const DenseView& y, const DenseMutView& out,
            const OpOptions& opt) {
   const std::string w = ops::where(ctx, SPARSEPORT_OP_SDDMM);
-  if (const auto args = ops::sddmm_args(ctx, w, a, x, y, out, true))
-    ops::call_plugin(ctx, SPARSEPORT_OP_SDDMM, ctx.plugin().table->sddmm, *args, opt.variant, w);
+  ops::call_csr_op(ctx, ctx.exec(), SPARSEPORT_OP_SDDMM, ctx.plugin().table->sddmm, a, opt.variant, w,
+                   [&](bool structure) { return ops::sddmm_args(ctx, w, a, x, y, out, structure); });
 }
 
 }  // namespace sparseport

@@ -39,17 +39,17 @@ std::optional<sparseport_spmm_args> spmm_args(const Context& ctx, const std::str
 
 void spmm(const Context& ctx, const CsrView& a, const DenseView& b, const DenseMutView& c, const SpmmOptions& opt) {
   const std::string w = ops::where(ctx, SPARSEPORT_OP_SPMM);
-  if (const auto args = ops::spmm_args(ctx, w, a, b, c, opt, true))
-    ops::call_plugin(ctx, ops::exec_for(ctx, opt.allow_tf32), SPARSEPORT_OP_SPMM, ctx.plugin().table->spmm, *args,
-                     opt.variant, w);
+  ops::call_csr_op(ctx, ops::exec_for(ctx, opt.allow_tf32), SPARSEPORT_OP_SPMM, ctx.plugin().table->spmm, a,
+                   opt.variant, w, [&](bool structure) { return ops::spmm_args(ctx, w, a, b, c, opt, structure); });
 }
 
 // spmm with one column: the same slot, variants and scheduler; only the messages say spmv.
 void spmv(const Context& ctx, const CsrView& a, const DenseView& x, const DenseMutView& y, const SpmvOptions& opt) {
   const std::string w = "sparseport::spmv[" + ctx.backend() + "]";
-  if (const auto args = ops::checked_args(ctx, w, a, x, y, opt, true, ops::kSpmvNames, 1))
-    ops::call_plugin(ctx, ops::exec_for(ctx, opt.allow_tf32), SPARSEPORT_OP_SPMM, ctx.plugin().table->spmm, *args,
-                     opt.variant, w);
+  ops::call_csr_op(ctx, ops::exec_for(ctx, opt.allow_tf32), SPARSEPORT_OP_SPMM, ctx.plugin().table->spmm, a,
+                   opt.variant, w, [&](bool structure) {
+                     return ops::checked_args(ctx, w, a, x, y, opt, structure, ops::kSpmvNames, 1);
+                   });
 }
 
 }  // namespace sparseport

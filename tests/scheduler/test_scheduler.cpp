@@ -1579,6 +1579,7 @@ TEST(SchedulerShapeClass, AReadyClassDecidesANewShapeWithoutSigningItAndAKnownSh
 // arrays are the reference plugin's host memory all the same), so the scheduler summarizes through
 // the plugin's slot, which records what each call asked for.
 std::vector<uint32_t> g_summaries;
+int32_t g_report_problem = SPARSEPORT_INDEX_OK;  // what the fake's index check reports
 
 PluginInfo device_fake_plugin() {
   static sparseport_plugin table = [] {
@@ -1589,7 +1590,10 @@ PluginInfo device_fake_plugin() {
                          sparseport_status*) {
       g_summaries.push_back(want);
       *out = summarize_host(*a, want);
-      if ((want & SPARSEPORT_SUMMARY_CHECK) != 0) out->index_checked = 1;  // the members are valid CSRs
+      if ((want & SPARSEPORT_SUMMARY_CHECK) != 0) {
+        out->index_checked = 1;  // the members are valid CSRs, unless a test says otherwise
+        out->index_problem = g_report_problem;
+      }
       return 0;
     };
     return t;
@@ -1634,6 +1638,72 @@ TEST(SchedulerShapeClass, InDeviceMemoryANewShapesClassDecisionMakesOneSummaryWi
   EXPECT_EQ(g_summaries[0], SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_CHECK);
   execute(plan3, &args3, "test");
   EXPECT_EQ(again.c.data, reference_result(again));
+}
+
+// A one-shot op's first call on device arrays (scheduler::IndexRide): the index check rides on
+// the scheduler's summary of A (one pass, SPARSEPORT_SUMMARY_CHECK) and the op's own check is not
+// made; a remembered plan and a named variant make no summary, so the op checks; a violation the
+// summary reports hands over to the op's check, which throws before any variant runs, and leaves no
+// plan remembered.
+TEST(SchedulerIndexRide, AOneShotCallChecksAInTheSummaryOrHasTheOpCheckIt) {
+  TempDir dir;
+  const ScopedEnv cache_dir("SPARSEPORT_CACHE_DIR", dir.path.c_str());
+  const ScopedEnv mode("SPARSEPORT_SCHEDULER", "auto");
+  const PluginInfo fake = device_fake_plugin();
+  clear_memo();
+  int checks = 0, checked = 0;
+  bool violation = false;  // what the op's check finds
+  const IndexRide ride{[&] {
+                         ++checks;
+                         if (violation) throw InvalidArgument("test: A.colind[3] = 99 is out of range");
+                       },
+                       [&] { ++checked; }};
+  Problem pb = make_problem(2000);  // small: the fake's variants spin a few ms at most
+  sparseport_spmm_args args = pb.args();
+  // First call: the summary checks A, the op does not.
+  g_summaries.clear();
+  run(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, "", "test", &ride);
+  ASSERT_FALSE(g_summaries.empty());
+  EXPECT_NE(g_summaries[0] & SPARSEPORT_SUMMARY_CHECK, 0u) << "the check rides on the first summary";
+  EXPECT_EQ(checks, 0);
+  EXPECT_EQ(checked, 1);
+  EXPECT_EQ(pb.c.data, reference_result(pb));
+  // The same arrays again with a ride (ValidateMode::always gives one on every call): the
+  // remembered plan makes no summary, so the op checks.
+  g_summaries.clear();
+  run(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, "", "test", &ride);
+  EXPECT_TRUE(g_summaries.empty());
+  EXPECT_EQ(checks, 1);
+  // A named variant: no summary, the op checks.
+  run(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, "spmm.second", "test", &ride);
+  EXPECT_EQ(checks, 2);
+  // A violation the summary reports: the op's check throws its message, no variant runs, and the
+  // plan is not remembered (the next call summarizes again).
+  Problem bad = make_problem(2500);
+  sparseport_spmm_args bad_args = bad.args();
+  g_report_problem = SPARSEPORT_INDEX_OUT_OF_RANGE;
+  violation = true;
+  g_calls = 0;
+  EXPECT_THROW(
+      {
+        try {
+          run(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &bad_args, "", "test", &ride);
+        } catch (const InvalidArgument& e) {
+          EXPECT_STREQ(e.what(), "test: A.colind[3] = 99 is out of range");
+          throw;
+        }
+      },
+      InvalidArgument);
+  EXPECT_EQ(g_calls, 0) << "no variant ran on A";
+  EXPECT_EQ(checks, 3);
+  // A summary that reports a violation the op's check does not find: an internal error, not a run.
+  violation = false;
+  g_summaries.clear();
+  EXPECT_THROW(run(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &bad_args, "", "test", &ride), Error);
+  EXPECT_FALSE(g_summaries.empty()) << "the failed call's plan was not remembered";
+  EXPECT_EQ(g_calls, 0);
+  g_report_problem = SPARSEPORT_INDEX_OK;
+  clear_memo();
 }
 
 // A vendor that took 2x the class's variant or more at full size: the first member's check makes
