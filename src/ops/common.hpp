@@ -30,6 +30,8 @@ void check_dense(const std::string& w, const char* arg, const DenseView& d, int6
 // Sizes, pointers, index/value type tags, then the contents as ctx.validate() says: rowptr[0] == 0,
 // monotone, rowptr[rows] == nnz, columns in [0, cols). Host memory is read here; device memory by
 // the plugin's check_indices, once per operand, or on every call with `plan` (a plan is built).
+// (A plan's and a scheduled one-shot call's check of device memory can ride on the scheduler's
+// summary of A instead: csr_plan_state in plan.cpp, call_csr_op below.)
 void check_csr(const Context& ctx, const std::string& w, const char* arg, const CsrView& a, bool plan = false);
 // check_csr's first part: sizes, pointers and type tags, nothing read from the arrays.
 void check_csr_shape(const std::string& w, const char* arg, const CsrView& a);
