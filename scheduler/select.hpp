@@ -113,14 +113,13 @@ void warm_up(const PluginInfo& plugin, const sparseport_exec& exec) noexcept;
 // A one-shot op's CSR operand whose index contents are still to be checked (device memory, the
 // first call on these arrays): the check rides on the scheduler's summary of A where run() prepares
 // a plan (SPARSEPORT_SUMMARY_CHECK, the extra bytes of a pass it makes anyway), as a plan's does
-// (src/ops/plan.cpp); a check of its own costs a launch, a copy back and a synchronisation. Where
-// run() makes no summary (a named variant, a single variant, a remembered plan, a plugin that
-// cannot check), and where the summary found a violation, it calls `check` before anything reads A
-// by its indices: the op's own check, which throws naming the row and the values. `checked` records
-// A as checked (the once-per-operand memo).
+// (src/ops/plan.cpp); a check of its own costs a launch, a copy back and a synchronisation.
+// `settle(problem)` runs before anything reads A by its indices, with the summary's verdict
+// (PlanState::index_problem), or -1 where run() made no summary (a named variant, a single
+// variant, a remembered plan): the op's ops::csr_after_summary, which records A as checked, or
+// checks it itself and throws on a violation naming the row and the values.
 struct IndexRide {
-  std::function<void()> check;
-  std::function<void()> checked;
+  std::function<void(int32_t problem)> settle;
 };
 
 // The one-shot path used by every op of ops.hpp; `ride`: see IndexRide.

@@ -107,12 +107,12 @@ void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op
         memo.emplace(key, plan);
       }
     }
-    if (ride != nullptr) ride->check();
+    if (ride != nullptr) ride->settle(-1);
     run_via_f32(plan, args, requested, where);
     return;
   }
   if (!requested.empty() || (!v16 && (!info.scheduled || opt.mode == SchedulerMode::off || !offers_choice(plugin, op)))) {
-    if (ride != nullptr) ride->check();
+    if (ride != nullptr) ride->settle(-1);
     const std::string variant = select_in(plugin, op, args, requested, where, exec);
     sparseport_status st{};
     if (call_slot(plugin.table, op, exec, variant, args, &st) != SPARSEPORT_OK)
@@ -138,20 +138,16 @@ void run(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op
     std::lock_guard<std::mutex> lock(memo_mu);
     if (auto it = memo.find(key); it != memo.end()) plan = it->second;
   }
-  if (plan != nullptr && ride != nullptr) ride->check();  // a remembered plan makes no summary
+  if (plan != nullptr && ride != nullptr) ride->settle(-1);  // a remembered plan makes no summary
   if (plan == nullptr) {
     plan = prepare(plugin, exec, op, args, opt, /*check_indices=*/ride != nullptr);
     if (ride != nullptr) {
-      // The summary's verdict: checked and clean, else the op's own check (which throws on a
-      // violation, before the plan is remembered or anything reads A).
-      if (plan->index_problem == SPARSEPORT_INDEX_OK) {
-        ride->checked();
-      } else {
-        ride->check();
-        if (plan->index_problem > 0)
-          throw Error(where + ": the index check of A's summary found problem " + std::to_string(plan->index_problem) +
-                      " but the full check found none");
-      }
+      // The summary's verdict, before the plan is remembered or anything reads A. settle throws on a
+      // violation; a plan whose summary found one never runs, whatever settle did.
+      ride->settle(plan->index_problem);
+      if (plan->index_problem > 0)
+        throw Error(where + ": A's index check found problem " + std::to_string(plan->index_problem) +
+                    " and the op's check let it through");
     }
     std::lock_guard<std::mutex> lock(memo_mu);
     if (memo.size() >= 1024) memo.clear();  // bounded: a long-running program with many graphs re-decides

@@ -241,8 +241,20 @@ detail::ValidatedKey csr_key(const Context& ctx, const CsrView& a) {
 
 bool csr_check_can_ride(const Context& ctx) { return ctx.device_memory() && ctx.validate() != ValidateMode::off; }
 
-bool csr_check_rides(const Context& ctx, const CsrView& a, const std::string& requested) {
-  return requested.empty() && csr_check_can_ride(ctx) && must_check(ctx, false, csr_key(ctx, a));
+CsrCheck csr_check_for(const Context& ctx, const CsrView& a, const std::string& requested) {
+  if (!must_check(ctx, false, csr_key(ctx, a))) return CsrCheck::none;
+  return requested.empty() && csr_check_can_ride(ctx) ? CsrCheck::ride : CsrCheck::here;
+}
+
+void csr_after_summary(const Context& ctx, const std::string& w, const CsrView& a, int32_t problem) {
+  if (problem == SPARSEPORT_INDEX_OK) {
+    csr_checked(ctx, a);
+    return;
+  }
+  check_csr(ctx, w, "A", a, /*plan=*/true);  // throws on a violation, naming its row and values
+  if (problem > 0)
+    throw Error(w + ": the index check of A's summary found problem " + std::to_string(problem) +
+                " but the full check found none");
 }
 
 void csr_checked(const Context& ctx, const CsrView& a) {

@@ -99,29 +99,37 @@ void call_plugin(const Context& ctx, sparseport_op op, Fn slot, const Args& args
   call_plugin(ctx, ctx.exec(), op, slot, args, requested, w);
 }
 
-// Whether a one-shot op's A has its index contents checked on the scheduler's summary of A
-// (scheduler::IndexRide): device memory with checks on, no variant named, and this call must check
-// them (the first call on these arrays, or ValidateMode::always).
-bool csr_check_rides(const Context& ctx, const CsrView& a, const std::string& requested);
+// Where a one-shot op's A has its index contents checked: nowhere (ValidateMode or the
+// once-per-operand memo says so), here (check_csr), or on the scheduler's summary of A
+// (scheduler::IndexRide: device memory, checks on, no variant named).
+enum class CsrCheck { none, here, ride };
+CsrCheck csr_check_for(const Context& ctx, const CsrView& a, const std::string& requested);
+
+// A's index contents after a plan's preparation that may have checked them in its summary of A
+// (`problem`: PlanState::index_problem, -1 where it did not): 0 records A as checked; otherwise
+// check_csr checks them (a plan's check, made whatever the memo says), which throws on a violation
+// naming its row and values, and a violation the summary found that check_csr does not is an
+// internal error. Plans (plan.cpp) and one-shot calls (call_csr_op) alike.
+void csr_after_summary(const Context& ctx, const std::string& w, const CsrView& a, int32_t problem);
 
 // A one-shot op over a CSR A (spmm, spmv, sddmm, csr_attention): its checks, `make_args(structure)`
 // (structure: A's index contents too), then the plugin call. Where A's contents ride on the
-// scheduler's summary, its sizes and pointers are checked first and its contents by the scheduler
-// (or check_csr, where the scheduler makes no summary), before anything reads A by its indices;
-// with an empty output, by check_csr, as before.
+// scheduler's summary, its sizes and pointers are checked first and its contents by
+// csr_after_summary with the scheduler's verdict, before anything reads A by its indices; with an
+// empty output, by check_csr, as before.
 template <class MakeArgs, class Fn>
 void call_csr_op(const Context& ctx, const sparseport_exec& exec, sparseport_op op, Fn slot, const CsrView& a,
                  const std::string& requested, const std::string& w, const MakeArgs& make_args) {
-  const bool ride = csr_check_rides(ctx, a, requested);
-  if (ride) check_csr_shape(w, "A", a);
-  const auto args = make_args(!ride);
+  const CsrCheck how = csr_check_for(ctx, a, requested);
+  if (how != CsrCheck::here) check_csr_shape(w, "A", a);
+  const auto args = make_args(how == CsrCheck::here);
   if (!args) {
-    if (ride) check_csr(ctx, w, "A", a);
+    if (how == CsrCheck::ride) check_csr(ctx, w, "A", a);
     return;
   }
-  if (!ride) return call_plugin(ctx, exec, op, slot, *args, requested, w);
-  const scheduler::IndexRide r{[&] { check_csr(ctx, w, "A", a); }, [&] { csr_checked(ctx, a); }};
-  call_plugin(ctx, exec, op, slot, *args, requested, w, &r);
+  if (how != CsrCheck::ride) return call_plugin(ctx, exec, op, slot, *args, requested, w);
+  const scheduler::IndexRide ride{[&](int32_t problem) { csr_after_summary(ctx, w, a, problem); }};
+  call_plugin(ctx, exec, op, slot, *args, requested, w, &ride);
 }
 
 // Bytes for n elements of `size` bytes; OutOfMemory when that does not fit size_t.

@@ -63,14 +63,7 @@ std::shared_ptr<detail::PlanState> csr_plan_state(const Context& ctx, const spar
     return plan_state(ctx, exec, op, w, features, variant, shape, sched);
   }
   std::shared_ptr<detail::PlanState> state = plan_state(ctx, exec, op, w, features, variant, shape, sched, true);
-  if (state->index_problem == SPARSEPORT_INDEX_OK) {
-    ops::csr_checked(ctx, a);
-    return state;
-  }
-  ops::check_csr(ctx, w, "A", a, /*plan=*/true);  // throws on a violation, naming its row and values
-  if (state->index_problem > 0)
-    throw Error(w + ": the index check of A's summary found problem " + std::to_string(state->index_problem) +
-                       " but the full check found none");
+  ops::csr_after_summary(ctx, w, a, state->index_problem);
   return state;
 }
 

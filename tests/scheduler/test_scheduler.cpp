@@ -1651,13 +1651,18 @@ TEST(SchedulerIndexRide, AOneShotCallChecksAInTheSummaryOrHasTheOpCheckIt) {
   const ScopedEnv mode("SPARSEPORT_SCHEDULER", "auto");
   const PluginInfo fake = device_fake_plugin();
   clear_memo();
+  // The op's side (ops::csr_after_summary): a verdict of 0 records A as checked; any other verdict
+  // is the op's own check, which throws where it finds a violation.
   int checks = 0, checked = 0;
   bool violation = false;  // what the op's check finds
-  const IndexRide ride{[&] {
-                         ++checks;
-                         if (violation) throw InvalidArgument("test: A.colind[3] = 99 is out of range");
-                       },
-                       [&] { ++checked; }};
+  const IndexRide ride{[&](int32_t problem) {
+    if (problem == SPARSEPORT_INDEX_OK) {
+      ++checked;
+      return;
+    }
+    ++checks;
+    if (violation) throw InvalidArgument("test: A.colind[3] = 99 is out of range");
+  }};
   Problem pb = make_problem(2000);  // small: the fake's variants spin a few ms at most
   sparseport_spmm_args args = pb.args();
   // First call: the summary checks A, the op does not.
@@ -1696,7 +1701,7 @@ TEST(SchedulerIndexRide, AOneShotCallChecksAInTheSummaryOrHasTheOpCheckIt) {
       InvalidArgument);
   EXPECT_EQ(g_calls, 0) << "no variant ran on A";
   EXPECT_EQ(checks, 3);
-  // A summary that reports a violation the op's check does not find: an internal error, not a run.
+  // A summary that reports a violation the op's check lets through: an internal error, not a run.
   violation = false;
   g_summaries.clear();
   EXPECT_THROW(run(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &bad_args, "", "test", &ride), Error);
