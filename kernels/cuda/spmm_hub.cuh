@@ -308,6 +308,10 @@ __global__ void __launch_bounds__(kBlock)
   }
 }
 
+// Whether the regular rows of a launch shape end in masked batches (spmm_hub_kernel).
+template <bool kDet, int VEC, int S>
+inline constexpr bool kMaskedRows = !kDet && VEC == 4 && S == 1;
+
 template <Red R, bool kDet, class I, class V, int VEC, int G, int S>
 __global__ void __launch_bounds__(kBlock)
     spmm_hub_kernel(SpmmParams<I, V> p, const HubItem* items, int64_t nitems, acc_t<V>* acc, unsigned* counters,
@@ -320,8 +324,10 @@ __global__ void __launch_bounds__(kBlock)
   const int64_t group = (blk * blockDim.x + threadIdx.x) / (G * S);
   const int64_t ngroups = nblk * blockDim.x / (G * S);
   // 8 vectors in flight per lane (row_warp_vec4 keeps 4): half the dependent rounds on the
-  // longest regular rows, which decide latency-bound launches.
-  spmm_rows_body<R, I, V, VEC, G, false, S, 8>(p, group, ngroups);
+  // longest regular rows, which decide latency-bound launches; a row's last entries in masked
+  // batches of 4 (spmm_rows.cuh) where a group walks its row alone, float and double in vectors.
+  // Deterministic mode keeps the one-at-a-time loop (the same bits; its kernels stay as checked).
+  spmm_rows_body<R, I, V, VEC, G, false, S, 8, false, kMaskedRows<kDet, VEC, S>>(p, group, ngroups);
 }
 
 template <int VEC, int G, int S = 1>
@@ -373,6 +379,10 @@ void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold, bo
             p, plan->items_, plan->nitems_, acc.as<A>(), counters.as<unsigned>(), plan->split_items_,
             plan->split_first_);
       check_launch("spmm.hub_split");
+      // Which path the regular rows took, for tests and cuda_timing.
+      const bool masked = det ? kMaskedRows<true, VEC, S> : kMaskedRows<false, VEC, S>;
+      s.set_note(masked ? "spmm.hub_split: a row's last entries in masked batches"
+                        : "spmm.hub_split: a row's last entries one at a time");
       if (det && plan->nsplit_ > 0) {
         const unsigned folds = static_cast<unsigned>(std::min<int64_t>(plan->nsplit_, 65535));
         det_fold_kernel<R, I, V><<<folds, kBlock, 0, s.stream()>>>(p, plan->split_rows_, plan->split_items_,

@@ -8,7 +8,9 @@
 // The staged path (the group reading G pairs coalesced and handing them round by shuffles,
 // GE-SpMM's row caching) is gone with the two variants that alone used it, retired as never the
 // fastest (plugins/cuda/README.md); spmm_rows_body keeps its STAGE parameter, always false, only
-// because spmm_hub.cu names it.
+// because spmm_hub.cu names it. Tried again for hub_split's regular rows (H200, 2026-12-06): 1.005x
+// the unstaged time geomean, up to 1.10x at F = 128; a staged batch still loads its pairs and then
+// gathers B by them, so the chain of dependent loads a row walks, which binds, is as long as before.
 // ARG (max/min of row_warp and row_warp_vec4, ABI 1.5): each lane also keeps, per column, the
 // position of the entry whose product it holds, and writes it to arg. A lane walks its row's
 // entries in storage order, so "the first of equal products, else the first NaN" is a compare with
@@ -103,9 +105,18 @@ __device__ __forceinline__ void vaccumulate_arg(VecN<V, VEC>& acc, VecN<I, VEC>&
 // m * G lanes would leave most of the GPU idle while each group walks its row alone (a chain of
 // deg / U dependent gathers). UU > 0 sets the gathers in flight per lane (U), else 8 for scalars
 // and 4 for vectors. ARG: see the top of the file (p.arg is then non-null).
-template <Red R, class I, class V, int VEC, int G, bool STAGE, int S = 1, int UU = 0, bool ARG = false>
+// MASKED (one slice, no ARG): the entries a row has left after its full batches of U go in batches
+// of U / 2 whose loads are all issued (an index past the row's end reads the row's last entry
+// again) and whose folds past the end are skipped, instead of one dependent round per entry. A
+// row of 4 entries is then one round of gathers, not four; the folds keep the entries' order, so
+// the bits are those of the one-at-a-time loop. hub_split's float and double kernels use it:
+// 0.968x their time geomean over 6 graphs x F = 16-128, mdual 0.89-0.95x at F = 16-64 (H200,
+// benchmarks/results/2026-12-06-h200-hub-masked-batches.md).
+template <Red R, class I, class V, int VEC, int G, bool STAGE, int S = 1, int UU = 0, bool ARG = false,
+          bool MASKED = false>
 __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_t group, int64_t ngroups) {
   static_assert(!STAGE, "the staged path is gone (see the top of the file)");
+  static_assert(!MASKED || (S == 1 && !ARG), "masked batches serve one slice summing or reducing without arg");
   static_assert(G * S <= 32, "a team fits in a warp");
   static_assert(!ARG || (R != Red::sum && S == 1),
                 "arg is recorded for max and min by lanes that walk a whole row themselves");
@@ -157,6 +168,25 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
           } else {
 #pragma unroll
             for (int u = 0; u < U; ++u) vaccumulate<R>(acc, w[u], bv[u]);
+          }
+        }
+        if constexpr (MASKED) {
+          constexpr int M = U / 2;
+          for (; e < e1; e += M) {
+            I cc[M];
+            A w[M];
+#pragma unroll
+            for (int u = 0; u < M; ++u) {
+              const int64_t eu = e + u < e1 ? e + u : e1 - 1;
+              cc[u] = colind[eu];
+              w[u] = val != nullptr ? widen(val[eu]) : A(1);
+            }
+            VecN<A, VEC> bv[M];
+#pragma unroll
+            for (int u = 0; u < M; ++u) bv[u] = sload<V, VEC>(b + static_cast<int64_t>(cc[u]) * p.ldb + f);
+#pragma unroll
+            for (int u = 0; u < M; ++u)
+              if (e + u < e1) vaccumulate<R>(acc, w[u], bv[u]);
           }
         }
         for (; e < e1; e += S) {

@@ -538,6 +538,51 @@ TEST(CudaSpmm, HubSplitRowOrderPowerLaw) {
   check_spmm(ctx, b, wide_widths({32, 64, 96}, 2), kSeed + 162, {"spmm.hub_split"}, true);
 }
 
+// spmm.hub_split's regular rows end in masked batches (kernels/cuda/spmm_rows.cuh, MASKED) in its
+// float and double 4-wide kernels where a group walks a row alone: rows of 0 to 12 entries (so
+// every remainder 0-7 after the batches of 8, and rows that are remainder only) beside hubs of 300
+// (CTA items), columns repeated within rows, against float64 for every reduction and scaling. The
+// note says which path ran: masked where F % 4 == 0, one at a time at F = 13 (scalar lanes). 8000
+// rows of mean length 6: no teams of slices on any GPU of up to 250 SMs (spmm_hub.cu: a tiny
+// matrix has rows x 32 <= SMs x 1024, and teams otherwise need a mean row of 8 or more).
+template <class I, class V>
+HostCsr<I, V> short_rows_with_hubs(uint64_t seed) {
+  HostCsr<I, V> a;
+  a.rows = 8000;
+  a.cols = 3000;
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> col(0, a.cols - 1);
+  std::uniform_real_distribution<double> val(-1.0, 1.0);
+  for (int64_t r = 0; r < a.rows; ++r) {
+    const int64_t len = r % 800 == 7 ? 300 : r % 13;
+    const int64_t c0 = col(rng);
+    for (int64_t k = 0; k < len; ++k) {
+      // Every fifth entry repeats the row's first column: duplicates fold like any other entry.
+      a.colind.push_back(static_cast<I>(k % 5 == 4 ? c0 : col(rng)));
+      a.values.push_back(static_cast<V>(val(rng)));
+    }
+    a.rowptr.push_back(static_cast<I>(a.colind.size()));
+  }
+  return a;
+}
+
+TEST(CudaSpmm, HubSplitShortRowsEndInMaskedBatches) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  auto run = [&](const auto& a, int64_t F, uint64_t seed) {
+    SCOPED_TRACE("F " + std::to_string(F));
+    check_spmm(ctx, a, {{F, F, F, 0}}, seed, {"spmm.hub_split"});
+    const std::string note = diagnostics(ctx).note;
+    const bool masked = note.find("masked batches") != std::string::npos;
+    EXPECT_EQ(masked, F % 4 == 0) << note;
+    EXPECT_NE(note.find("spmm.hub_split"), std::string::npos) << note;
+  };
+  const auto a = short_rows_with_hubs<int32_t, float>(kSeed + 163);
+  for (int64_t F : {13, 16, 32, 64, 128}) run(a, F, kSeed + 163);
+  const auto b = short_rows_with_hubs<int64_t, double>(kSeed + 164);
+  for (int64_t F : {32, 64}) run(b, F, kSeed + 164);
+}
+
 TEST(CudaSpmm, MatrixWithoutEntriesScalesC) {
   CUDA_TEST_REQUIRE_GPU();
   Context ctx = Context::create("cuda");
