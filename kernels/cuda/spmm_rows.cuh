@@ -111,7 +111,12 @@ __device__ __forceinline__ void vaccumulate_arg(VecN<V, VEC>& acc, VecN<I, VEC>&
 // row of 4 entries is then one round of gathers, not four; the folds keep the entries' order, so
 // the bits are those of the one-at-a-time loop. hub_split's float and double kernels use it:
 // 0.968x their time geomean over 6 graphs x F = 16-128, mdual 0.89-0.95x at F = 16-64 (H200,
-// benchmarks/results/2026-12-06-h200-hub-masked-batches.md).
+// benchmarks/results/2026-12-06-h200-hub-masked-batches.md); 0.982x over the 18 shared matrices and
+// 3 generated graphs x F = 16-128, 0.888-1.065 (H100, 2026-12-06-h100-masked-prefetch-minibatch.md).
+// Not kept, same runs: loading a group's next row number and bounds a turn ahead in a grid capped
+// at 2 or 8 waves, so that the order -> rowptr loads leave each row's chain: 1.08x / 1.07x the time,
+// up to 1.64x on rmat:20:16. The capped grid gives up the block scheduler's balancing of rows of
+// unequal length, which the one-group-a-row grid had for free; the prefetch won nothing back.
 template <Red R, class I, class V, int VEC, int G, bool STAGE, int S = 1, int UU = 0, bool ARG = false,
           bool MASKED = false>
 __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_t group, int64_t ngroups) {
