@@ -209,10 +209,11 @@ bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_
   sparseport_csr_summary s;
   if (p.plugin->table->memory_space == SPARSEPORT_MEMORY_DEVICE) {
     // One pass where A lives (a kernel on cuda): the row lengths, which are all a class reads
-    // (shape_class.hpp), where the plugin can give them alone; FEATURES's pass over every entry and
-    // its sorted blocks were most of a sampled subgraph's class decision on an H100 (54-65 of 66-77
-    // us, against a 21 us spmm). A cold decision reuses a FEATURES summary, and makes one after a
-    // DEGREES one.
+    // (shape_class.hpp), where the plugin can give them alone, without FEATURES's pass over every
+    // entry and its sorted blocks (a 50k-entry summary ~19 us against ~52 us on an H100, arrays read
+    // before; on a mini-batch's fresh arrays the stage stayed at 55-67 us: benchmarks/results/
+    // 2026-12-06-h100-masked-prefetch-minibatch.md). A cold decision reuses a FEATURES summary, and
+    // makes one after a DEGREES one.
     const uint32_t bits = class_summary_bits(*p.plugin);
     try {
       s = summary != nullptr ? *summary : summarize(*p.plugin, p.exec, a, SPARSEPORT_SUMMARY_SIGNATURE | bits);
