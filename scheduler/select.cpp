@@ -65,11 +65,13 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   // lookup, and the class's features ride on that pass (below). Every other path signs first.
   const bool device = plugin.table->memory_space == SPARSEPORT_MEMORY_DEVICE;
   bool exact_possible = true;
+  double t_prefix = t_signature;  // after the exact-shape question (the log lines' split)
   if (csr != nullptr && looks_up) {
     // The start of graph_signature's text (no snprintf on a hit's path: signature.cpp, hex64).
     const std::string shape = dev.hash + "/csr" + std::to_string(csr->rows) + "x" + std::to_string(csr->cols) + ":" +
                               std::to_string(csr->nnz) + ":";
     exact_possible = CacheFile(p->opt.cache_dir).holds_prefix(shape);
+    t_prefix = since(t0);
     p->cache_read = true;
     if (!device && !exact_possible && class_hit(*p, *csr, dev.hash) && !p->verify_pending) {
       if (p->opt.log) {
@@ -166,9 +168,11 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
       // in deterministic mode, which keeps timings out of its choices.
       p->verify_pending = !p->decision.verified && p->opt.mode == SchedulerMode::automatic && !deterministic(exec);
       if (p->opt.log) {  // the line's strings are not built unless printed (they cost a hit 10-20 us)
-        char took[160];
-        std::snprintf(took, sizeof took, " [%.0f us: options and device signature %.0f, operand summary %.0f, cache lookup %.0f]",
-                      since(t0) * 1e6, t_signature * 1e6, (t_summary - t_signature) * 1e6, (t_lookup - t_summary) * 1e6);
+        char took[200];
+        std::snprintf(took, sizeof took,
+                      " [%.0f us: options and device signature %.0f, shape question %.0f, operand summary %.0f, cache lookup %.0f]",
+                      since(t0) * 1e6, t_signature * 1e6, (t_prefix - t_signature) * 1e6, (t_summary - t_prefix) * 1e6,
+                      (t_lookup - t_summary) * 1e6);
         log(p->opt, label(*p) + ": " + p->decision.source + " -> " + p->decision.variant + " (" + field(r, "reason") + ")" + took);
       }
     } else if ((exact_possible || device) && csr != nullptr && (!check_indices || p->index_problem == 0) &&
@@ -176,11 +180,11 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
       // Features are read only from an operand whose indices are known good (checked with the
       // signature here, or by the caller before a one-shot call).
       if (p->opt.log) {
-        char took[160];
+        char took[200];
         std::snprintf(took, sizeof took,
-                      " [%.0f us: options and device signature %.0f, operand summary %.0f, exact lookup %.0f, class %.0f]",
-                      since(t0) * 1e6, t_signature * 1e6, (t_summary - t_signature) * 1e6, (t_lookup - t_summary) * 1e6,
-                      (since(t0) - t_lookup) * 1e6);
+                      " [%.0f us: options and device signature %.0f, shape question %.0f, operand summary %.0f, exact lookup %.0f, class %.0f]",
+                      since(t0) * 1e6, t_signature * 1e6, (t_prefix - t_signature) * 1e6, (t_summary - t_prefix) * 1e6,
+                      (t_lookup - t_summary) * 1e6, (since(t0) - t_lookup) * 1e6);
         log(p->opt, label(*p) + ": class -> " + p->decision.variant + " (" + p->decision.reason + ")" + took);
       }
     } else if (p->opt.mode == SchedulerMode::replay) {

@@ -11,10 +11,11 @@
 // a new exec of this program: nothing is warm in it but the page cache) run OP once on GRAPH, which
 // replays the decision, and report in microseconds:
 //   decide     Decision::decide_seconds (prepare(): everything the decision cost)
-//   signature  options and the device signature          } the three parts the scheduler's log line
-//   summary    the operand's summary (graph signature)    } prints on a hit ("[T us: options and device
-//   lookup     CacheFile::lookup                          } signature A, operand summary B, cache lookup C]")
-//   rest       decide - the three: the replay and the log line itself
+//   signature  options and the device signature          } the parts the scheduler's log line prints
+//   shape      the exact-shape question (holds_prefix)    } on a hit ("[T us: options and device
+//   summary    the operand's summary (graph signature)    } signature A, shape question Q, operand
+//   lookup     CacheFile::lookup                          } summary B, cache lookup C]")
+//   rest       decide - the four: the replay and the log line itself
 //   call       the whole first call (memo, decision and the op)
 //   read       bytes of the cache file this process's lookups read (cache_stats.hpp)
 // and the medians over the P processes; then decide again over P more processes without the log
@@ -185,13 +186,14 @@ int child(const Options& o) {
   const sp::Decision d = sp::last_decision();
   const double decide = d.decide_seconds * 1e6;
   const double sig = number_after(log, "options and device signature ");
+  const double shape = number_after(log, "shape question ");
   const double summary = number_after(log, "operand summary ");
   const double lookup = number_after(log, "cache lookup ");
   std::printf("{\"op\":\"%s\",\"backend\":\"%s\",\"graph\":\"%s\",\"nnz\":%lld,\"source\":\"%s\",\"variant\":\"%s\","
-              "\"decide_us\":%.2f,\"signature_us\":%.2f,\"summary_us\":%.2f,\"lookup_us\":%.2f,\"rest_us\":%.2f,"
+              "\"decide_us\":%.2f,\"signature_us\":%.2f,\"shape_us\":%.2f,\"summary_us\":%.2f,\"lookup_us\":%.2f,\"rest_us\":%.2f,"
               "\"call_us\":%.2f,\"read_bytes\":%llu,\"opens\":%llu}\n",
               o.op.c_str(), ctx.backend().c_str(), o.graph.c_str(), static_cast<long long>(a.nnz()), d.source.c_str(),
-              d.variant.c_str(), decide, sig, summary, lookup, sig >= 0 ? decide - sig - summary - lookup : -1.0,
+              d.variant.c_str(), decide, sig, shape, summary, lookup, sig >= 0 ? decide - sig - shape - summary - lookup : -1.0,
               call_us, static_cast<unsigned long long>(after.bytes_read - before.bytes_read),
               static_cast<unsigned long long>(after.opens - before.opens));
   return 0;
@@ -287,7 +289,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::map<std::string, std::vector<double>> v;
-  const char* const kParts[] = {"decide_us", "signature_us", "summary_us", "lookup_us", "rest_us", "call_us", "read_bytes", "opens"};
+  const char* const kParts[] = {"decide_us", "signature_us", "shape_us", "summary_us", "lookup_us", "rest_us", "call_us", "read_bytes", "opens"};
   int hits = 0;
   std::string nnz;
   for (int64_t i = 0; i < o.processes; ++i) {
@@ -315,12 +317,13 @@ int main(int argc, char** argv) {
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(o.cache_dir + "/decisions.jsonl", ec);
   std::printf("%s %s F=%lld %s (%s entries): cache %lld bytes, %lld decisions before; %d/%lld new processes hit; "
-              "medians, us: decide %.1f = signature %.1f + summary %.1f + lookup %.1f + rest %.1f; first call %.1f; "
+              "medians, us: decide %.1f = signature %.1f + shape question %.1f + summary %.1f + lookup %.1f + rest %.1f; "
+              "first call %.1f; "
               "lookup read %.0f bytes in %.0f opens; without the log line: decide %.1f\n",
               o.op.c_str(), o.backend.c_str(), static_cast<long long>(o.F), o.graph.c_str(), nnz.c_str(),
               ec ? -1LL : static_cast<long long>(bytes), static_cast<long long>(o.fill + 1), hits,
               static_cast<long long>(2 * o.processes), median(v["decide_us"]), median(v["signature_us"]),
-              median(v["summary_us"]), median(v["lookup_us"]), median(v["rest_us"]), median(v["call_us"]),
+              median(v["shape_us"]), median(v["summary_us"]), median(v["lookup_us"]), median(v["rest_us"]), median(v["call_us"]),
               median(v["read_bytes"]), median(v["opens"]), median(v["quiet_decide_us"]));
   if (field(cold, "source") == "cache hit")
     std::printf("  (the deciding process itself hit: --cache-dir already held the decision)\n");
