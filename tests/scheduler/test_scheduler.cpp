@@ -1621,8 +1621,7 @@ TEST(SchedulerShapeClass, ADevicePluginGivesAClassItsRowLengthsAloneWhereItsAbiK
     ASSERT_EQ(g_summaries.size(), 1u);
     EXPECT_EQ(g_summaries[0], SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_CHECK | rows);
     EXPECT_EQ(plan->features.has_value(), old_abi) << "FEATURES are kept for the decision, row lengths are not";
-    const std::string class_key = plan->class_key;
-    EXPECT_FALSE(class_key.empty());
+    EXPECT_FALSE(plan->class_key.empty());
     execute(plan, &args, "test");
     EXPECT_EQ(pb.c.data, reference_result(pb));
     if (old_abi) {
@@ -1649,7 +1648,7 @@ TEST(SchedulerShapeClass, InDeviceMemoryANewShapesClassDecisionMakesOneSummaryWi
   TempDir dir;
   const PluginInfo fake = device_fake_plugin();
   const auto third = teach_class(dir, fake, 3);
-  constexpr uint32_t kSigFeatCheck =
+  constexpr uint32_t kSigRowsCheck =
       SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_DEGREES | SPARSEPORT_SUMMARY_CHECK;
   for (uint64_t m = 4; m <= 6; ++m) {
     Problem pb = make_member(m);
@@ -1661,7 +1660,7 @@ TEST(SchedulerShapeClass, InDeviceMemoryANewShapesClassDecisionMakesOneSummaryWi
     EXPECT_EQ(plan->class_key, third->class_key);
     EXPECT_EQ(plan->index_problem, SPARSEPORT_INDEX_OK);
     ASSERT_EQ(g_summaries.size(), 1u) << "one pass over A";
-    EXPECT_EQ(g_summaries[0], kSigFeatCheck);
+    EXPECT_EQ(g_summaries[0], kSigRowsCheck);
     EXPECT_FALSE(plan->key.empty()) << "device memory is signed in that pass";
     execute(plan, &args, "test");
     EXPECT_EQ(pb.c.data, reference_result(pb));
