@@ -91,17 +91,16 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
     // CSR ops: the signature is hashed where the operand lives (no copy of rowptr); index ops read
     // a sample of their index array.
     if (csr != nullptr) {
-      // Device memory whose shape no recorded decision has: the shape class needs A's row lengths
-      // (class_summary_bits: DEGREES, or FEATURES from an older plugin), so they come in the same
-      // pass as the signature and the index check (one launch, copy back and synchronisation
-      // fewer: a sampled subgraph's class decision on an H100 was two summaries, 101 us a batch
-      // against its 24 us spmm). The features pass reads no further than the arrays
+      // Device memory whose shape no recorded decision has: the shape class needs A's features, so
+      // they come in the same pass as the signature and the index check (one launch, copy back and
+      // synchronisation fewer: a sampled subgraph's class decision on an H100 was two summaries,
+      // 101 us a batch against its 24 us spmm). The features pass reads no further than the arrays
       // whatever the indices hold (kernels/cuda/summary.cu), and a violation found here ends the
       // preparation before anything uses them.
       with_features = device && !exact_possible && class_applies(*p);
       summary = summarize(plugin, exec, *csr,
                           SPARSEPORT_SUMMARY_SIGNATURE | (check_indices ? SPARSEPORT_SUMMARY_CHECK : 0u) |
-                              (with_features ? class_summary_bits(plugin) : 0u));
+                              (with_features ? SPARSEPORT_SUMMARY_FEATURES : 0u));
       const sparseport_csr_summary& s = summary;
       if (check_indices && s.index_checked != 0) p->index_problem = s.index_problem;
       if (p->index_problem > 0) {
