@@ -75,9 +75,9 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
     p->cache_read = true;
     if (!device && !exact_possible && class_hit(*p, *csr, dev.hash) && !p->verify_pending) {
       if (p->opt.log) {
-        char took[128];
-        std::snprintf(took, sizeof took, " [%.0f us: options and device signature %.0f, shape and class %.0f; not signed]",
-                      since(t0) * 1e6, t_signature * 1e6, (since(t0) - t_signature) * 1e6);
+        char took[160];
+        std::snprintf(took, sizeof took, " [%.0f us: options and device signature %.0f, shape question %.0f, class %.0f; not signed]",
+                      since(t0) * 1e6, t_signature * 1e6, (t_prefix - t_signature) * 1e6, (since(t0) - t_prefix) * 1e6);
         log(p->opt, label(*p) + ": class -> " + p->decision.variant + " (" + p->decision.reason + ")" + took);
       }
       p->cache_read = false;
@@ -87,20 +87,24 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   }
   sparseport_csr_summary summary{};
   bool with_features = false;
+  double t_call = 0;  // the summary call alone, of the operand summary stage (the log lines)
   try {
     // CSR ops: the signature is hashed where the operand lives (no copy of rowptr); index ops read
     // a sample of their index array.
     if (csr != nullptr) {
-      // Device memory whose shape no recorded decision has: the shape class needs A's features, so
-      // they come in the same pass as the signature and the index check (one launch, copy back and
-      // synchronisation fewer: a sampled subgraph's class decision on an H100 was two summaries,
-      // 101 us a batch against its 24 us spmm). The features pass reads no further than the arrays
+      // Device memory whose shape no recorded decision has: the shape class needs A's row lengths
+      // (class_summary_bits: DEGREES, or FEATURES from an older plugin), so they come in the same
+      // pass as the signature and the index check (one launch, copy back and synchronisation
+      // fewer: a sampled subgraph's class decision on an H100 was two summaries, 101 us a batch
+      // against its 24 us spmm). The features pass reads no further than the arrays
       // whatever the indices hold (kernels/cuda/summary.cu), and a violation found here ends the
       // preparation before anything uses them.
       with_features = device && !exact_possible && class_applies(*p);
+      const Clock::time_point tc = Clock::now();
       summary = summarize(plugin, exec, *csr,
                           SPARSEPORT_SUMMARY_SIGNATURE | (check_indices ? SPARSEPORT_SUMMARY_CHECK : 0u) |
-                              (with_features ? SPARSEPORT_SUMMARY_FEATURES : 0u));
+                              (with_features ? class_summary_bits(plugin) : 0u));
+      t_call = since(tc);
       const sparseport_csr_summary& s = summary;
       if (check_indices && s.index_checked != 0) p->index_problem = s.index_problem;
       if (p->index_problem > 0) {
@@ -167,11 +171,12 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
       // in deterministic mode, which keeps timings out of its choices.
       p->verify_pending = !p->decision.verified && p->opt.mode == SchedulerMode::automatic && !deterministic(exec);
       if (p->opt.log) {  // the line's strings are not built unless printed (they cost a hit 10-20 us)
-        char took[200];
+        char took[240];
         std::snprintf(took, sizeof took,
-                      " [%.0f us: options and device signature %.0f, shape question %.0f, operand summary %.0f, cache lookup %.0f]",
+                      " [%.0f us: options and device signature %.0f, shape question %.0f, operand summary %.0f (its call %.0f), "
+                      "cache lookup %.0f]",
                       since(t0) * 1e6, t_signature * 1e6, (t_prefix - t_signature) * 1e6, (t_summary - t_prefix) * 1e6,
-                      (t_lookup - t_summary) * 1e6);
+                      t_call * 1e6, (t_lookup - t_summary) * 1e6);
         log(p->opt, label(*p) + ": " + p->decision.source + " -> " + p->decision.variant + " (" + field(r, "reason") + ")" + took);
       }
     } else if ((exact_possible || device) && csr != nullptr && (!check_indices || p->index_problem == 0) &&
@@ -179,11 +184,12 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
       // Features are read only from an operand whose indices are known good (checked with the
       // signature here, or by the caller before a one-shot call).
       if (p->opt.log) {
-        char took[200];
+        char took[240];
         std::snprintf(took, sizeof took,
-                      " [%.0f us: options and device signature %.0f, shape question %.0f, operand summary %.0f, exact lookup %.0f, class %.0f]",
+                      " [%.0f us: options and device signature %.0f, shape question %.0f, operand summary %.0f (its call %.0f), "
+                      "exact lookup %.0f, class %.0f]",
                       since(t0) * 1e6, t_signature * 1e6, (t_prefix - t_signature) * 1e6, (t_summary - t_prefix) * 1e6,
-                      (t_lookup - t_summary) * 1e6, (since(t0) - t_lookup) * 1e6);
+                      t_call * 1e6, (t_lookup - t_summary) * 1e6, (since(t0) - t_lookup) * 1e6);
         log(p->opt, label(*p) + ": class -> " + p->decision.variant + " (" + p->decision.reason + ")" + took);
       }
     } else if (p->opt.mode == SchedulerMode::replay) {

@@ -197,17 +197,28 @@ bool class_applies(const PlanState& p) {
   return p.opt.mode == SchedulerMode::automatic && p.opt.class_checks > 0 && !deterministic(p.exec);
 }
 
+uint32_t class_summary_bits(const PluginInfo& plugin) {
+  constexpr uint32_t kAbiDegrees = (1u << 16) | 9u;
+  return plugin.table->abi_version >= kAbiDegrees ? SPARSEPORT_SUMMARY_DEGREES : SPARSEPORT_SUMMARY_FEATURES;
+}
+
 bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_hash,
                const sparseport_csr_summary* summary) {
   if (!class_applies(p)) return false;
   Features f;
   sparseport_csr_summary s;
   if (p.plugin->table->memory_space == SPARSEPORT_MEMORY_DEVICE) {
-    // One pass where A lives (a kernel on cuda); a cold decision reuses it.
+    // One pass where A lives (a kernel on cuda): the row lengths, which are all a class reads
+    // (shape_class.hpp), where the plugin can give them alone, without FEATURES's pass over every
+    // entry and its sorted blocks: on an H100, sampled subgraphs of 50k entries on fresh arrays, the
+    // kernel takes 13 us against 21 us of GPU time, the call with the check 19-20 us against
+    // 26-28 us (benchmarks/results/2026-12-06-h100-summary-stage.md). A cold decision reuses a
+    // FEATURES summary, and makes one after a DEGREES one.
+    const uint32_t bits = class_summary_bits(*p.plugin);
     try {
-      s = summary != nullptr ? *summary
-                             : summarize(*p.plugin, p.exec, a, SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_FEATURES);
-      p.features = f = features_of(s, p.info, p.opt.hub_threshold);
+      s = summary != nullptr ? *summary : summarize(*p.plugin, p.exec, a, SPARSEPORT_SUMMARY_SIGNATURE | bits);
+      f = features_of(s, p.info, p.opt.hub_threshold);
+      if (bits == SPARSEPORT_SUMMARY_FEATURES) p.features = f;
     } catch (const Error&) {
       return false;  // decide() reads the summary again and reports what it must
     }

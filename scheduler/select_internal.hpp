@@ -55,8 +55,12 @@ void decide(detail::PlanState& p, const void* args, const std::vector<std::strin
 // select_class.cpp. Whether p may be decided by a shape class at all (automatic mode, class checks
 // on, not deterministic).
 bool class_applies(const detail::PlanState& p);
-// prepare() after the exact key missed; the features computed stay in the plan.
-// `summary`: A's device summary with FEATURES already made (prepare()'s one pass), else null.
+// What a device plugin's summary must hold for a class decision: DEGREES where the plugin speaks
+// ABI 1.9 (the row lengths alone), else FEATURES.
+uint32_t class_summary_bits(const PluginInfo& plugin);
+// prepare() after the exact key missed; the features computed stay in the plan when the summary
+// held FEATURES (else a cold decision summarizes again).
+// `summary`: A's device summary with class_summary_bits already made (prepare()'s one pass), else null.
 bool class_hit(detail::PlanState& p, const sparseport_csr& a, const std::string& device_hash,
                const sparseport_csr_summary* summary = nullptr);
 // A member's final decision (made cold, or checked at full size) teaches its class.

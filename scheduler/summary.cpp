@@ -139,7 +139,16 @@ sparseport_csr_summary summarize_typed(const sparseport_csr& a, uint32_t want, i
   s.nnz = a.nnz;
   s.rowptr_hash = sample_hash(rowptr, a.rows + 1);
   s.colind_hash = sample_hash(colind, a.nnz);
-  if ((want & SPARSEPORT_SUMMARY_FEATURES) == 0) return s;
+  if ((want & SPARSEPORT_SUMMARY_FEATURES) == 0) {
+    // DEGREES alone (ABI 1.9): FEATURES's row part, from rowptr only.
+    if ((want & SPARSEPORT_SUMMARY_DEGREES) != 0)
+      for (int64_t i = 0; i < a.rows; ++i) {
+        const int64_t d = static_cast<int64_t>(rowptr[i + 1]) - static_cast<int64_t>(rowptr[i]);
+        s.max_degree = std::max(s.max_degree, d);
+        ++s.degree_hist[summary_bucket(static_cast<uint64_t>(d))];
+      }
+    return s;
+  }
 
   count_rows_parallel(rowptr, colind, a, threads, s);
   // The sampled blocks: each one's entries (its first SPARSEPORT_SUMMARY_BLOCK_CAP), distinct

@@ -98,7 +98,7 @@ class State {
 
   // The device summary's words (kernels/cuda/summary.cu): kSummaryDeviceBytes on the device,
   // zeroed once here and put back to zero by the kernel that reads them (so a summary needs no
-  // memset), and kSummaryHostBytes of pinned host memory its result is copied into. Allocated on
+  // memset), and kSummaryHostBytes of pinned host memory its last block writes the result into. Allocated on
   // first use, freed with the state. A summary holds summary_mutex() while it uses them.
   static constexpr size_t kSummaryDeviceBytes = 16384, kSummaryHostBytes = 1024;
   std::pair<void*, void*> summary_words() const;

@@ -1,24 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CSR summary on the device (the plugin's summarize_csr slot, plugin_abi.h): the numbers of
-// scheduler/summary.cpp bit for bit, from one launch, one copy of the result into pinned memory
-// and one synchronisation; nothing is allocated or cleared per call.
+// scheduler/summary.cpp bit for bit, from one launch, whose last block writes the result into
+// pinned host memory, and one synchronisation; nothing is allocated or cleared per call.
 //
 // One kernel of 256-thread blocks; every sum is an integer sum, so the result does not depend on
 // the launch shape or the order of the atomics.
 //  - Stream blocks (at most 8 per SM, grid-stride): the rowptr and colind samples hashed (at most
-//    SPARSEPORT_SUMMARY_SAMPLE entries each: the whole signature since issue 35). With FEATURES
-//    (or CHECK, below) rowptr[0..rows] read, 4 loads in flight a thread, and with FEATURES the
-//    degrees (maximum, histogram) and tiles of consecutive entries, one warp a tile: the row of
+//    SPARSEPORT_SUMMARY_SAMPLE entries each: the whole signature since issue 35). With FEATURES,
+//    DEGREES (ABI 1.9: a shape class's row lengths, nothing per entry) or CHECK (below)
+//    rowptr[0..rows] read, 4 loads in flight a thread; with FEATURES or DEGREES the degrees
+//    (maximum, histogram), and with FEATURES tiles of consecutive entries, one warp a tile: the row of
 //    the tile's first entry is found by a 32-way search of rowptr (4 dependent loads for 1M
 //    rows), then the lanes hold a window of 32 row ends (relative to the tile) and diagonals, and
 //    each entry finds its row in the window by a 5-step shuffle search. The window moves on by 32
 //    rows, or by a search past a run of empty rows. Tiles cut hub rows, so a mega-row is spread
 //    over many warps like any other entries.
-//  - With FEATURES, first one block per sampled 32-row block: its first 1024 columns (in storage
-//    order) sorted in shared memory by cub::BlockRadixSort (4 keys a thread, padded with the
-//    largest key; only the low bits a column in [0, cols) can use, unless the block holds a
-//    column outside that range), then distinct columns and distinct col >> 5 segments counted by
-//    comparing neighbours.
+//  - With FEATURES, after the stream blocks, one block per sampled 32-row block: its first 1024
+//    columns (in storage order) sorted in shared memory by cub::BlockRadixSort (4 keys a thread,
+//    padded with the largest key; only the low bits a column in [0, cols) can use, unless the
+//    block holds a column outside that range), then distinct columns and distinct col >> 5
+//    segments counted by comparing neighbours. Why after: blocks start roughly in index order, and
+//    the stream blocks (one wave at most, each looping over its share of every row and entry) are
+//    the longer chain; placed after up to 2048 sorts, as they were, they started only once most
+//    sorts had run. On sampled subgraphs (49.5k rows, 54k entries: ~50 stream blocks, ~1550
+//    sorts) the FEATURES launch took 29-33 us of GPU time with the sorts first and 21-22 us with
+//    them after (ncu, two H100s; 7.7-7.9 us without FEATURES on both; benchmarks/results/
+//    2026-12-06-h100-summary-stage.md).
 // Histograms are counted in shared memory (one atomic per distinct bucket of a warp, found with
 // __match_any_sync), then added to the global accumulators once per block and nonzero bucket;
 // each accumulator has its own 128-byte line, so blocks do not queue on one L2 line. The last
@@ -69,6 +76,11 @@ constexpr int kWindow = 32;     // rows a warp's lanes hold
 // without a GPU at hand: to be measured on an H200 (tests/cuda/validation_cost times the call).
 constexpr int64_t kTilesPerWarp = 2, kMinTile = 256, kMaxTile = 8192, kBlocksPerSm = 8;
 
+// What a launch computes beyond the signature (and the check, which any kind may ride): nothing,
+// the row lengths (DEGREES: the maximum and histogram from the rowptr pass alone), or all of
+// FEATURES (the row lengths, the entry tiles and the sorted blocks).
+constexpr int kSig = 0, kDeg = 1, kAll = 2;
+
 // The global accumulators, one 128-byte line each.
 enum Slot : int {
   kRowptrSum,
@@ -87,9 +99,7 @@ enum Slot : int {
 };
 constexpr int kLineWords = 16;
 constexpr size_t kAccBytes = size_t{kSlots} * kLineWords * sizeof(unsigned long long);
-static_assert(kAccBytes % alignof(sparseport_csr_summary) == 0, "the result follows the accumulators");
-static_assert(kAccBytes + sizeof(sparseport_csr_summary) <= State::kSummaryDeviceBytes,
-              "State::kSummaryDeviceBytes holds the accumulators and the result");
+static_assert(kAccBytes <= State::kSummaryDeviceBytes, "State::kSummaryDeviceBytes holds the accumulators");
 static_assert(sizeof(sparseport_csr_summary) <= State::kSummaryHostBytes, "State::kSummaryHostBytes holds the result");
 
 template <class I>
@@ -102,7 +112,7 @@ struct Params {
   sm::DistanceParams dist;
   int64_t tile, tiles;       // entries in a warp's tile, and the number of tiles
   int64_t nblocks, sampled;  // 32-row blocks, and those sampled
-  int64_t sort_ctas;         // blocks [0, sort_ctas) of the grid sort the sampled blocks (0: none)
+  int64_t sort_ctas;         // the grid's last sort_ctas blocks sort the sampled blocks (0: none)
   int sort_bits;             // bits of a column in [0, cols) (0: every bit of I)
   bool check;                // CHECK: index contents too
   unsigned long long* acc;   // kSlots lines
@@ -267,11 +277,11 @@ __device__ void tile_entries(const Params<I>& p, int64_t t, int lane, unsigned l
 
 // A stream block (block of `blocks`): hashes, degrees and entry tiles, then its totals added to
 // the accumulators.
-template <class I, bool kFeatures>
+template <class I, int K>
 __device__ void stream_block(const Params<I>& p, int64_t block, int64_t blocks, Shared<I>& sh,
                              unsigned long long (*part)[4]) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if constexpr (kFeatures) {
+  if constexpr (K >= kDeg) {
     for (int t = threadIdx.x; t < kBuckets; t += kBlock) sh.stream.degree[t] = sh.stream.distance[t] = 0;
     __syncthreads();
   }
@@ -279,12 +289,12 @@ __device__ void stream_block(const Params<I>& p, int64_t block, int64_t blocks, 
   unsigned long long hrow = 0, hcol = 0, dsum = 0;
   int64_t max_degree = 0;
 
-  // With FEATURES or CHECK, rowptr[i], i <= rows, and with CHECK colind[i], i < nnz, in the same
+  // With DEGREES, FEATURES or CHECK, rowptr[i], i <= rows, and with CHECK colind[i], i < nnz, in the same
   // loop: the column loads are in flight with the rowptr loads (a second loop after this one cost
   // a second round of memory latency: 8 us on a 1M-row band). The loop runs by warps, so every
   // lane reaches warp_count. The signature alone reads only the samples below.
   const int64_t n = p.rows + 1;
-  const int64_t span = !kFeatures && !p.check ? 0 : (p.check && p.nnz > n ? p.nnz : n);
+  const int64_t span = K == kSig && !p.check ? 0 : (p.check && p.nnz > n ? p.nnz : n);
   for (int64_t base = block * kBlock + warp * 32; base < span; base += kRowsUnroll * stride) {
     I v[kRowsUnroll], next[kRowsUnroll], col[kRowsUnroll];
 #pragma unroll
@@ -292,7 +302,7 @@ __device__ void stream_block(const Params<I>& p, int64_t block, int64_t blocks, 
       const int64_t i = base + u * stride + lane;
       v[u] = i < n ? __ldg(p.rowptr + i) : I(0);
       // The next entry: the same lines the warp just read, but one word further (an L1 hit).
-      if (kFeatures || p.check) next[u] = i < p.rows ? __ldg(p.rowptr + i + 1) : I(0);
+      if (K >= kDeg || p.check) next[u] = i < p.rows ? __ldg(p.rowptr + i + 1) : I(0);
       if (p.check) col[u] = i < p.nnz ? __ldg(p.colind + i) : I(0);
     }
 #pragma unroll
@@ -301,7 +311,7 @@ __device__ void stream_block(const Params<I>& p, int64_t block, int64_t blocks, 
       if (p.check && i < p.rows && next[u] < v[u]) atomicMax(slot(p.acc, kBadRow), ~static_cast<unsigned long long>(i));
       if (p.check && i < p.nnz && (col[u] < 0 || static_cast<int64_t>(col[u]) >= p.cols))
         atomicMax(slot(p.acc, kBadEntry), ~static_cast<unsigned long long>(i));
-      if constexpr (kFeatures) {
+      if constexpr (K >= kDeg) {
         const bool row = i < p.rows;
         const int64_t d = static_cast<int64_t>(next[u]) - static_cast<int64_t>(v[u]);
         if (row && d > max_degree) max_degree = d;
@@ -319,7 +329,7 @@ __device__ void stream_block(const Params<I>& p, int64_t block, int64_t blocks, 
     hcol += sm::hash_term(static_cast<int64_t>(__ldg(p.colind + e)), e);
   }
   // The entries, a tile per warp.
-  if constexpr (kFeatures) {
+  if constexpr (K == kAll) {
     for (int64_t t = block * kWarps + warp; t < p.tiles; t += blocks * kWarps)
       tile_entries(p, t, lane, sh.stream.distance, dsum);
   }
@@ -329,12 +339,12 @@ __device__ void stream_block(const Params<I>& p, int64_t block, int64_t blocks, 
   if (threadIdx.x == 0) {
     if (v[0] != 0) atomicAdd(slot(p.acc, kRowptrSum), v[0]);
     if (v[1] != 0) atomicAdd(slot(p.acc, kColindSum), v[1]);
-    if constexpr (kFeatures) {
+    if constexpr (K >= kDeg) {  // DEGREES: no distances were counted (zeros)
       if (v[2] != 0) atomicAdd(slot(p.acc, kDistanceSum), v[2]);
       if (max_degree > 0) atomicMax(reinterpret_cast<long long*>(slot(p.acc, kMaxDegree)), static_cast<long long>(max_degree));
     }
   }
-  if constexpr (kFeatures) {
+  if constexpr (K >= kDeg) {
     if (threadIdx.x < static_cast<unsigned>(kBuckets)) {
       const unsigned long long dg = sh.stream.degree[threadIdx.x], ds = sh.stream.distance[threadIdx.x];
       if (dg != 0) atomicAdd(slot(p.acc, kDegreeHist + threadIdx.x), dg);
@@ -401,8 +411,10 @@ __device__ void sort_block(const Params<I>& p, int64_t j, Shared<I>& sh, unsigne
   }
 }
 
-// The last block to finish takes the accumulators (leaving them zero) and writes the result.
-template <class I, bool kFeatures>
+// The last block to finish takes the accumulators (leaving them zero) and writes the result
+// (DEGREES: FEATURES's other accumulators were not touched, so they give zeros, which the host
+// does not pass on).
+template <class I, int K>
 __device__ void finish(const Params<I>& p, int& last_block) {
   __threadfence();  // this block's atomics before its count
   __syncthreads();
@@ -418,7 +430,7 @@ __device__ void finish(const Params<I>& p, int& last_block) {
     o->nnz = p.nnz;
     o->rowptr_hash = sm::hash_finish(take(kRowptrSum), p.rsample.samples);
     o->colind_hash = sm::hash_finish(take(kColindSum), p.sample.samples);
-    if constexpr (kFeatures) {
+    if constexpr (K >= kDeg) {
       o->max_degree = static_cast<int64_t>(take(kMaxDegree));
       o->distance_sum = take(kDistanceSum);
       o->block_entries = static_cast<int64_t>(take(kBlockEntries));
@@ -444,7 +456,7 @@ __device__ void finish(const Params<I>& p, int& last_block) {
     }
     atomicExch(slot(p.acc, kDone), 0ull);
   }
-  if constexpr (kFeatures) {
+  if constexpr (K >= kDeg) {
     if (threadIdx.x < static_cast<unsigned>(kBuckets)) {
       o->degree_hist[threadIdx.x] = static_cast<int64_t>(take(kDegreeHist + threadIdx.x));
       o->distance_hist[threadIdx.x] = static_cast<int64_t>(take(kDistanceHist + threadIdx.x));
@@ -452,24 +464,29 @@ __device__ void finish(const Params<I>& p, int& last_block) {
   }
 }
 
-template <class I, bool kFeatures>
+template <class I, int K>
 __global__ void __launch_bounds__(kBlock) summary_kernel(const Params<I> p) {
   __shared__ Shared<I> sh;
   __shared__ unsigned long long part[kWarps][4];
   __shared__ int last_block;
-  if (kFeatures && static_cast<int64_t>(blockIdx.x) < p.sort_ctas)
-    sort_block(p, blockIdx.x, sh, reinterpret_cast<unsigned long long(*)[3]>(&part[0][0]));
-  else
-    stream_block<I, kFeatures>(p, blockIdx.x - p.sort_ctas, gridDim.x - p.sort_ctas, sh, part);
-  finish<I, kFeatures>(p, last_block);
+  // The stream blocks first, the sorts after them (below).
+  const int64_t stream = static_cast<int64_t>(gridDim.x) - p.sort_ctas;
+  bool sorts = false;
+  if constexpr (K == kAll) sorts = static_cast<int64_t>(blockIdx.x) >= stream;
+  if (sorts) {
+    if constexpr (K == kAll) sort_block(p, blockIdx.x - stream, sh, reinterpret_cast<unsigned long long(*)[3]>(&part[0][0]));
+  } else {
+    stream_block<I, K>(p, blockIdx.x, stream, sh, part);
+  }
+  finish<I, K>(p, last_block);
 }
 
 // Blocks of the kernel one SM holds (at most kBlocksPerSm), asked once per instantiation.
-template <class I, bool kFeatures>
+template <class I, int K>
 int64_t resident_per_sm() {
   static const int64_t n = [] {
     int b = 0;
-    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, summary_kernel<I, kFeatures>, kBlock, 0),
+    check(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, summary_kernel<I, K>, kBlock, 0),
           "cudaOccupancyMaxActiveBlocksPerMultiprocessor (CSR summary)");
     return std::clamp<int64_t>(b, 1, kBlocksPerSm);
   }();
@@ -481,8 +498,8 @@ int64_t resident_per_sm() {
 void prepare_summary(const State& s) {
   // The occupancy queries load the signature kernels' module (lazy loading would do it on their
   // first launch, inside a new process's first cache lookup) and allocate the result words.
-  (void)resident_per_sm<int32_t, false>();
-  (void)resident_per_sm<int64_t, false>();
+  (void)resident_per_sm<int32_t, kSig>();
+  (void)resident_per_sm<int64_t, kSig>();
   (void)s.summary_words();
 }
 
@@ -497,6 +514,7 @@ int bit_width(uint64_t x) {
 template <class I>
 sparseport_csr_summary summarize_typed(const State& s, const sparseport_csr& a, uint32_t want) {
   const bool features = (want & SPARSEPORT_SUMMARY_FEATURES) != 0;
+  const bool degrees = !features && (want & SPARSEPORT_SUMMARY_DEGREES) != 0;
   Params<I> p{};
   p.check = (want & SPARSEPORT_SUMMARY_CHECK) != 0;
   p.rowptr = static_cast<const I*>(a.rowptr);
@@ -511,9 +529,11 @@ sparseport_csr_summary summarize_typed(const State& s, const sparseport_csr& a, 
   // thread, and with FEATURES for kTilesPerWarp tiles of kMinTile entries a warp; at most one wave
   // (the blocks the SMs hold at once), loops take the rest.
   const int64_t sms = s.info().sms > 0 ? s.info().sms : 1;
-  const int64_t per_sm = features ? resident_per_sm<I, true>() : resident_per_sm<I, false>();
+  const int64_t per_sm = features  ? resident_per_sm<I, kAll>()
+                         : degrees ? resident_per_sm<I, kDeg>()
+                                   : resident_per_sm<I, kSig>();
   int64_t need = ceil_div(std::max(p.rsample.samples, p.sample.samples), kBlock);
-  if (features || p.check) need = std::max(need, ceil_div(a.rows + 1, kRowsUnroll * kBlock));
+  if (features || degrees || p.check) need = std::max(need, ceil_div(a.rows + 1, kRowsUnroll * kBlock));
   if (features) need = std::max(need, ceil_div(a.nnz, kMinTile * kWarps * kTilesPerWarp));
   if (p.check) need = std::max(need, ceil_div(a.nnz, kRowsUnroll * kBlock));
   const int64_t blocks = std::clamp<int64_t>(need, 1, per_sm * sms);
@@ -536,23 +556,33 @@ sparseport_csr_summary summarize_typed(const State& s, const sparseport_csr& a, 
   std::lock_guard<std::mutex> lock(s.summary_mutex());
   const auto [dev, host] = s.summary_words();
   p.acc = static_cast<unsigned long long*>(dev);
-  p.out = reinterpret_cast<sparseport_csr_summary*>(static_cast<char*>(dev) + kAccBytes);
+  // The last block writes the result straight into the pinned host words (cudaMallocHost memory is
+  // mapped at the same address on every device under unified addressing, which 64-bit processes
+  // always have): no copy back after the kernel. On an H100, sampled subgraphs of 50k entries, the
+  // call took 14-18 us against 20-22 us with the copy (benchmarks/results/2026-12-06-h100-summary-stage.md).
+  p.out = static_cast<sparseport_csr_summary*>(host);
   const auto grid = static_cast<unsigned>(p.sort_ctas + blocks);
   if (features)
-    summary_kernel<I, true><<<grid, kBlock, 0, s.stream()>>>(p);
+    summary_kernel<I, kAll><<<grid, kBlock, 0, s.stream()>>>(p);
+  else if (degrees)
+    summary_kernel<I, kDeg><<<grid, kBlock, 0, s.stream()>>>(p);
   else
-    summary_kernel<I, false><<<grid, kBlock, 0, s.stream()>>>(p);
+    summary_kernel<I, kSig><<<grid, kBlock, 0, s.stream()>>>(p);
   check_launch("summarize_csr");
-  // The signature alone is the first 40 bytes; FEATURES and CHECK fill fields further on.
-  const size_t bytes = features || p.check ? sizeof(sparseport_csr_summary) : offsetof(sparseport_csr_summary, max_degree);
-  check(cudaMemcpyAsync(host, p.out, bytes, cudaMemcpyDeviceToHost, s.stream()), "cudaMemcpyAsync (CSR summary)");
+  // The signature alone is the first 40 bytes; DEGREES, FEATURES and CHECK fill fields further on.
+  const size_t bytes =
+      features || degrees || p.check ? sizeof(sparseport_csr_summary) : offsetof(sparseport_csr_summary, max_degree);
   check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (CSR summary)");
   sparseport_csr_summary r{};
   std::memcpy(&r, host, bytes);
   // Only what was asked: the result words may hold an earlier call's other fields.
-  if (!features && p.check) {
+  if (!features && (degrees || p.check)) {
     sparseport_csr_summary sig{};
     std::memcpy(&sig, &r, offsetof(sparseport_csr_summary, max_degree));
+    if (degrees) {
+      sig.max_degree = r.max_degree;
+      std::memcpy(sig.degree_hist, r.degree_hist, sizeof sig.degree_hist);
+    }
     sig.index_checked = r.index_checked;
     sig.index_problem = r.index_problem;
     r = sig;

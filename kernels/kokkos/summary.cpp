@@ -324,7 +324,11 @@ template <class I>
 sparseport_csr_summary summarize_typed(const sparseport_csr& a, uint32_t want) {
   const auto* rowptr = static_cast<const I*>(a.rowptr);
   const auto* colind = static_cast<const I*>(a.colind);
-  const bool features = (want & SPARSEPORT_SUMMARY_FEATURES) != 0, check = (want & SPARSEPORT_SUMMARY_CHECK) != 0;
+  // DEGREES (ABI 1.9) is answered with all of FEATURES, which the ABI allows: a degrees-only pass
+  // would spare a shape class's decision on a device space the entry teams and the sorts, as the
+  // cuda plugin's does (not written for Kokkos yet).
+  const bool features = (want & (SPARSEPORT_SUMMARY_FEATURES | SPARSEPORT_SUMMARY_DEGREES)) != 0,
+             check = (want & SPARSEPORT_SUMMARY_CHECK) != 0;
   const sm::SampleParams rs = sm::sample_params(a.rows + 1), cs = sm::sample_params(a.nnz);
   const int64_t nblocks = (a.rows + 31) / 32;
   const int64_t sampled = nblocks < SPARSEPORT_SUMMARY_BLOCKS ? nblocks : SPARSEPORT_SUMMARY_BLOCKS;

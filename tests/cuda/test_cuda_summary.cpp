@@ -36,6 +36,7 @@ namespace sm = sparseport::summary_math;
 constexpr uint32_t kSig = SPARSEPORT_SUMMARY_SIGNATURE;
 constexpr uint32_t kFeat = SPARSEPORT_SUMMARY_FEATURES;
 constexpr uint32_t kCheck = SPARSEPORT_SUMMARY_CHECK;
+constexpr uint32_t kDeg = SPARSEPORT_SUMMARY_DEGREES;
 constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 
 uint64_t seed_of(const std::string& name) { return sparseport::testing::case_seed("cuda_summary/" + name); }
@@ -235,12 +236,14 @@ class CudaSummary : public ::testing::Test {
       const Buffer colind = a.nnz() > 0 ? upload(ctx_, a.colind) : Buffer();
       const sparseport_csr dev = abi_of(a, rowptr.data(), colind.data());
       const sparseport_csr host = abi_of(a, a.rowptr.data(), a.colind.data());
-      for (uint32_t want : {kSig, kSig | kFeat, kFeat, kSig}) {
+      // DEGREES (ABI 1.9) after FEATURES: its result words hold FEATURES's other fields, which it
+      // must not pass on (summarize_host's DEGREES has them 0, and expect_equal compares all).
+      for (uint32_t want : {kSig, kSig | kFeat, kFeat, kSig | kDeg, kSig}) {
         SCOPED_TRACE("want " + std::to_string(want));
         const sparseport_csr_summary expected = sch::summarize_host(host, want);
         const sparseport_csr_summary got = call_slot(ctx_, dev, want);
         expect_equal(got, expected);
-        if ((want & kFeat) == 0) expect_no_features(got);
+        if ((want & (kFeat | kDeg)) == 0) expect_no_features(got);
       }
       // With CHECK: the same signature, and the index check's verdict (ABI 1.4).
       const sparseport_csr_summary checked = call_slot(ctx_, dev, kSig | kCheck);
@@ -256,6 +259,15 @@ class CudaSummary : public ::testing::Test {
       expect_equal(all, sch::summarize_host(host, kSig | kFeat));
       EXPECT_EQ(all.index_checked, 1);
       EXPECT_EQ(all.index_problem, first_problem(a));
+      // The row lengths with the check (a shape class's decision of a new shape in device memory
+      // since ABI 1.9): FEATURES's degree numbers, nothing else of FEATURES, the same verdict.
+      const sparseport_csr_summary rows = call_slot(ctx_, dev, kSig | kDeg | kCheck);
+      const sparseport_csr_summary full = sch::summarize_host(host, kSig | kFeat);
+      expect_equal(rows, sch::summarize_host(host, kSig | kDeg));
+      EXPECT_EQ(rows.max_degree, full.max_degree);
+      for (int b = 0; b < SPARSEPORT_SUMMARY_BUCKETS; ++b) EXPECT_EQ(rows.degree_hist[b], full.degree_hist[b]) << b;
+      EXPECT_EQ(rows.index_checked, 1);
+      EXPECT_EQ(rows.index_problem, first_problem(a));
       // The scheduler's entry point takes the slot too.
       expect_equal(sch::summarize(ctx_.plugin(), ctx_.exec(), dev, kSig | kFeat), sch::summarize_host(host, kSig | kFeat));
     }

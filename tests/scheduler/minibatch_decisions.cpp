@@ -3,6 +3,7 @@
 //
 //   minibatch_decisions [--backend B] [--graph SPEC] [--batches N] [--seeds S] [--hops H] [--fanout K]
 //                       [--F N] [--threads T] [--cache-dir DIR] [--per-batch] [--expect-class] [--variant V]
+//                       [--summary-cost]
 //   e.g. build/default/tests/scheduler/minibatch_decisions --backend openmp   (the target run)
 //
 // Generates GRAPH (default chunglu:2000000:10:2.5@1: 2M vertices, power-law degrees), then for each
@@ -23,6 +24,12 @@
 // --variant V names the variant for every call (no decision): the control for "wall", whose first
 // calls pay what is not the scheduler's too (the index check, B and C not yet in the caches), so
 // the scheduler's share of the first calls is wall (auto) - wall (--variant the class's choice).
+// --summary-cost times the backend's summarize_csr slot (a device backend's view of A; no op, no
+// scheduler) on each batch's fresh arrays and then on the same arrays again, for what a cached
+// plan's construction asks (SIGNATURE | CHECK), what a shape class's decision asks (SIGNATURE |
+// CHECK | DEGREES; FEATURES from a plugin older than ABI 1.9) and what a cold decision reads
+// (SIGNATURE | CHECK | FEATURES), the order rotating by batch, with a bare synchronisation's round
+// trip beside them: where the class decision's summary stage goes on a GPU.
 // The seeds are a function of the batch number: two runs sample the same batches. Exit 1 with
 // --expect-class when no decision came from a shape class (the CTest smoke run's check), 2 for a
 // usage error, 77 when the backend is not usable here.
@@ -35,6 +42,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/op_families.hpp"
@@ -54,6 +62,12 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
+double mean(const std::vector<double>& v) {
+  double s = 0;
+  for (const double x : v) s += x;
+  return v.empty() ? 0 : s / static_cast<double>(v.size());
+}
+
 uint64_t splitmix(uint64_t& s) {
   uint64_t z = (s += 0x9E3779B97F4A7C15ull);
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -64,7 +78,7 @@ uint64_t splitmix(uint64_t& s) {
 struct Options {
   std::string backend = "openmp", graph = "chunglu:2000000:10:2.5@1", cache_dir;
   int64_t batches = 1000, seeds = 1024, hops = 2, fanout = 10, F = 64, threads = 0;
-  bool per_batch = false, expect_class = false;
+  bool per_batch = false, expect_class = false, summary_cost = false;
   std::string variant;  // empty: the scheduler decides
 };
 
@@ -127,11 +141,69 @@ Batch sample(const sp::HostCsr<int32_t, float>& g, const Options& o, uint64_t se
   return b;
 }
 
+// --summary-cost (the top of this file).
+int summary_cost(const sp::Context& ctx, const sp::HostCsr<int32_t, float>& g, const Options& o,
+                 std::vector<int32_t>& local) {
+  const sparseport_plugin* t = ctx.plugin().table;
+  if (t->summarize_csr == nullptr) {
+    std::fprintf(stderr, "minibatch_decisions: backend '%s' has no summarize_csr slot (host memory is read in place)\n",
+                 ctx.backend().c_str());
+    return 77;
+  }
+  const sparseport_exec x = ctx.exec();
+  constexpr uint32_t kPlan = SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_CHECK;
+  const std::pair<uint32_t, const char*> kinds[] = {
+      {kPlan, "plan  (SIGNATURE|CHECK)         "},
+      {kPlan | SPARSEPORT_SUMMARY_DEGREES, "class (SIGNATURE|CHECK|DEGREES) "},
+      {kPlan | SPARSEPORT_SUMMARY_FEATURES, "cold  (SIGNATURE|CHECK|FEATURES)"}};
+  std::map<std::string, std::vector<double>> us;  // "<kind> <fresh|reused>" -> per-batch times
+  std::vector<double> sync_us, n_rows, n_nnz;
+  for (int64_t k = 0; k < o.batches; ++k) {
+    const Batch b = sample(g, o, 0x5eed0000ull + static_cast<uint64_t>(k), local);
+    const auto nnz = static_cast<int64_t>(b.colind.size());
+    n_rows.push_back(static_cast<double>(b.n));
+    n_nnz.push_back(static_cast<double>(nnz));
+    for (int j = 0; j < 3; ++j) {
+      const auto [want, name] = kinds[(k + j) % 3];
+      // Fresh buffers for each kind: its first call reads arrays no summary has read.
+      const sp::Buffer rp = upload(ctx, b.rowptr), ci = upload(ctx, b.colind);
+      const sparseport_csr a{b.n, b.n, nnz, rp.data(), ci.data(), nullptr, SPARSEPORT_I32, SPARSEPORT_F32};
+      ctx.synchronize();
+      for (const char* when : {"fresh", "reused"}) {
+        sparseport_csr_summary out{};
+        sparseport_status st{};
+        const Clock::time_point t0 = Clock::now();
+        const int rc = t->summarize_csr(&x, &a, want, &out, &st);
+        const double took = since(t0);
+        if (rc != SPARSEPORT_OK) {
+          std::fprintf(stderr, "minibatch_decisions: summarize_csr: %s\n", st.message);
+          return 1;
+        }
+        us[std::string(name) + " " + when].push_back(took * 1e6);
+      }
+    }
+    const Clock::time_point t0 = Clock::now();
+    ctx.synchronize();
+    sync_us.push_back(since(t0) * 1e6);
+  }
+  std::printf("minibatch_decisions --summary-cost: backend %s, %s, %lld batches (mean %.0f rows, %.0f entries)\n",
+              ctx.backend().c_str(), o.graph.c_str(), static_cast<long long>(o.batches),
+              mean(n_rows), mean(n_nnz));
+  for (const auto& [name, v] : us) {
+    std::vector<double> w = v;
+    std::sort(w.begin(), w.end());
+    std::printf("  summarize_csr %s  median %.1f us (p10 %.1f, p90 %.1f)\n", name.c_str(), median(w),
+                w[w.size() / 10], w[w.size() * 9 / 10]);
+  }
+  std::printf("  an idle synchronisation            median %.1f us\n", median(sync_us));
+  return 0;
+}
+
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "minibatch_decisions: %s\nusage: minibatch_decisions [--backend B] [--graph SPEC] [--batches N] "
                "[--seeds S] [--hops H] [--fanout K] [--F N] [--threads T] [--cache-dir DIR] [--per-batch] "
-               "[--expect-class] [--variant V]\n",
+               "[--expect-class] [--variant V] [--summary-cost]\n",
                why.c_str());
   std::exit(2);
 }
@@ -165,6 +237,7 @@ int main(int argc, char** argv) {
     else if (a == "--per-batch") o.per_batch = true;
     else if (a == "--expect-class") o.expect_class = true;
     else if (a == "--variant") o.variant = value();
+    else if (a == "--summary-cost") o.summary_cost = true;
     else usage("unknown argument " + a);
   }
   if (o.seeds < 1 || o.F < 1 || o.batches < 1) usage("--seeds, --F and --batches must be at least 1");
@@ -193,6 +266,7 @@ int main(int argc, char** argv) {
                static_cast<long long>(g.rows), static_cast<long long>(g.cols), static_cast<long long>(g.nnz()),
                since(tg));
   std::vector<int32_t> local(static_cast<size_t>(g.rows), -1);
+  if (o.summary_cost) return summary_cost(ctx, g, o, local);
 
   struct Row {
     int64_t n, nnz;

@@ -1601,16 +1601,55 @@ PluginInfo device_fake_plugin() {
   return info_of(table);
 }
 
+// The summary a class decision asks of a device plugin: DEGREES (row lengths only) of one built
+// against ABI 1.9 or later, FEATURES of an older one (which does not know the bit). A cold decision
+// after a DEGREES summary makes the FEATURES pass the model reads; after a FEATURES summary it
+// reuses it. Both give one class: DEGREES's numbers are FEATURES's row part (summarize_host).
+TEST(SchedulerShapeClass, ADevicePluginGivesAClassItsRowLengthsAloneWhereItsAbiKnowsDegrees) {
+  for (const bool old_abi : {false, true}) {
+    SCOPED_TRACE(old_abi ? "ABI 1.8" : "ABI 1.9");
+    TempDir dir;
+    static sparseport_plugin old_table = *device_fake_plugin().table;
+    old_table.abi_version = (1u << 16) | 8u;
+    const PluginInfo fake = old_abi ? info_of(old_table) : device_fake_plugin();
+    const uint32_t rows = old_abi ? SPARSEPORT_SUMMARY_FEATURES : SPARSEPORT_SUMMARY_DEGREES;
+    Problem pb = make_member(1);
+    sparseport_spmm_args args = pb.args();
+    g_summaries.clear();
+    auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, class_options(dir), /*check_indices=*/true);
+    EXPECT_FALSE(plan->decided) << "no class yet: a cold decision";
+    ASSERT_EQ(g_summaries.size(), 1u);
+    EXPECT_EQ(g_summaries[0], SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_CHECK | rows);
+    EXPECT_EQ(plan->features.has_value(), old_abi) << "FEATURES are kept for the decision, row lengths are not";
+    EXPECT_FALSE(plan->class_key.empty());
+    execute(plan, &args, "test");
+    EXPECT_EQ(pb.c.data, reference_result(pb));
+    if (old_abi) {
+      EXPECT_EQ(g_summaries.size(), 1u) << "the decision reused the class's FEATURES";
+    } else {
+      ASSERT_GE(g_summaries.size(), 2u);
+      EXPECT_EQ(g_summaries[1], SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_FEATURES)
+          << "the cold decision's features pass";
+    }
+    // The same member's class from a FEATURES summary on the host: the same key.
+    const sparseport_csr_summary host = summarize_host(args.a, SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_FEATURES);
+    const sparseport_csr_summary deg = summarize_host(args.a, SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_DEGREES);
+    EXPECT_EQ(deg.max_degree, host.max_degree);
+    for (int b = 0; b < SPARSEPORT_SUMMARY_BUCKETS; ++b) EXPECT_EQ(deg.degree_hist[b], host.degree_hist[b]) << "bucket " << b;
+    EXPECT_EQ(shape_class(features_of(deg, plan->info, 0)), shape_class(features_of(host, plan->info, 0)));
+  }
+}
+
 // In device memory a class decision makes one summary of A, not two: where the cache holds no
-// decision of A's shape, the shape class's features come in the signature's pass (with the index
-// check when the caller asks for it) and the exact lookup is not made; a matrix whose shape the cache
-// holds is signed without features and replays its own exact decision.
-TEST(SchedulerShapeClass, InDeviceMemoryANewShapesClassDecisionMakesOneSummaryWithItsFeatures) {
+// decision of A's shape, the shape class's row lengths (DEGREES, ABI 1.9) come in the signature's
+// pass (with the index check when the caller asks for it) and the exact lookup is not made; a
+// matrix whose shape the cache holds is signed without them and replays its own exact decision.
+TEST(SchedulerShapeClass, InDeviceMemoryANewShapesClassDecisionMakesOneSummaryWithItsRowLengths) {
   TempDir dir;
   const PluginInfo fake = device_fake_plugin();
   const auto third = teach_class(dir, fake, 3);
-  constexpr uint32_t kSigFeatCheck =
-      SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_FEATURES | SPARSEPORT_SUMMARY_CHECK;
+  constexpr uint32_t kSigRowsCheck =
+      SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_DEGREES | SPARSEPORT_SUMMARY_CHECK;
   for (uint64_t m = 4; m <= 6; ++m) {
     Problem pb = make_member(m);
     sparseport_spmm_args args = pb.args();
@@ -1621,7 +1660,7 @@ TEST(SchedulerShapeClass, InDeviceMemoryANewShapesClassDecisionMakesOneSummaryWi
     EXPECT_EQ(plan->class_key, third->class_key);
     EXPECT_EQ(plan->index_problem, SPARSEPORT_INDEX_OK);
     ASSERT_EQ(g_summaries.size(), 1u) << "one pass over A";
-    EXPECT_EQ(g_summaries[0], kSigFeatCheck);
+    EXPECT_EQ(g_summaries[0], kSigRowsCheck);
     EXPECT_FALSE(plan->key.empty()) << "device memory is signed in that pass";
     execute(plan, &args, "test");
     EXPECT_EQ(pb.c.data, reference_result(pb));
