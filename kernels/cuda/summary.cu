@@ -495,14 +495,6 @@ int64_t resident_per_sm() {
 
 }  // namespace
 
-void prepare_summary(const State& s) {
-  // The occupancy queries load the signature kernels' module (lazy loading would do it on their
-  // first launch, inside a new process's first cache lookup) and allocate the result words.
-  (void)resident_per_sm<int32_t, kSig>();
-  (void)resident_per_sm<int64_t, kSig>();
-  (void)s.summary_words();
-}
-
 namespace {
 
 int bit_width(uint64_t x) {
@@ -597,6 +589,29 @@ sparseport_csr_summary summarize_csr(const State& s, const sparseport_csr& a, ui
   sparseport_csr_summary r{};
   dispatch_index(a.index_type, [&](auto i) { r = summarize_typed<decltype(i)>(s, a, want); });
   return r;
+}
+
+void prepare_summary(const State& s) {
+  // The occupancy queries load the signature kernels' module (lazy loading would do it on their
+  // first launch, inside a new process's first cache lookup) and allocate the result words.
+  (void)resident_per_sm<int32_t, kSig>();
+  (void)resident_per_sm<int64_t, kSig>();
+  const auto [dev, host] = s.summary_words();
+  // Then one launch of each kind a new matrix's first call makes with 32-bit indices (a cache hit
+  // or a plan: SIGNATURE | CHECK; a shape class: with DEGREES), on a two-row matrix placed in the
+  // device words past the accumulators: a process's first launch of a kernel costs more than the
+  // next ones, and on an H100 a cache hit's summary in a new process took 42-69 us against 15-18 us
+  // in a warm one (benchmarks/results/2026-12-06-h100-summary-stage.md). Only this state's stream is
+  // waited for (no allocation, no device-wide synchronisation).
+  (void)host;
+  static const int32_t tiny[] = {0, 1, 3, /* colind */ 1, 0, 1};
+  static_assert(kAccBytes + sizeof tiny <= State::kSummaryDeviceBytes, "the two-row matrix fits past the accumulators");
+  auto* rows = reinterpret_cast<int32_t*>(static_cast<char*>(dev) + kAccBytes);
+  check(cudaMemcpyAsync(rows, tiny, sizeof tiny, cudaMemcpyHostToDevice, s.stream()), "cudaMemcpyAsync (CSR summary warm-up)");
+  const sparseport_csr a{2, 2, 3, rows, rows + 3, nullptr, SPARSEPORT_I32, SPARSEPORT_F32};
+  for (const uint32_t want : {SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_CHECK,
+                              SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_CHECK | SPARSEPORT_SUMMARY_DEGREES})
+    (void)summarize_typed<int32_t>(s, a, want);
 }
 
 }  // namespace sparseport::cuda

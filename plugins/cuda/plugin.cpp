@@ -608,8 +608,8 @@ int context_create(int32_t device, void** state, sparseport_status* st) {
   const cu::PluginCall call;
   return detail::guarded(st, [&] {
     auto s = std::make_unique<cu::State>(device);
-    // The signature kernels and the pinned result words of the summary and index checks, now
-    // rather than inside the first op's decision.
+    // The signature kernels (loaded, and launched once on a two-row matrix), and the pinned result
+    // words of the summary and index checks, now rather than inside the first op's decision.
     cu::prepare_summary(*s);
     (void)s->check_words();
     // With SPARSEPORT_CUDA_PRELOAD=1, the kernel modules on a thread of their own, so that a first
