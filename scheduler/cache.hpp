@@ -70,10 +70,15 @@ struct CacheFile {
   // key with this prefix misses, so a caller may skip what only such a key needs: the scheduler does
   // not hash a new matrix's rows when no decision of its shape was ever recorded (select.cpp).
   bool holds_prefix(const std::string& prefix) const;
-  // Reads the file into this process's index (as the first lookup() would) and runs its last line
-  // through a hit's checks, the record dropped: Context::create calls it (select.hpp, warm_up), so
-  // that a new process's first lookup does not pay for the read and for running that code first.
-  void preload() const;
+  // Reads the file into this process's index (as the first lookup() would). A file of at most 4 MiB
+  // is then indexed by key (as a process's ninth key does), and the newest line of each of the last
+  // 16 keys that begin with key_prefix is parsed and checked and kept as that key's hit. So a new
+  // process's first hit on one of them parses nothing, and its first new shape is a lookup in the
+  // sorted keys, not a scan of the file's bytes. Context::create calls it (select.hpp, warm_up).
+  // Otherwise (or when no key has the prefix) the last line is run through a hit's checks and
+  // dropped, so that a first lookup does not run that code for the first time. Nothing is warned
+  // here: a lookup that reaches a corrupt line says so, with its number.
+  void preload(const std::string& key_prefix = "") const;
   size_t clear() const;  // removes the file, returns how many records it held
 };
 

@@ -33,26 +33,32 @@ std::string errno_text(int e);  // "No such file or directory (errno 2)"
 // removed from *r, *error says why not.
 bool checksum_ok(std::string_view line, Record* r, std::string* error);
 
-// The record a line of the file holds when it is valid and of this schema, else nullopt: a corrupt
-// line (one that does not parse, lacks a field, has no newline after it or fails its checksum) is
-// warned about once, naming the file and line; another schema's line is skipped without a word.
-template <class LineNo>
-std::optional<Record> checked_line(const std::string& path, std::string_view line, bool complete, LineNo line_no) {
+// The record a line of the file holds when it is valid and of this schema, else nullopt with
+// *error saying why a corrupt line (one that does not parse, lacks a field, has no newline after it
+// or fails its checksum) is corrupt; another schema's line gives nullopt and no error.
+inline std::optional<Record> valid_line(std::string_view line, bool complete, std::string* error) {
   if (line.empty()) return std::nullopt;
-  std::string error;
-  std::optional<Record> r = parse_record(line, &error);
-  if (r && !complete) r.reset(), error = "no newline at the end (a truncated write?)";
+  std::optional<Record> r = parse_record(line, error);
+  if (r && !complete) r.reset(), *error = "no newline at the end (a truncated write?)";
   if (r) {
     for (const char* k : kRequired)
       if (!r->count(k)) {
-        error = std::string("missing field '") + k + "'";
+        *error = std::string("missing field '") + k + "'";
         r.reset();
         break;
       }
   }
   if (r && (*r)["schema"] != std::to_string(kCacheSchema)) return std::nullopt;  // another schema: not ours to read
-  if (r && !checksum_ok(line, &*r, &error)) r.reset();
-  if (!r) warn_once(path + ":" + std::to_string(line_no()) + ": skipped a corrupt decision line (" + error + ")");
+  if (r && !checksum_ok(line, &*r, error)) r.reset();
+  return r;
+}
+
+// valid_line(), and a corrupt line warned about once, naming the file and line.
+template <class LineNo>
+std::optional<Record> checked_line(const std::string& path, std::string_view line, bool complete, LineNo line_no) {
+  std::string error;
+  std::optional<Record> r = valid_line(line, complete, &error);
+  if (!r && !error.empty()) warn_once(path + ":" + std::to_string(line_no()) + ": skipped a corrupt decision line (" + error + ")");
   return r;
 }
 

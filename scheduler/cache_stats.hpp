@@ -11,6 +11,7 @@ struct CacheStats {
   uint64_t lookups = 0;     // CacheFile::lookup calls
   uint64_t opens = 0;       // cache files opened by them
   uint64_t bytes_read = 0;  // bytes read from those files
+  uint64_t parsed = 0;      // lines they parsed and checked (a hit kept from an earlier one parses none)
 };
 
 CacheStats cache_stats();  // since the process started; thread-safe

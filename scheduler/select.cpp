@@ -215,7 +215,7 @@ void warm_up(const PluginInfo& plugin, const sparseport_exec& exec) noexcept {
     const sparseport_csr_summary s = summarize_host(tiny, SPARSEPORT_SUMMARY_SIGNATURE);
     (void)degree_summary(tiny);
     const CacheFile cache(o.cache_dir);
-    cache.preload();
+    cache.preload(dev.hash + "/");  // this device's keys
     (void)cache.holds_prefix(dev.hash + "/" + graph_signature(s));
   } catch (...) {
     // Warming is optional: the first decision does what was skipped and reports any failure.

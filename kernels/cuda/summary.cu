@@ -596,14 +596,13 @@ void prepare_summary(const State& s) {
   // first launch, inside a new process's first cache lookup) and allocate the result words.
   (void)resident_per_sm<int32_t, kSig>();
   (void)resident_per_sm<int64_t, kSig>();
-  const auto [dev, host] = s.summary_words();
+  void* const dev = s.summary_words().first;
   // Then one launch of each kind a new matrix's first call makes with 32-bit indices (a cache hit
   // or a plan: SIGNATURE | CHECK; a shape class: with DEGREES), on a two-row matrix placed in the
   // device words past the accumulators: a process's first launch of a kernel costs more than the
   // next ones, and on an H100 a cache hit's summary in a new process took 42-69 us against 15-18 us
   // in a warm one (benchmarks/results/2026-12-06-h100-summary-stage.md). Only this state's stream is
   // waited for (no allocation, no device-wide synchronisation).
-  (void)host;
   static const int32_t tiny[] = {0, 1, 3, /* colind */ 1, 0, 1};
   static_assert(kAccBytes + sizeof tiny <= State::kSummaryDeviceBytes, "the two-row matrix fits past the accumulators");
   auto* rows = reinterpret_cast<int32_t*>(static_cast<char*>(dev) + kAccBytes);

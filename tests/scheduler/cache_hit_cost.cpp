@@ -18,6 +18,7 @@
 //   rest       decide - the four: the replay and the log line itself
 //   call       the whole first call (memo, decision and the op)
 //   read       bytes of the cache file this process's lookups read (cache_stats.hpp)
+//   parsed     lines those lookups parsed and checked (0 where the context's warm-up kept the hit)
 // and the medians over the P processes; then decide again over P more processes without the log
 // (SPARSEPORT_LOG unset: the log line's formatting and write() are part of decide above). Exit code
 // 1 when a process did not hit (an op with one variant is never decided: openmp's sddmm). The
@@ -191,11 +192,12 @@ int child(const Options& o) {
   const double lookup = number_after(log, "cache lookup ");
   std::printf("{\"op\":\"%s\",\"backend\":\"%s\",\"graph\":\"%s\",\"nnz\":%lld,\"source\":\"%s\",\"variant\":\"%s\","
               "\"decide_us\":%.2f,\"signature_us\":%.2f,\"shape_us\":%.2f,\"summary_us\":%.2f,\"lookup_us\":%.2f,\"rest_us\":%.2f,"
-              "\"call_us\":%.2f,\"read_bytes\":%llu,\"opens\":%llu}\n",
+              "\"call_us\":%.2f,\"read_bytes\":%llu,\"opens\":%llu,\"parsed\":%llu}\n",
               o.op.c_str(), ctx.backend().c_str(), o.graph.c_str(), static_cast<long long>(a.nnz()), d.source.c_str(),
               d.variant.c_str(), decide, sig, shape, summary, lookup, sig >= 0 ? decide - sig - shape - summary - lookup : -1.0,
               call_us, static_cast<unsigned long long>(after.bytes_read - before.bytes_read),
-              static_cast<unsigned long long>(after.opens - before.opens));
+              static_cast<unsigned long long>(after.opens - before.opens),
+              static_cast<unsigned long long>(after.parsed - before.parsed));
   return 0;
 }
 
@@ -289,7 +291,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::map<std::string, std::vector<double>> v;
-  const char* const kParts[] = {"decide_us", "signature_us", "shape_us", "summary_us", "lookup_us", "rest_us", "call_us", "read_bytes", "opens"};
+  const char* const kParts[] = {"decide_us", "signature_us", "shape_us", "summary_us", "lookup_us", "rest_us", "call_us", "read_bytes", "opens", "parsed"};
   int hits = 0;
   std::string nnz;
   for (int64_t i = 0; i < o.processes; ++i) {
@@ -319,12 +321,12 @@ int main(int argc, char** argv) {
   std::printf("%s %s F=%lld %s (%s entries): cache %lld bytes, %lld decisions before; %d/%lld new processes hit; "
               "medians, us: decide %.1f = signature %.1f + shape question %.1f + summary %.1f + lookup %.1f + rest %.1f; "
               "first call %.1f; "
-              "lookup read %.0f bytes in %.0f opens; without the log line: decide %.1f\n",
+              "lookup read %.0f bytes in %.0f opens and parsed %.0f lines; without the log line: decide %.1f\n",
               o.op.c_str(), o.backend.c_str(), static_cast<long long>(o.F), o.graph.c_str(), nnz.c_str(),
               ec ? -1LL : static_cast<long long>(bytes), static_cast<long long>(o.fill + 1), hits,
               static_cast<long long>(2 * o.processes), median(v["decide_us"]), median(v["signature_us"]),
               median(v["shape_us"]), median(v["summary_us"]), median(v["lookup_us"]), median(v["rest_us"]), median(v["call_us"]),
-              median(v["read_bytes"]), median(v["opens"]), median(v["quiet_decide_us"]));
+              median(v["read_bytes"]), median(v["opens"]), median(v["parsed"]), median(v["quiet_decide_us"]));
   if (field(cold, "source") == "cache hit")
     std::printf("  (the deciding process itself hit: --cache-dir already held the decision)\n");
   if (temp) std::filesystem::remove_all(o.cache_dir, ec);
