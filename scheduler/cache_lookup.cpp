@@ -303,7 +303,7 @@ constexpr size_t kPrefixSearchBytes = size_t{64} << 10;
 // rmat:20:16, alternating). What it costs: Context::create took 0.75-0.98 ms with a 190 kB cache (201
 // decisions) against 0.39-0.53 ms with none.
 constexpr size_t kPreindexBytes = size_t{4} << 20;
-constexpr size_t kPreparsedKeys = 16;
+constexpr size_t kPreparsedKeys = 16, kPreloadLines = 1024;
 
 // What this process has read of each cache file, by path; one lock for all (lookups are per decision).
 std::mutex g_indexes_mu;
@@ -383,9 +383,13 @@ void CacheFile::preload(const std::string& key_prefix) const {
   }
   // The lines from the last one back: the first line met of a key is its newest.
   const std::string_view text = ix.bytes().substr(0, ix.length - 1);  // without the last newline
-  size_t parsed = 0;
+  // Keys met (their newest lines kept now or by an earlier context), and lines walked: the walk ends
+  // after kPreparsedKeys keys, or kPreloadLines lines, so that a second context, or a cache of
+  // other devices' decisions, does not walk the whole file.
+  size_t keys = 0, lines = 0;
   std::string error;
-  for (size_t end = text.size(); ix.full_index && parsed < kPreparsedKeys && end != std::string_view::npos;) {
+  for (size_t end = text.size();
+       ix.full_index && keys < kPreparsedKeys && lines < kPreloadLines && end != std::string_view::npos; ++lines) {
     const size_t nl = end == 0 ? std::string_view::npos : text.rfind('\n', end - 1);
     const size_t start = nl == std::string_view::npos ? 0 : nl + 1;
     const std::string_view line = text.substr(start, end - start);
@@ -395,16 +399,16 @@ void CacheFile::preload(const std::string& key_prefix) const {
     const size_t from = at + kKeyField.size(), to = line.find('"', from);
     if (to == std::string_view::npos || !line.substr(from, to - from).starts_with(key_prefix)) continue;
     const auto found = ix.keys.find(std::string(line.substr(from, to - from)));
-    if (found == ix.keys.end() || found->second.starts.empty() || found->second.starts.back() != start ||
-        found->second.hit_start == start)
-      continue;  // not this key's newest line, or already kept
-    ++parsed;
+    if (found == ix.keys.end() || found->second.starts.empty() || found->second.starts.back() != start)
+      continue;  // not this key's newest line
+    ++keys;
+    if (found->second.hit_start == start) continue;  // already kept
     if (std::optional<Record> r = cache_detail::valid_line(line, true, &error)) {
       found->second.hit_start = start;
       found->second.hit = std::make_shared<const Record>(std::move(*r));
     }
   }
-  if (parsed > 0) return;
+  if (keys > 0) return;
   // No key with the prefix (or a file too large to index here): the last complete line through the
   // checks a hit takes, its record dropped, so that a new process's first lookup does not pay for
   // running that code the first time.
