@@ -94,9 +94,9 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
     if (csr != nullptr) {
       // Device memory whose shape no recorded decision has: the shape class needs A's row lengths
       // (class_summary_bits: DEGREES, or FEATURES from an older plugin), so they come in the same
-      // pass as the signature and the index check (one launch, copy back and synchronisation
-      // fewer: a sampled subgraph's class decision on an H100 was two summaries, 101 us a batch
-      // against its 24 us spmm). The features pass reads no further than the arrays
+      // pass as the signature and the index check (one launch and one synchronisation fewer: a
+      // sampled subgraph's class decision on an H100 was two summaries, 101 us a batch against its
+      // 24 us spmm). The features pass reads no further than the arrays
       // whatever the indices hold (kernels/cuda/summary.cu), and a violation found here ends the
       // preparation before anything uses them.
       with_features = device && !exact_possible && class_applies(*p);
