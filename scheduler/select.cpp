@@ -62,22 +62,28 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   // hashed, and a class replayed unchecked never hashes it (the hash of 50k row pointers was half
   // of a sampled subgraph's class decision, 95 of 200 us). In device memory the indices are checked
   // in the signature's pass, before anything reads A by them: there the shape only spares the exact
-  // lookup, and the class's features ride on that pass (below). Every other path signs first.
+  // lookup, and the class's row lengths ride on that pass (below). Every other path signs first.
   const bool device = plugin.table->memory_space == SPARSEPORT_MEMORY_DEVICE;
   bool exact_possible = true;
-  double t_prefix = t_signature;  // after the exact-shape question (the log lines' split)
-  if (csr != nullptr && looks_up) {
-    // The start of graph_signature's text (no snprintf on a hit's path: signature.cpp, hex64).
+  double shape_s = 0;                // the exact-shape question (the log lines' split)
+  double summary_s = 0, t_call = 0;  // the operand summary stage, and the summary call alone
+  // Whether the cache holds any decision of A's shape (the start of graph_signature's text; no
+  // snprintf on a hit's path: signature.cpp, hex64).
+  const auto ask_shape = [&] {
+    const Clock::time_point ts = Clock::now();
     const std::string shape = dev.hash + "/csr" + std::to_string(csr->rows) + "x" + std::to_string(csr->cols) + ":" +
                               std::to_string(csr->nnz) + ":";
     exact_possible = CacheFile(p->opt.cache_dir).holds_prefix(shape);
-    t_prefix = since(t0);
     p->cache_read = true;
-    if (!device && !exact_possible && class_hit(*p, *csr, dev.hash) && !p->verify_pending) {
+    shape_s = since(ts);
+  };
+  if (csr != nullptr && looks_up && !device) {
+    ask_shape();
+    if (!exact_possible && class_hit(*p, *csr, dev.hash) && !p->verify_pending) {
       if (p->opt.log) {
         char took[160];
         std::snprintf(took, sizeof took, " [%.0f us: options and device signature %.0f, shape question %.0f, class %.0f; not signed]",
-                      since(t0) * 1e6, t_signature * 1e6, (t_prefix - t_signature) * 1e6, (since(t0) - t_prefix) * 1e6);
+                      since(t0) * 1e6, t_signature * 1e6, shape_s * 1e6, (since(t0) - t_signature - shape_s) * 1e6);
         log(p->opt, label(*p) + ": class -> " + p->decision.variant + " (" + p->decision.reason + ")" + took);
       }
       p->cache_read = false;
@@ -86,20 +92,25 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
     }
   }
   sparseport_csr_summary summary{};
-  bool with_features = false;
-  double t_call = 0;  // the summary call alone, of the operand summary stage (the log lines)
+  // Device memory: A's row lengths (class_summary_bits: DEGREES, or FEATURES from an older plugin)
+  // come in the signature's pass wherever a shape class may decide, whether or not the cache holds
+  // A's shape, because the summary is made before the shape question: a kernel launched right after
+  // the caller's last GPU call costs the host less than one launched after the question's string,
+  // file and map work (H100, sampled subgraphs of 50k entries: the launch took 24.8 us against 30.7,
+  // the class decision 77-87 us against 94-102, the arms alternating;
+  // benchmarks/results/2026-12-06-h100-decision-steps.md). The row lengths cost an exact hit little
+  // GPU time (one histogram count a row).
+  const bool with_features = device && csr != nullptr && class_applies(*p);
   try {
+    const Clock::time_point ts = Clock::now();
     // CSR ops: the signature is hashed where the operand lives (no copy of rowptr); index ops read
     // a sample of their index array.
     if (csr != nullptr) {
-      // Device memory whose shape no recorded decision has: the shape class needs A's row lengths
-      // (class_summary_bits: DEGREES, or FEATURES from an older plugin), so they come in the same
-      // pass as the signature and the index check (one launch and one synchronisation fewer: a
-      // sampled subgraph's class decision on an H100 was two summaries, 101 us a batch against its
-      // 24 us spmm). The features pass reads no further than the arrays
+      // With the row lengths and the index check in the same pass: one launch and one
+      // synchronisation fewer (a sampled subgraph's class decision on an H100 was two summaries, 101
+      // us a batch against its 24 us spmm). The features pass reads no further than the arrays
       // whatever the indices hold (kernels/cuda/summary.cu), and a violation found here ends the
       // preparation before anything uses them.
-      with_features = device && !exact_possible && class_applies(*p);
       const Clock::time_point tc = Clock::now();
       summary = summarize(plugin, exec, *csr,
                           SPARSEPORT_SUMMARY_SIGNATURE | (check_indices ? SPARSEPORT_SUMMARY_CHECK : 0u) |
@@ -119,6 +130,7 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
       p->graph = graph_signature(s);
     } else
       p->structure = read_structure(plugin, exec, op, args);
+    summary_s = since(ts);
   } catch (const Error& e) {
     // Unreadable sparse operand (e.g. host pointers given to a GPU backend): do not decide; the
     // op's own checks then report the argument precisely.
@@ -130,6 +142,7 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
     p->cache_read = false;
     return p;
   }
+  if (csr != nullptr && looks_up && device) ask_shape();
   if (p->graph.empty()) p->graph = graph_signature(p->structure);
   p->key = dev.hash + "/" + p->graph + "/" + op_name(op) + "/F" + std::to_string(p->info.features) + "/" +
            type_suffix(p->info);
@@ -144,10 +157,10 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
     if (p->opt.log) log(p->opt, label(*p) + ": class -> " + p->decision.variant + " (" + p->decision.reason + ")");
   } else if (looks_up) {
     bool stale = false;
-    const double t_summary = since(t0);
+    const Clock::time_point tl = Clock::now();
     std::shared_ptr<const Record> hit;  // this process's copy of the record, shared (not copied per hit)
     if (exact_possible) hit = CacheFile(p->opt.cache_dir).lookup_shared(p->key, p->versions, &stale, !p->cache_read);
-    const double t_lookup = since(t0);
+    const double lookup_s = since(tl), t_lookup = since(t0);
     // An entry naming a variant the backend no longer offers (one since retired) is not replayed,
     // nor a deterministic-mode entry naming a variant no longer flagged deterministic, nor one
     // naming a TF32 variant without consent (one flagged TF32 since it was recorded).
@@ -175,8 +188,7 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
         std::snprintf(took, sizeof took,
                       " [%.0f us: options and device signature %.0f, shape question %.0f, operand summary %.0f (its call %.0f), "
                       "cache lookup %.0f]",
-                      since(t0) * 1e6, t_signature * 1e6, (t_prefix - t_signature) * 1e6, (t_summary - t_prefix) * 1e6,
-                      t_call * 1e6, (t_lookup - t_summary) * 1e6);
+                      since(t0) * 1e6, t_signature * 1e6, shape_s * 1e6, summary_s * 1e6, t_call * 1e6, lookup_s * 1e6);
         log(p->opt, label(*p) + ": " + p->decision.source + " -> " + p->decision.variant + " (" + field(r, "reason") + ")" + took);
       }
     } else if ((exact_possible || device) && csr != nullptr && (!check_indices || p->index_problem == 0) &&
@@ -188,8 +200,8 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
         std::snprintf(took, sizeof took,
                       " [%.0f us: options and device signature %.0f, shape question %.0f, operand summary %.0f (its call %.0f), "
                       "exact lookup %.0f, class %.0f]",
-                      since(t0) * 1e6, t_signature * 1e6, (t_prefix - t_signature) * 1e6, (t_summary - t_prefix) * 1e6,
-                      t_call * 1e6, (t_lookup - t_summary) * 1e6, (since(t0) - t_lookup) * 1e6);
+                      since(t0) * 1e6, t_signature * 1e6, shape_s * 1e6, summary_s * 1e6, t_call * 1e6, lookup_s * 1e6,
+                      (since(t0) - t_lookup) * 1e6);
         log(p->opt, label(*p) + ": class -> " + p->decision.variant + " (" + p->decision.reason + ")" + took);
       }
     } else if (p->opt.mode == SchedulerMode::replay) {

@@ -1672,10 +1672,12 @@ TEST(SchedulerShapeClass, ADevicePluginGivesAClassItsRowLengthsAloneWhereItsAbiK
   }
 }
 
-// In device memory a class decision makes one summary of A, not two: where the cache holds no
-// decision of A's shape, the shape class's row lengths (DEGREES, ABI 1.9) come in the signature's
-// pass (with the index check when the caller asks for it) and the exact lookup is not made; a
-// matrix whose shape the cache holds is signed without them and replays its own exact decision.
+// In device memory a class decision makes one summary of A, not two: the shape class's row lengths
+// (DEGREES, ABI 1.9) come in the signature's pass (with the index check when the caller asks for
+// it), and where the cache holds no decision of A's shape the exact lookup is not made. The summary
+// comes before the shape question (select.cpp says why), so a matrix whose shape the cache holds
+// gets its row lengths in that one pass too, and replays its own exact decision; where no class
+// can decide (classes off), the pass reads no row lengths.
 TEST(SchedulerShapeClass, InDeviceMemoryANewShapesClassDecisionMakesOneSummaryWithItsRowLengths) {
   TempDir dir;
   const PluginInfo fake = device_fake_plugin();
@@ -1706,9 +1708,17 @@ TEST(SchedulerShapeClass, InDeviceMemoryANewShapesClassDecisionMakesOneSummaryWi
   EXPECT_EQ(plan3->decision.source, "cache hit") << plan3->decision.reason;
   EXPECT_EQ(plan3->key, third->key);
   ASSERT_EQ(g_summaries.size(), 1u);
-  EXPECT_EQ(g_summaries[0], SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_CHECK);
+  EXPECT_EQ(g_summaries[0], kSigRowsCheck);
   execute(plan3, &args3, "test");
   EXPECT_EQ(again.c.data, reference_result(again));
+  // Classes off: the signature and the check alone, and the exact decision replayed all the same.
+  SchedulerOptions no_class = class_options(dir);
+  no_class.class_checks = -1;  // 0 is "unset" (SPARSEPORT_CLASS_CHECKS or 3), -1 is off
+  g_summaries.clear();
+  auto plan4 = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args3, no_class, /*check_indices=*/true);
+  EXPECT_EQ(plan4->decision.source, "cache hit") << plan4->decision.reason;
+  ASSERT_EQ(g_summaries.size(), 1u);
+  EXPECT_EQ(g_summaries[0], SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_CHECK);
 }
 
 // A one-shot op's first call on device arrays (scheduler::IndexRide): the index check rides on
