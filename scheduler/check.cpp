@@ -67,11 +67,11 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
                   chosen.c_str(), t_chosen * 1e3, kScaleSlack, expected * 1e3, probe.source);
     r.note = buf;
   }
-  // Whether a call on the blocks is long enough is judged from the evidence's expectation, not from a
-  // call the probe's path may have timed: that one can be inflated by first touches or a loaded
-  // machine, and the check's path would then depend on the machine's load.
+  // Whether the vendor's call on the blocks will be long enough is judged from the evidence's
+  // expectation, not from a call the probe's path may have timed: that one can be inflated by first
+  // touches or a loaded machine, and the check's path would then depend on the machine's load.
   const double fraction =
-      probe.usable() ? block_fraction(std::max(probe.chosen_s / probe.work_fraction, probe.floor_s)) : 0;
+      probe.usable() ? block_fraction(std::max(probe.vendor_s / probe.work_fraction, probe.floor_s)) : 0;
   if (blocks && fraction > 0) {
     // The block sample (check.hpp), also where the probe's margin left the vendor out but the pick
     // then ran over kScaleSlack its extrapolation from the strided probe (sbm:400000:8:6:2 at F =
@@ -79,7 +79,7 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
     // vendor is within the margin of the pick there, the vendor's call and the pick's then follow
     // in the usual order, with no call more than the check without blocks.
     const BlockTimes b = blocks(fraction);
-    if (b.usable() && b.vendor_s >= kBlockMargin * b.chosen_s) {
+    if (b.usable() && b.vendor_s >= kBlockMargin * b.chosen_s && b.vendor_s >= kBlockCallSeconds) {
       const double vendor_expected = b.vendor_s / b.work_fraction;
       if (t_chosen < 0) {  // the op's own call
         t_chosen = timed(chosen);

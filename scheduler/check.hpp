@@ -66,8 +66,8 @@ constexpr double kScaleSlack = 2.0;
 // before the pick's full-size call; where the vendor is within kBlockMargin of the pick on the
 // blocks, the check goes on as without them. Against the vendor's full-size call, which on the CPU
 // (GraphBLAS, 1.6-2.3x our kernels at full size) alone cost 1.6-2.3 calls of a >= 1M-entry input's
-// cold decision, whose target is 2 (issue 35). Used where one call on the blocks is predicted to
-// last kBlockCallSeconds at least, so that a call's fixed costs stay a small part of it:
+// cold decision, whose target is 2 (issue 35). Used where the vendor's call on the blocks is
+// predicted to last kBlockCallSeconds at least, so that a call's fixed costs stay a small part of it:
 // GraphBLAS's are ~40 us a call on the 2-core VM (45 us on a 1000-entry graph where spmm.rows takes
 // 8), which at 0.5 ms inflate the vendor's extrapolation by 8 % at most, so that a vendor left out
 // is still 1.5 / 1.08 = 1.39x the pick or more. With 1 ms, the blocks missed the ops of 4-8 ms
@@ -81,20 +81,26 @@ constexpr int kBlocks = 4;
 constexpr double kBlockFraction = 0.125;
 constexpr double kBlockMargin = 1.5;
 constexpr double kBlockCallSeconds = 0.5e-3;
-// A shorter op takes a larger share of its entries in the blocks, so that a call there still lasts
-// kBlockCallSeconds, up to kBlockFractionMax: the blocks then cost a quarter of the vendor's
+// The fixed cost the threshold bounds is the vendor's (GraphBLAS's ~40 us a call; our kernels' are a
+// few us), so it is the vendor's call on the blocks that must last kBlockCallSeconds: the share is
+// the one at which the vendor's expected full-size time (the evidence's, extrapolated) gives such a
+// call, at least kBlockFraction and at most kBlockFractionMax; 0 (no blocks) where even that share
+// gives a shorter call. A skip then also needs the vendor's measured call on the blocks to have
+// lasted kBlockCallSeconds (full_size_check), so that the bound holds for what was measured, not
+// only for what was expected. At kBlockFractionMax the blocks cost a quarter of the vendor's
 // full-size call and half of the pick's (the vendor once, the pick twice), which a skip saves 0.63
 // vendor calls or more on (its vendor takes 1.5x the pick at least), and which a vendor within the
-// margin wastes. Ops predicted under kBlockCallSeconds / kBlockFractionMax (2 ms) get no blocks.
-// The sample holds its share of A and of C while the check runs (ProbeSample), at most a quarter.
+// margin wastes. The sample holds its share of A and of C while the check runs (ProbeSample), at
+// most a quarter. Before, the share was set from the pick's expected time, so an op of under 2 ms
+// got no blocks whatever the vendor took: copter2 (704k entries, F = 32, the 2-core VM) paid
+// GraphBLAS's full-size 4.0 ms, 3.2 calls of its 1.27 ms op, in a cold decision of 8-9 ms.
 constexpr double kBlockFractionMax = 0.25;
 
-// The share of A's entries the block sample takes for an op predicted to take `expected_s` at full
-// size: kBlockFraction, more where a call on it would last under kBlockCallSeconds, 0 (no blocks)
-// where even kBlockFractionMax would.
-inline double block_fraction(double expected_s) {
-  if (!(expected_s > 0) || kBlockFractionMax * expected_s < kBlockCallSeconds) return 0;
-  return std::clamp(kBlockCallSeconds / expected_s, kBlockFraction, kBlockFractionMax);
+// The share of A's entries the block sample takes where the vendor is expected to take
+// `vendor_expected_s` at full size (above).
+inline double block_fraction(double vendor_expected_s) {
+  if (!(vendor_expected_s > 0) || kBlockFractionMax * vendor_expected_s < kBlockCallSeconds) return 0;
+  return std::clamp(kBlockCallSeconds / vendor_expected_s, kBlockFraction, kBlockFractionMax);
 }
 
 struct BlockTimes {

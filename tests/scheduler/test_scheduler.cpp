@@ -882,30 +882,31 @@ TEST(SchedulerPipeline, ASkippedVendorsCheckCountsTheFirstCallAsTheOpsOwn) {
 // The block sample (check.hpp): where the probe's margin is under kSkipMargin (1.5x here), the
 // vendor's full-size call is left out when its time on the blocks, extrapolated, is kBlockMargin
 // (1.5) times the pick's full-size call or more; else the vendor is timed at full size. The blocks
-// are asked for only where a call on them is predicted to last kBlockCallSeconds. Timings on the
-// blocks come from the callback, so only the full-size calls spin (spmm.stateful, built: 1 ms; the
-// vendor 50 ms).
+// are asked for only where the vendor's call on them is expected to last kBlockCallSeconds, and a
+// measured call shorter than that leaves nothing out. Timings on the blocks come from the callback,
+// so only the full-size calls spin (spmm.stateful, built: 1 ms; the vendor 50 ms).
 TEST(SchedulerPipeline, TheBlockSampleLeavesTheVendorOutOnlyWhereItLostThereByTheMargin) {
   const PluginInfo stateful = stateful_plugin();
   Problem pb = make_problem(20000);
   sparseport_spmm_args args = pb.args();
-  ProbeEvidence evidence;  // 1.5x on the probe, 20 ms expected at full size: 2.5 ms on the blocks
+  ProbeEvidence evidence;  // 1.5x on the probe, the vendor 30 ms expected at full size: 3.75 ms on the blocks
   evidence.chosen_s = 0.010;
   evidence.vendor_s = 0.015;
   evidence.work_fraction = 0.5;
   // vendor_ms: the vendor's time on the blocks extrapolated to full size, against the pick's call
-  // (1 ms of spin and the reference spmm; 16-26 ms with both cores busy).
+  // (1 ms of spin and the reference spmm; 16-26 ms with both cores busy). block_s, where given, is
+  // the vendor's measured call on the blocks instead (the same extrapolation).
   double asked_fraction = 0;
-  const auto check_with = [&](double vendor_ms, int* asked) {
+  const auto check_with = [&](double vendor_ms, int* asked, double block_s = -1) {
     g_stateful_built = true;
     return full_size_check(stateful, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, "spmm.stateful", "spmm.vendor", "",
                            "test", evidence, [&](double fraction) {
                              ++*asked;
                              asked_fraction = fraction;
                              BlockTimes b;
-                             b.chosen_s = fraction * 0.001;
-                             b.vendor_s = fraction * vendor_ms * 1e-3;
-                             b.work_fraction = fraction;
+                             b.vendor_s = block_s > 0 ? block_s : fraction * vendor_ms * 1e-3;
+                             b.chosen_s = std::min(fraction * 0.001, b.vendor_s / 10);  // well within the margin there
+                             b.work_fraction = b.vendor_s / (vendor_ms * 1e-3);
                              b.description = "the test's blocks";
                              return b;
                            });
@@ -913,7 +914,7 @@ TEST(SchedulerPipeline, TheBlockSampleLeavesTheVendorOutOnlyWhereItLostThereByTh
   int asked = 0;
   const CheckResult skip = check_with(1e4, &asked);  // 10 s: beyond any load's stretch of the pick's call
   EXPECT_EQ(asked, 1);
-  EXPECT_EQ(asked_fraction, kBlockFraction) << "20 ms expected: a call on 1/8 of it lasts 2.5 ms";
+  EXPECT_EQ(asked_fraction, kBlockFraction) << "30 ms expected of the vendor: a call on 1/8 of it lasts 3.75 ms";
   EXPECT_TRUE(skip.vendor_skipped) << skip.note;
   EXPECT_EQ(skip.variant, "spmm.stateful");
   ASSERT_EQ(skip.measured.size(), 1u) << "the pick's full-size call only";
@@ -921,19 +922,28 @@ TEST(SchedulerPipeline, TheBlockSampleLeavesTheVendorOutOnlyWhereItLostThereByTh
   EXPECT_EQ(pb.c.data, reference_result(pb));
 
   asked = 0;
-  const CheckResult timed = check_with(0.01, &asked);  // 10 us: under 1.5x the pick's call, whatever the load
+  // 1 ms extrapolated from 0.6 ms on the blocks: under 1.5x the pick's call (1 ms of spin at least).
+  const CheckResult timed = check_with(1, &asked, 0.6e-3);
   EXPECT_EQ(asked, 1);
   EXPECT_FALSE(timed.vendor_skipped) << timed.note;
   bool vendor_timed = false;
   for (const auto& [v, t] : timed.measured) vendor_timed = vendor_timed || v == "spmm.vendor";
-  EXPECT_TRUE(vendor_timed) << "10 us extrapolated is under the margin: the vendor is timed at full size";
+  EXPECT_TRUE(vendor_timed) << "1 ms extrapolated is under the margin: the vendor is timed at full size";
   EXPECT_EQ(timed.variant, "spmm.stateful") << timed.note;
   EXPECT_EQ(pb.c.data, reference_result(pb)) << "the last call is the kept variant's";
 
-  // 3 ms expected at full size: 1/8 of it would last 0.375 ms, under kBlockCallSeconds, so the blocks
-  // take 1/6 of the entries (0.5 ms).
-  evidence.chosen_s = 0.003;
-  evidence.vendor_s = 0.0045;
+  // 10 s extrapolated, but from a call of 0.1 ms on the blocks: the vendor's fixed costs could make
+  // up most of it, so it leaves nothing out.
+  asked = 0;
+  const CheckResult brief = check_with(1e4, &asked, 1e-4);
+  EXPECT_EQ(asked, 1);
+  EXPECT_FALSE(brief.vendor_skipped) << brief.note;
+
+  // A pick expected to take 1.5 ms and a vendor 3 ms: 1/8 of the vendor's would last 0.375 ms, under
+  // kBlockCallSeconds, so the blocks take 1/6 of the entries (0.5 ms of the vendor's). The share is
+  // the vendor's: a pick this short got no blocks when it was set from the pick's time.
+  evidence.chosen_s = 0.0015;
+  evidence.vendor_s = 0.003;
   evidence.work_fraction = 1.0;
   asked = 0;
   const CheckResult shorter = check_with(1e4, &asked);
@@ -941,13 +951,13 @@ TEST(SchedulerPipeline, TheBlockSampleLeavesTheVendorOutOnlyWhereItLostThereByTh
   EXPECT_NEAR(asked_fraction, kBlockCallSeconds / 0.003, 1e-12);
   EXPECT_TRUE(shorter.vendor_skipped) << shorter.note;
 
-  // 1.5 ms expected: even kBlockFractionMax of it (0.375 ms) is too short to weigh the vendor's fixed
-  // costs.
-  evidence.chosen_s = 0.0015;
-  evidence.vendor_s = 0.00225;
+  // The vendor expected at 1.5 ms: even kBlockFractionMax of it (0.375 ms) is too short to weigh its
+  // fixed costs.
+  evidence.chosen_s = 0.001;
+  evidence.vendor_s = 0.0015;
   asked = 0;
   const CheckResult short_op = check_with(1e4, &asked);
-  EXPECT_EQ(asked, 0) << "no block sample for an op this short";
+  EXPECT_EQ(asked, 0) << "no block sample where the vendor's call on it would be this short";
   EXPECT_FALSE(short_op.vendor_skipped);
 }
 
