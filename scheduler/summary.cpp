@@ -77,23 +77,81 @@ void count_rows(const I* rowptr, const I* colind, const sparseport_csr& a, int64
   }
 }
 
-// The entry pass split over up to `threads` threads, each a range of rows holding about the same
-// rows + entries, where each part gets at least kEntriesPerThread of them. Why: the pass costs ~4
-// ns an entry on the 2-core VM whatever is done about its arithmetic (a division-free distance
-// term, interleaved histograms: no gain, standalone, 16M entries), so it was the largest part of a
-// large input's features (rmat:20:16, 16.1M entries: 65 ms of a 760 ms cold decision; 2 threads
-// standalone: 69 -> 36 ms). Below ~1 ms of work (2^18 rows + entries) a thread's start is not
-// worth it.
+// The sampled blocks (plugin_abi.h): block j is the 32-row block b = j * nblocks / sampled, of
+// which its first SPARSEPORT_SUMMARY_BLOCK_CAP entries (in storage order) count.
+struct SampledBlocks {
+  int64_t nblocks, sampled;
+  template <class I>
+  std::pair<int64_t, int64_t> range(const I* rowptr, int64_t rows, int64_t j) const {  // first entry, entries
+    const int64_t b = j * nblocks / sampled;
+    const int64_t first = rowptr[32 * b], last = rowptr[std::min<int64_t>(32 * b + 32, rows)];
+    return {first, std::min<int64_t>(last - first, SPARSEPORT_SUMMARY_BLOCK_CAP)};
+  }
+};
+
+// Blocks [j0, j1): their entries, distinct columns and distinct 32-column segments, added into s.
+// Counted with a stamp per column and per segment (the block's number, so nothing is cleared
+// between blocks) where the stamps' memory, 2 bytes a column, is within a few times these blocks'
+// entries; else by sorting each block. Both give the same numbers. Sorting every block was most of
+// a cold decision on mid-sized matrices: on copter2 (704k entries, 2048 blocks of ~400) the
+// features took ~20 ms of a 26 ms decision, 12 of them in std::sort (the 2-core VM, perf).
+template <class I>
+void count_blocks(const I* rowptr, const I* colind, const sparseport_csr& a, const SampledBlocks& sb, int64_t j0,
+                  int64_t j1, sparseport_csr_summary& s) {
+  int64_t entries = 0;
+  for (int64_t j = j0; j < j1; ++j) entries += sb.range(rowptr, a.rows, j).second;
+  static_assert(SPARSEPORT_SUMMARY_BLOCKS < 65536, "a block's number fits a 16-bit stamp");
+  const bool stamps = a.cols <= kStampsPerEntry * entries;
+  std::vector<uint16_t> col_seen(stamps ? static_cast<size_t>(a.cols) : 0), seg_seen(stamps ? static_cast<size_t>(a.cols / 32 + 1) : 0);
+  std::vector<int64_t> cols;
+  for (int64_t j = j0; j < j1; ++j) {
+    const auto [first, n] = sb.range(rowptr, a.rows, j);
+    const I* c = colind + first;
+    // A column out of range happens only where FEATURES was asked before the index check (the ABI
+    // forbids it); the plugins' summaries then still count it as a value of its own, as the sort
+    // does, so such a block is sorted (a stamp has no slot for it).
+    if (stamps && std::all_of(c, c + n, [&](I x) { return x >= 0 && static_cast<int64_t>(x) < a.cols; })) {
+      const auto stamp = static_cast<uint16_t>(j + 1);
+      for (int64_t k = 0; k < n; ++k) {
+        const auto x = static_cast<size_t>(c[k]);
+        s.block_distinct += col_seen[x] != stamp;
+        col_seen[x] = stamp;
+        s.block_segments += seg_seen[x >> 5] != stamp;
+        seg_seen[x >> 5] = stamp;
+      }
+      continue;
+    }
+    cols.assign(c, c + n);
+    std::sort(cols.begin(), cols.end());
+    for (int64_t k = 0; k < n; ++k) {
+      s.block_distinct += k == 0 || cols[k] != cols[k - 1];
+      s.block_segments += k == 0 || (cols[k] >> 5) != (cols[k - 1] >> 5);
+    }
+  }
+  s.block_entries += entries;
+}
+
+// The entry pass and the sampled blocks split over up to `threads` threads: part p takes a range of
+// rows holding about the same rows + entries, where each part gets at least kEntriesPerThread of
+// them, then an equal share of the sampled blocks. Why: the entry pass costs ~4 ns an entry on the
+// 2-core VM whatever is done about its arithmetic (a division-free distance term, interleaved
+// histograms: no gain, standalone, 16M entries), so it was the largest part of a large input's
+// features (rmat:20:16, 16.1M entries: 65 ms of a 760 ms cold decision; 2 threads standalone: 69
+// -> 36 ms). The blocks ran after it on one thread: on copter2 (704k entries, F = 32) 1.1-1.25 ms of
+// its 2.7-3.2 ms features; split as well, the features took 2.10 ms against 2.75 (medians of 7
+// cold decisions each, the arms alternating; benchmarks/results/2026-12-06-cpu-cold-vendor-blocks.md).
+// Below ~1 ms of work (2^18 rows + entries) a thread's start is not worth it: with 2^17, two parts
+// made the features of cit-HepPh and wing slower in the median (2.98 against 2.24 ms, 2.57 against
+// 1.60; bimodal: 1.5 or 4-5 ms, likely the second thread waiting behind the op's OpenMP workers,
+// which spin a while after a parallel region, not measured).
+// Every number is an integer count or sum (or a maximum), so the parts added up give the same
+// numbers in any split.
 constexpr int64_t kEntriesPerThread = int64_t{1} << 18;
 template <class I>
-void count_rows_parallel(const I* rowptr, const I* colind, const sparseport_csr& a, int threads,
-                         sparseport_csr_summary& s) {
+void count_parallel(const I* rowptr, const I* colind, const sparseport_csr& a, const SampledBlocks& sb, int threads,
+                    sparseport_csr_summary& s) {
   const int64_t work = a.rows + a.nnz;
   const int64_t parts = std::clamp<int64_t>(std::min<int64_t>(threads, work / kEntriesPerThread), 1, 64);
-  if (parts == 1) {
-    count_rows(rowptr, colind, a, 0, a.rows, s);
-    return;
-  }
   // Part p starts at the first row whose rows + entries before it reach p / parts of the work.
   std::vector<int64_t> first(static_cast<size_t>(parts + 1), a.rows);
   first[0] = 0;
@@ -108,16 +166,21 @@ void count_rows_parallel(const I* rowptr, const I* colind, const sparseport_csr&
     first[static_cast<size_t>(p)] = lo;
   }
   std::vector<sparseport_csr_summary> part(static_cast<size_t>(parts), sparseport_csr_summary{});
+  const auto count = [&](size_t p) {
+    count_rows(rowptr, colind, a, first[p], first[p + 1], part[p]);
+    count_blocks(rowptr, colind, a, sb, sb.sampled * static_cast<int64_t>(p) / parts,
+                 sb.sampled * static_cast<int64_t>(p + 1) / parts, part[p]);
+  };
   std::vector<std::thread> helpers;
   helpers.reserve(static_cast<size_t>(parts - 1));
   for (size_t p = 1; p < part.size(); ++p) {
     try {
-      helpers.emplace_back([&, p] { count_rows(rowptr, colind, a, first[p], first[p + 1], part[p]); });
+      helpers.emplace_back(count, p);
     } catch (const std::system_error&) {  // no thread to be had: this one counts the part
-      count_rows(rowptr, colind, a, first[p], first[p + 1], part[p]);
+      count(p);
     }
   }
-  count_rows(rowptr, colind, a, first[0], first[1], part[0]);
+  count(0);
   for (std::thread& t : helpers) t.join();
   for (const sparseport_csr_summary& q : part) {
     s.max_degree = std::max(s.max_degree, q.max_degree);
@@ -126,6 +189,9 @@ void count_rows_parallel(const I* rowptr, const I* colind, const sparseport_csr&
       s.distance_hist[b] += q.distance_hist[b];
     }
     s.distance_sum += q.distance_sum;
+    s.block_entries += q.block_entries;
+    s.block_distinct += q.block_distinct;
+    s.block_segments += q.block_segments;
   }
 }
 
@@ -149,54 +215,10 @@ sparseport_csr_summary summarize_typed(const sparseport_csr& a, uint32_t want, i
       }
     return s;
   }
-
-  count_rows_parallel(rowptr, colind, a, threads, s);
-  // The sampled blocks: each one's entries (its first SPARSEPORT_SUMMARY_BLOCK_CAP), distinct
-  // columns and distinct 32-column segments. Counted with a stamp per column and per segment (the
-  // block's number, so nothing is cleared between blocks) where the stamps' memory, 2 bytes a
-  // column, is within a few times the sampled entries; else by sorting each block. Both give the
-  // same numbers. Sorting every block was most of a cold decision on mid-sized matrices: on
-  // copter2 (704k entries, 2048 blocks of ~400) the features took ~20 ms of a 26 ms decision, 12 of
-  // them in std::sort (the 2-core VM, perf).
   const int64_t nblocks = (a.rows + 31) / 32;
-  const int64_t sampled = std::min<int64_t>(nblocks, SPARSEPORT_SUMMARY_BLOCKS);
-  const auto block_range = [&](int64_t j) {
-    const int64_t b = j * nblocks / sampled;
-    const int64_t first = rowptr[32 * b], last = rowptr[std::min<int64_t>(32 * b + 32, a.rows)];
-    return std::pair<int64_t, int64_t>{first, std::min<int64_t>(last - first, SPARSEPORT_SUMMARY_BLOCK_CAP)};
-  };
-  int64_t entries = 0;
-  for (int64_t j = 0; j < sampled; ++j) entries += block_range(j).second;
-  static_assert(SPARSEPORT_SUMMARY_BLOCKS < 65536, "a block's number fits a 16-bit stamp");
-  const bool stamps = a.cols <= kStampsPerEntry * entries;
-  std::vector<uint16_t> col_seen(stamps ? static_cast<size_t>(a.cols) : 0), seg_seen(stamps ? static_cast<size_t>(a.cols / 32 + 1) : 0);
-  std::vector<int64_t> cols;
-  for (int64_t j = 0; j < sampled; ++j) {
-    const auto [first, n] = block_range(j);
-    const I* c = colind + first;
-    // A column out of range happens only where FEATURES was asked before the index check (the ABI
-    // forbids it); the plugins' summaries then still count it as a value of its own, as the sort
-    // does, so such a block is sorted (a stamp has no slot for it).
-    if (stamps && std::all_of(c, c + n, [&](I x) { return x >= 0 && static_cast<int64_t>(x) < a.cols; })) {
-      const auto stamp = static_cast<uint16_t>(j + 1);
-      for (int64_t k = 0; k < n; ++k) {
-        const auto x = static_cast<size_t>(c[k]);
-        s.block_distinct += col_seen[x] != stamp;
-        col_seen[x] = stamp;
-        s.block_segments += seg_seen[x >> 5] != stamp;
-        seg_seen[x >> 5] = stamp;
-      }
-      continue;
-    }
-    cols.assign(c, c + n);
-    std::sort(cols.begin(), cols.end());
-    for (int64_t k = 0; k < n; ++k) {
-      s.block_distinct += k == 0 || cols[k] != cols[k - 1];
-      s.block_segments += k == 0 || (cols[k] >> 5) != (cols[k - 1] >> 5);
-    }
-  }
-  s.block_entries = entries;
-  s.blocks = sampled;
+  const SampledBlocks sb{nblocks, std::min<int64_t>(nblocks, SPARSEPORT_SUMMARY_BLOCKS)};
+  count_parallel(rowptr, colind, a, sb, threads, s);
+  s.blocks = sb.sampled;
   return s;
 }
 

@@ -2169,11 +2169,13 @@ TEST(SchedulerSummary, TheBlockCountsAreTheAbisDefinition) {
       }
 }
 
-// The FEATURES entry pass (max degree, degree and distance histograms, distance sum) is split over
-// threads on large inputs; its numbers are integer counts and sums, so every split gives the one
-// thread's numbers. Inputs of 1.1-1.6M rows + entries (4+ parts of kEntriesPerThread, so 2, 3 and
-// 4 threads all split): a mega-row with half the entries where a part boundary falls inside it,
-// runs of empty rows, square and rectangular (the scaled diagonal), both index types.
+// The FEATURES entry pass (max degree, degree and distance histograms, distance sum) and the
+// sampled blocks (entries, distinct columns and segments) are split over threads on large inputs;
+// their numbers are integer counts and sums, so every split gives the one thread's numbers. Inputs
+// of 1.1-1.6M rows + entries (4+ parts of kEntriesPerThread, so 2, 3 and 4 threads all split): a
+// mega-row with half the entries where a part boundary falls inside it, runs of empty rows, square
+// and rectangular (the scaled diagonal), both index types, and columns enough that one thread
+// counts the blocks by stamps and four, each with a quarter of the sampled entries, by sorting.
 TEST(SchedulerSummary, TheEntryPassGivesTheSameNumbersOnAnyNumberOfThreads) {
   std::mt19937_64 rng(23);
   const auto check = [&](auto index, int64_t rows, int64_t cols, bool mega, const std::string& what) {
@@ -2204,13 +2206,17 @@ TEST(SchedulerSummary, TheEntryPassGivesTheSameNumbersOnAnyNumberOfThreads) {
       }
       EXPECT_EQ(got.rowptr_hash, one.rowptr_hash) << at;
       EXPECT_EQ(got.colind_hash, one.colind_hash) << at;
+      EXPECT_EQ(got.blocks, one.blocks) << at;
+      EXPECT_EQ(got.block_entries, one.block_entries) << at;
       EXPECT_EQ(got.block_distinct, one.block_distinct) << at;
+      EXPECT_EQ(got.block_segments, one.block_segments) << at;
     }
   };
   check(int32_t{}, 150'000, 150'000, false, "square, int32");
   check(int32_t{}, 120'000, 150'000, true, "a mega-row, rectangular, int32");
   check(int64_t{}, 150'000, 90'000, false, "rectangular, int64");
   check(int64_t{}, 100'000, 100'000, true, "a mega-row, square, int64");
+  check(int32_t{}, 150'000, 2'000'000, false, "wide: the blocks by stamps on one thread, by sorts on four");
 }
 
 // The class's row-length pass: up to 4096 rows it gives summarize_host's degree histogram and
