@@ -78,7 +78,7 @@ struct CacheFile {
   // Otherwise (or when no key has the prefix) the last line is run through a hit's checks and
   // dropped, so that a first lookup does not run that code for the first time. Nothing is warned
   // here: a lookup that reaches a corrupt line says so, with its number.
-  void preload(const std::string& key_prefix = "") const;
+  void preload(const std::string& key_prefix) const;
   size_t clear() const;  // removes the file, returns how many records it held
 };
 
