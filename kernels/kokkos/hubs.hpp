@@ -141,4 +141,30 @@ KOKKOS_INLINE_FUNCTION Chunk chunk_of(const I* rp, const Hubs& h, int64_t t, int
   return c;
 }
 
+// The hubs' items alone, for kernels that give whole rows to other workers: item x < hubs.extra is
+// an extra chunk (as chunk_of), item hubs.extra + h is hub h's first chunk. A first chunk whose row
+// is no longer above T (a stale plan) has nothing to do: row -1, and the row's own worker writes it
+// whole, as chunk_of's row items do.
+template <class I>
+KOKKOS_INLINE_FUNCTION Chunk hub_chunk_of(const I* rp, const Hubs& h, int64_t t, int64_t x) {
+  if (x < h.extra) return chunk_of(rp, h, t, x);
+  Chunk c;
+  c.hub = x - h.extra;
+  c.row = h.rows[c.hub];
+  c.k = 0;
+  const int64_t begin = static_cast<int64_t>(rp[c.row]), end = static_cast<int64_t>(rp[c.row + 1]);
+  c.eb = begin;
+  c.ee = begin + t;
+  if (end - begin <= t) c.row = -1;
+  return c;
+}
+
+// Whether row i, of `count` entries, is a listed hub (its chunks are hub items): rows up to T never
+// are, so the binary search runs only on long rows.
+KOKKOS_INLINE_FUNCTION bool listed_hub(const Hubs& h, int64_t t, int64_t i, int64_t count) {
+  if (count <= t || h.count == 0) return false;
+  const int64_t hub = lower_bound(h.rows, h.count, i);
+  return hub < h.count && h.rows[hub] == i;
+}
+
 }  // namespace sparseport::kokkos

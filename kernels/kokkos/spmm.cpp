@@ -24,8 +24,9 @@
 // block of kHostCols columns as above; device spaces give each vector lane one column at a time.
 //
 // spmm.hub_split: rows cut into chunks of at most T entries (chunk_length says how T is chosen).
-// A row of one chunk is reduced and written as team_rows does; a row of several (a hub) reduces
-// each chunk in registers and combines the chunks with atomics into a scratch row of F values
+// A row of one chunk is reduced and written as team_rows does (on a device space by the teams that
+// follow the hubs' chunks in the same launch: hub_split_groups_device); a row of several (a hub)
+// reduces each chunk in registers and combines the chunks with atomics into a scratch row of F values
 // initialised to the reduce's identity, and a last pass finishes the hubs into C. One giant row
 // is spread over as many workers as it has chunks instead of one. The hub list and the numbering
 // of the hubs' extra chunks (binary search maps a chunk back to its hub) depend only on rowptr
@@ -854,6 +855,21 @@ void hub_split_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, V start, i
 // best kokkos variant was 0.669x the cuda plugin's best over the 17 shared matrices x F = 32, 64,
 // 128, with 2 items 0.685x and 0.696x in two runs, with 1 item 0.689x (>= 0.6x on 36, 39, 40 and 38
 // of the 51 inputs; H200, 2026-12-05, benchmarks/results/2026-12-05-h200-kokkos-branches.md).
+// Whole rows apart: the groups share only the hubs' chunks (hub_chunk_of); every row of at most T
+// entries is folded whole in the same launch by the teams after them, NK team threads a row, as
+// team_rows folds it (one column group a lane, batches of gathers in flight, a short row in one
+// masked batch; no barrier, no partials, no scratch). Every row had paid the item's fixed costs
+// (its groups each folding a few entries one at a time, then the barrier and the partials), which
+// on graphs of many short rows beside their hubs cost more than the entries. On an H100 (2026-12-06,
+// the 18 shared matrices x F = 32, 64, 128 in one run against SPARSEPORT_KOKKOS_HUB_ROWS=0, which
+// keeps every row an item): hub_split 1.34x faster geomean (email-Enron 1.48-1.62x, cit-HepPh
+// 1.55-1.66x, mdual 1.85-3.44x, wing 1.86-2.75x; 0.85-0.98x on 7 of the 54, graphs of 2-4 k rows
+// such as bcsstk13 and facebook-combined, where a warp a row had more loads in flight), and the best
+// kokkos variant over the cuda plugin's best 0.703 -> 0.782, >= 0.6x on 54 of 54 inputs (40 before;
+// benchmarks/results/2026-12-06-h100-s28.md). A row's NK team threads rather than one with NK slots
+// a lane: with the slots (8 lanes a row, 4 rows a warp at F = 64) hub_split ran 0.61x / 0.67x the
+// speed of every-row-an-item at F = 64 on facebook-combined / bcsstk13 in the run before (0.98x /
+// 0.85x now), and the float kernel took 84 registers instead of 80.
 constexpr int kGroupItemsPerTeam = 2;
 // SPARSEPORT_KOKKOS_GROUP_ITEMS = 1, 2, 4 or 8 sets it where set (read per call, as
 // SPARSEPORT_KOKKOS_GROUPS), for A/B runs.
@@ -870,13 +886,40 @@ constexpr int64_t kTicketLanes = 16;
 
 template <int NK, int W, Op op, class I, class V>
 void hub_split_groups_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, unsigned* tickets, V start, int64_t t,
-                             int64_t vl) {
+                             int64_t vl, bool rows_apart) {
   using Part = Kokkos::View<Cols<V, W>*, typename ExecSpace::scratch_memory_space, Kokkos::MemoryUnmanaged>;
   const int groups = static_cast<int>(Policy::vector_length_max() / vl);
-  const int64_t items = h.extra + p.m, fw = p.f / W;
+  const int64_t fw = p.f / W;
   const int per_team = group_items_per_team();
   const int ts = per_team * groups;
+  // The items the groups share: the hubs' chunks alone where whole rows go to team threads, else
+  // every row too (chunk_of).
+  const int64_t items = rows_apart ? h.extra + h.count : h.extra + p.m;
+  const int64_t hub_teams = (items + per_team - 1) / per_team;
+  // Whole rows: NK team threads a row, one column group a lane (below), so ts / NK rows a team.
+  const int64_t rows_per_team = ts >= NK ? ts / NK : 1;  // ts < NK: the team threads take turns
+  const int64_t row_teams = rows_apart ? (p.m + rows_per_team - 1) / rows_per_team : 0;
   const auto body = KOKKOS_LAMBDA(const Member& team) {
+    if (team.league_rank() >= hub_teams) {
+      // Whole rows (above): row q / NK, lane l of its (q % NK)-th team thread holding column
+      // group l + (q % NK) * vl. A listed hub is the first teams' items.
+      const int64_t q0 = static_cast<int64_t>(team.league_rank() - hub_teams) * rows_per_team * NK;
+      const int64_t q1 = q0 + rows_per_team * NK < p.m * NK ? q0 + rows_per_team * NK : p.m * NK;
+      Kokkos::parallel_for(Kokkos::TeamThreadRange(team, q0, q1), [&](const int64_t q) {
+        const int64_t i = q / NK, j0 = (q % NK) * vl;
+        const int64_t begin = static_cast<int64_t>(p.rp[i]), end = static_cast<int64_t>(p.rp[i + 1]);
+        if (listed_hub(h, t, i, end - begin)) return;
+        Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, vl), [&](const int64_t lane) {
+          const int64_t j = j0 + lane;
+          if (j >= fw) return;
+          Cols<V, W> acc[kLaneCols];
+          for (int w = 0; w < W; ++w) acc[0].v[w] = V(0);
+          if (end > begin) lane_fold<1, W, op, true>(p, begin, end, j, vl, 1, acc);
+          store<W>(p, p.c + i * p.ldc + j * W, acc[0], end - begin);
+        });
+      });
+      return;  // the whole team: no barrier on this side
+    }
     const int r = team.team_rank();
     const int g = r % groups;
     const int64_t x = static_cast<int64_t>(team.league_rank()) * per_team + r / groups;
@@ -886,8 +929,12 @@ void hub_split_groups_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, uns
                                                                                 alignof(Cols<V, W>))),
               cells);
     Chunk c{0, 0, 0, -1, 0};
-    const bool live = x < items;
-    if (live) c = chunk_of(p.rp, h, t, x);
+    bool live = x < items;
+    if (live) c = rows_apart ? hub_chunk_of(p.rp, h, t, x) : chunk_of(p.rp, h, t, x);
+    if (c.row < 0) {  // a stale plan's hub, now written whole by its row's team thread
+      live = false;
+      c = Chunk{0, 0, 0, -1, 0};
+    }
     // Cell of team thread q, lane, slot k.
     const auto cell = [&](int q, int64_t lane, int k) { return (static_cast<size_t>(q) * vl + lane) * NK + k; };
     Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, vl), [&](const int64_t lane) {
@@ -957,7 +1004,7 @@ void hub_split_groups_device(const Spmm<I, V>& p, const Hubs& h, V* scratch, uns
       *ticket = 0u;
     });
   };
-  const int64_t league = (items + per_team - 1) / per_team;
+  const int64_t league = hub_teams + row_teams;
   const size_t bytes =
       static_cast<size_t>(ts) * static_cast<size_t>(vl) * NK * sizeof(Cols<V, W>) + alignof(Cols<V, W>);
   Kokkos::parallel_for("sparseport::kokkos::spmm.hub_split(groups)",
@@ -983,15 +1030,22 @@ inline int64_t group_lanes(int64_t fw) {
   return fits && vl < Policy::vector_length_max() ? vl : 0;
 }
 
+// SPARSEPORT_KOKKOS_HUB_ROWS=0: every row an item of the lane groups, as before whole rows went
+// apart (read per call, for A/B runs in one build).
+inline bool hub_rows_apart() {
+  const char* v = std::getenv("SPARSEPORT_KOKKOS_HUB_ROWS");
+  return v == nullptr || std::strcmp(v, "0") != 0;
+}
+
 // hub_split_groups_device with the fewest lane slots that cover F / W with vl lanes.
 template <int W, Op op, class I, class V>
 void hub_split_groups(const Spmm<I, V>& p, const Hubs& h, V* scratch, unsigned* tickets, V start, int64_t t,
-                      int64_t vl) {
+                      int64_t vl, bool rows_apart) {
   switch (lane_slots(p.f / W, vl)) {
-    case 1: hub_split_groups_device<1, W, op>(p, h, scratch, tickets, start, t, vl); break;
-    case 2: hub_split_groups_device<2, W, op>(p, h, scratch, tickets, start, t, vl); break;
-    case 4: hub_split_groups_device<4, W, op>(p, h, scratch, tickets, start, t, vl); break;
-    default: hub_split_groups_device<8, W, op>(p, h, scratch, tickets, start, t, vl); break;
+    case 1: hub_split_groups_device<1, W, op>(p, h, scratch, tickets, start, t, vl, rows_apart); break;
+    case 2: hub_split_groups_device<2, W, op>(p, h, scratch, tickets, start, t, vl, rows_apart); break;
+    case 4: hub_split_groups_device<4, W, op>(p, h, scratch, tickets, start, t, vl, rows_apart); break;
+    default: hub_split_groups_device<8, W, op>(p, h, scratch, tickets, start, t, vl, rows_apart); break;
   }
 }
 
@@ -1027,6 +1081,7 @@ void hub_split_op(const sparseport_spmm_args& args) {
     constexpr int W = static_cast<int>(16 / sizeof(V));
     const int wide = wide_columns(p);
     if (const int64_t vl = group_lanes(wide > 1 ? p.f / W : p.f); vl > 0) {
+      const bool rows_apart = hub_rows_apart();
       unsigned* tickets = nullptr;
       if (h.count > 0) {
         const size_t n = static_cast<size_t>(h.count * kTicketLanes);
@@ -1037,9 +1092,9 @@ void hub_split_op(const sparseport_spmm_args& args) {
         tickets = w.tickets.data();
       }
       if (wide > 1)
-        hub_split_groups<W, op>(p, h, scratch, tickets, start, t, vl);
+        hub_split_groups<W, op>(p, h, scratch, tickets, start, t, vl, rows_apart);
       else
-        hub_split_groups<1, op>(p, h, scratch, tickets, start, t, vl);
+        hub_split_groups<1, op>(p, h, scratch, tickets, start, t, vl, rows_apart);
       finished = true;
     } else if (wide > 1) {
       if (lane_slots(p.f / W, vector_length(p.f / W)) == 1)

@@ -460,6 +460,15 @@ int main(int argc, char** argv) {
       spmm_suite<int64_t, double>(4);
       unsetenv("SPARSEPORT_KOKKOS_GROUP_ITEMS");
     }
+    // Every row an item of the lane groups (SPARSEPORT_KOKKOS_HUB_ROWS=0, the A/B setting), where
+    // by default whole rows go to team threads beside the hubs' chunks.
+    if (s == "all" || s == "spmm") {
+      setenv("SPARSEPORT_KOKKOS_HUB_ROWS", "0", 1);
+      std::printf("spmm, SPARSEPORT_KOKKOS_HUB_ROWS=0\n");
+      spmm_suite<int32_t, float>(1);
+      spmm_suite<int64_t, double>(4);
+      unsetenv("SPARSEPORT_KOKKOS_HUB_ROWS");
+    }
     if (s == "all" || s == "sddmm") {
       sddmm_suite<int32_t, float>(5);
       sddmm_suite<int32_t, double>(6);
