@@ -91,6 +91,15 @@ ORDER=()
 # under min(CAP, what is left less RESERVE) seconds, output appended to LOG (empty: this output);
 # records and prints rc and elapsed seconds. Returns COMMAND's rc.
 RESERVE=0
+# The seconds a step leaves to the steps after it: R where one of them (the rest of the arguments)
+# is asked for, else 0, so that a call of "kokkos configure build" alone gives the build what is
+# left of BUDGET (2026-12-06: a fixed 150 s reserve cut such a build at 212 s of a 400 s budget).
+reserve_for() {
+  local r=$1 s
+  shift
+  for s in "$@"; do wanted "$s" && { echo "$r"; return; }; done
+  echo 0
+}
 run_step() {
   local name=$1 cap=$2 log=$3 rc t0 limit
   shift 3
@@ -147,7 +156,7 @@ if wanted kokkos; then
   export -f kokkos_build
   echo "pack: ${PACK:-none (the Kokkos install in $SPARSEPORT_KOKKOS_CACHE, or the orig tarball there)}"
   : >"$OUT/kokkos.log"
-  RESERVE=200 run_step kokkos 360 "" kokkos_build
+  RESERVE=$(reserve_for 200 configure build ctest memcheck bench oracle) run_step kokkos 360 "" kokkos_build
   rc=$?
   prefix=$(tail -n 1 "$OUT/kokkos.prefix" 2>/dev/null)
   rm -f "$OUT/kokkos.prefix"
@@ -170,7 +179,7 @@ fi
 configured=0
 if wanted configure; then
   if [ -n "$prefix" ]; then
-    RESERVE=150 run_step configure 90 "$OUT/build.log" cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    RESERVE=$(reserve_for 150 build ctest memcheck bench oracle) run_step configure 90 "$OUT/build.log" cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DSPARSEPORT_ENABLE_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90 -DSPARSEPORT_WERROR=ON -DKokkos_ROOT="$prefix" \
       -DKokkos_DIR="$prefix/lib/cmake/Kokkos" -DKokkosKernels_DIR="$prefix/lib/cmake/KokkosKernels" &&
       configured=1
@@ -185,7 +194,7 @@ fi
 if wanted build; then
   if ((configured)); then
     # -k 0: a target that fails does not stop the others, so the tests that did build still run.
-    RESERVE=150 run_step build 450 "$OUT/build.log" cmake --build "$B" --parallel "$JOBS" -- -k 0
+    RESERVE=$(reserve_for 150 ctest memcheck bench oracle) run_step build 450 "$OUT/build.log" cmake --build "$B" --parallel "$JOBS" -- -k 0
     grep -E "FAILED:|error:|error #" "$OUT/build.log" | head -n 20
     # The slowest compile steps (ninja's log: start and end ms), the build's long poles: an A/B that
     # instantiated every type twice took kernels/kokkos/spmm.cpp to about ten minutes (2026-12-05).
@@ -201,7 +210,7 @@ fi
 # --- tests ---------------------------------------------------------------------------------------
 if wanted ctest; then
   if [ -x "$B/tests/test_conformance" ] || [ -x "$B/tests/kokkos/test_kokkos" ]; then
-    RESERVE=120 run_step ctest 200 "$OUT/ctest.log" ctest --test-dir "$B" -R 'Kokkos|Conformance' -j 8 \
+    RESERVE=$(reserve_for 120 memcheck bench oracle) run_step ctest 200 "$OUT/ctest.log" ctest --test-dir "$B" -R 'Kokkos|Conformance' -j 8 \
       --timeout 120 --output-on-failure
     grep -E "tests passed|tests failed|\(Failed\)|\(Timeout\)|\(SEGFAULT\)|Not Run" "$OUT/ctest.log" | head -n 20
   else
@@ -241,7 +250,7 @@ memcheck_all() {
 export -f memcheck_all
 if wanted memcheck; then
   if [ -x "$B/tests/kokkos/test_kokkos" ] && [ -x "$CLI" ]; then
-    RESERVE=90 run_step memcheck 150 "$OUT/memcheck.log" memcheck_all
+    RESERVE=$(reserve_for 90 bench oracle) run_step memcheck 150 "$OUT/memcheck.log" memcheck_all
     grep -E "^==== |ERROR SUMMARY|^========= (Invalid|Program hit|Error)|Device not supported" "$OUT/memcheck.log" |
       head -n 60
   else
@@ -318,7 +327,7 @@ if wanted bench; then
   if [ -x "$CLI" ]; then
     : >"$OUT/bench.jsonl"
     : >"$OUT/bench_auto.jsonl"
-    RESERVE=10 run_step bench 100000 "$OUT/bench.err.log" bench_all
+    RESERVE=$(reserve_for 10 oracle) run_step bench 100000 "$OUT/bench.err.log" bench_all
     tail -n 3 "$OUT/bench.err.log"
     [ -s "$OUT/bench.jsonl" ] && bench_table
   else
