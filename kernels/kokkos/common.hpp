@@ -37,6 +37,19 @@ using Policy = Kokkos::TeamPolicy<ExecSpace>;
 using Member = Policy::member_type;
 using Range = Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<int64_t>>;
 
+// The end of an op. Host spaces: a fence, since the caller reads host memory on return. Device
+// spaces: return with the kernels queued on the default instance, one stream in launch order, as
+// the cuda plugin's ops return with theirs queued on the context's stream; the plugin's synchronize
+// (Kokkos::fence, what Context::synchronize calls) waits for them, every later op and copy is
+// ordered after them on that stream, and a plan or workspace freed meanwhile goes through cudaFree,
+// which waits for the device. Measured on an H100 (2026-12-06-h100-s30.md): the best kokkos spmm
+// 1.039x faster geomean without the closing fence over 57 inputs (faster on 54), 0.768x -> 0.797x
+// the cuda plugin's best over the shared matrices; on a 64-row graph the fence was 0.8 us of a
+// 14.9 us call (2026-12-06-h100-s29.md).
+inline void end_op() {
+  if constexpr (!kDeviceMemory) Kokkos::fence();
+}
+
 // Rows per league member. On host spaces a league member is scheduled as one unit, so a block of
 // rows amortises that; on a GPU the team's threads share the block. 16 is a plain middle value,
 // not a measured optimum (the Debian build is Serial, where it makes no difference).
@@ -381,7 +394,7 @@ void reduce_chunks(const Messages<I, V>& msg) {
     reduce_chunks_op<Op::min>(msg, slots, tickets, t, vl);
   else
     reduce_chunks_op<Op::sum>(msg, slots, tickets, t, vl);
-  Kokkos::fence();  // before the lock goes: the next call reuses the slots
+  end_op();  // the next call's kernels reuse the slots after these, on the same stream
 }
 
 // Host spaces: out row o = the fold of messages [lo, hi) over columns [j0, j0 + 8 NV), in NV 8-wide
@@ -817,7 +830,7 @@ void reduce_atomic(const Messages<I, V>& msg) {
     reduce_atomic_op<Op::min>(msg, count);
   else
     reduce_atomic_op<Op::sum>(msg, count);
-  Kokkos::fence();
+  end_op();
 }
 
 // An exclusive scan of n counts into out[0..n] (out[0] = 0), on the execution space.

@@ -52,7 +52,7 @@ void convert_typed(const sparseport_dense& src, const sparseport_dense_mut& dst)
         const int64_t i = t / cols, j = t - i * cols;
         d[i * dld + j] = Val<D>::store(Val<S>::load(s[i * sld + j]));
       });
-  Kokkos::fence();
+  end_op();
 }
 
 // Named templates, not a generic lambda: nvcc rejects KOKKOS_LAMBDA inside one (common.hpp).

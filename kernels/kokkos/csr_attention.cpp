@@ -434,7 +434,7 @@ void onepass(const sparseport_attention_args& args) {
     Kokkos::parallel_for("sparseport::kokkos::csr_attention.onepass.merge",
                          Policy(static_cast<int>((h.count + mts - 1) / mts), mts, vl), merge);
   }
-  Kokkos::fence();
+  end_op();
 }
 
 }  // namespace

@@ -36,7 +36,7 @@ void softmax_rows(const sparseport_csr_softmax_args& args) {
         }
         for (int64_t e = begin; e < end; ++e) p[e] = p[e] / z;
       });
-  Kokkos::fence();
+  end_op();
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The kokkos kernels: one function per op, taking the op's ABI argument struct (already validated
 // by the front end; every pointer in the memory space of backends/kokkos/space.hpp). They run on
-// Kokkos::DefaultExecutionSpace, fence before returning, and throw errors.hpp exceptions; the
-// plugin turns them into a status. This header has no Kokkos in it, so plugin.cpp stays light.
+// Kokkos::DefaultExecutionSpace and throw errors.hpp exceptions; the plugin turns them into a
+// status. On host spaces an op has finished when it returns; on a device space it may return with
+// its kernels queued on the default instance (common.hpp, end_op), as the cuda plugin's ops do on
+// their stream, and the plugin's synchronize waits. This header has no Kokkos in it, so plugin.cpp
+// stays light.
 #pragma once
 
 #include <string>

@@ -266,7 +266,7 @@ void team_rows(const sparseport_sddmm_args& args) {
     team_rows_device<W>(rp, ci, av, x, y, out, m, args.a.nnz, f, ldx, ldy, ldo);
   else
     team_rows_device<1>(rp, ci, av, x, y, out, m, args.a.nnz, f, ldx, ldy, ldo);
-  Kokkos::fence();
+  end_op();
 }
 
 }  // namespace

@@ -651,7 +651,7 @@ void team_rows(const sparseport_spmm_args& args) {
     team_rows_op<Op::min, I, V>(args);
   else
     team_rows_op<Op::sum, I, V>(args);
-  Kokkos::fence();
+  end_op();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1128,7 +1128,7 @@ void hub_split_op(const sparseport_spmm_args& args) {
     w.clean_for = kind;
     w.clean = clean_after;
   }
-  Kokkos::fence();
+  end_op();
 }
 
 template <class I, class V>

@@ -188,7 +188,7 @@ void run(const sparseport_spmm_arg_backward_args& args, bool deterministic) {
       case detail::ArgDbPath::atomic: db_atomic(p); break;
     }
   }
-  Kokkos::fence();
+  end_op();
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ void spmm_kokkoskernels_typed(const sparseport_spmm_args& args) {
       detail::as_mut<V>(args.c.data),
       Kokkos::LayoutStride(static_cast<size_t>(m), static_cast<size_t>(args.c.ld), static_cast<size_t>(f), 1));
   KokkosSparse::spmv("N", static_cast<V>(args.alpha), a, b, static_cast<V>(args.beta), c);
-  Kokkos::fence();
+  end_op();
 }
 
 }  // namespace sparseport::kokkos
