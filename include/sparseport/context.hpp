@@ -166,6 +166,10 @@ class Context {
   // Copies between host memory and this context's memory space (plain memcpy on host backends).
   void copy_to_backend(void* dst, const void* src, size_t bytes) const;
   void copy_to_host(void* dst, const void* src, size_t bytes) const;
+  // On a device (the cuda plugin; the kokkos plugin on a GPU) an op may return before its kernels
+  // finish, queued in order on the context's stream; copy_to_host waits for them, and so does this,
+  // for every op queued so far (before the host reads device memory by other means, or times it).
+  // Host backends finish each op before it returns.
   void synchronize() const;
 
   // Bring a backend CSR result to the host, converting its types.
