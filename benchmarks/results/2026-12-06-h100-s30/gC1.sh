@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# For session 31, call 1 (issue 36), tree = branch s31-gpu (main e1e0981 + kokkos-team-size-cache +
-# kokkos-summary-race). Build; KokkosSummary.* under memcheck and racecheck (the fix of the race
-# that made it fail under memcheck); the kokkos and conformance tests under ctest -j8; the bench
-# with the team-size cache on and off (SPARSEPORT_KOKKOS_TS_CACHE=0) from one build.
+# For session 31, call 1 (issue 36), tree = branch s31-gpu (main + kokkos-spmm-split +
+# kokkos-summary-race + the team-size cache of kokkos-team-size-cache). Build (note its time: the
+# split should take the kokkos spmm off the critical path, 135 s -> 4 x 39 s under nvcc here);
+# KokkosSummary.* under memcheck and racecheck (the fix of the race that made it fail under memcheck);
+# the kokkos and conformance tests under ctest -j8; the bench with the team-size cache on and off
+# (SPARSEPORT_KOKKOS_TS_CACHE=0) from one build.
 set -u
 OUT=${OUT:-/tmp/gC1}; mkdir -p $OUT
 export SPARSEPORT_DATA_DIR=$PWD/.device-data
