@@ -198,6 +198,8 @@ void count_distances(const I* rowptr, const I* colind, int64_t rows, int64_t nnz
                        teams((nnz + kChunk - 1) / kChunk, Hist::shmem_size(kBuckets), body), body);
 }
 
+static_assert(SPARSEPORT_SUMMARY_BLOCK_CAP < (int64_t{1} << 32), "a block's two counts share a 64-bit word");
+
 // Sampled block j: summary.cpp's b = j * nblocks / sampled, its first min(entries, cap) columns
 // sorted, distinct columns and distinct col >> 5 segments counted (as the definition's sort path
 // counts them, so a column outside [0, cols) is a value like any other). nnz > 0.
@@ -225,7 +227,6 @@ void count_blocks(const I* rowptr, const I* colind, int64_t rows, int64_t nnz, i
     // compute-sanitizer (H100, 2026-12-06) block_distinct came out 6-19 short of the definition in
     // KokkosSummary.*. The reduction's result is read before the barriers of the team's next league
     // rank, so no thread reaches that rank (which overwrites the scratch) while another still reads.
-    static_assert(SPARSEPORT_SUMMARY_BLOCK_CAP < (int64_t{1} << 32), "a block's counts fit 32 bits each");
     Word both = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(t, n),
