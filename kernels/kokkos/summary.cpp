@@ -198,6 +198,8 @@ void count_distances(const I* rowptr, const I* colind, int64_t rows, int64_t nnz
                        teams((nnz + kChunk - 1) / kChunk, Hist::shmem_size(kBuckets), body), body);
 }
 
+static_assert(SPARSEPORT_SUMMARY_BLOCK_CAP < (int64_t{1} << 32), "a block's two counts share a 64-bit word");
+
 // Sampled block j: summary.cpp's b = j * nblocks / sampled, its first min(entries, cap) columns
 // sorted, distinct columns and distinct col >> 5 segments counted (as the definition's sort path
 // counts them, so a column outside [0, cols) is a value like any other). nnz > 0.
@@ -217,19 +219,27 @@ void count_blocks(const I* rowptr, const I* colind, int64_t rows, int64_t nnz, i
     Kokkos::parallel_for(Kokkos::TeamThreadRange(t, n), [&](const int64_t k) { cols(k) = colind[first + k]; });
     t.team_barrier();
     KokkosKernels::Impl::TeamBitonicSort<int64_t, I, Member>(cols.data(), n, t);  // ends with a barrier
-    // Each reduction's result waits for every thread's part, so no thread reaches the team's next
-    // league rank (which overwrites the scratch) while another still reads it.
-    Word distinct = 0, segments = 0;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(t, n), [&](const int64_t k, Word& v) { v += k == 0 || cols(k) != cols(k - 1); },
-        distinct);
+    // Both counts in one reduction, the distinct columns in the low 32 bits and the segments above
+    // (n <= 1024). Two reductions of one type back to back raced on Kokkos 3.4's CUDA team
+    // reduction: its result slots are static shared memory that every thread reads after the last
+    // barrier (Kokkos_Cuda_ReduceScan.hpp, cuda_inter_warp_reduction), so a warp that starts the
+    // second reduction can overwrite the first's result before a slower warp has read it. Under
+    // compute-sanitizer (H100, 2026-12-06) block_distinct came out 6-19 short of the definition in
+    // KokkosSummary.*. The reduction's result is read before the barriers of the team's next league
+    // rank, so no thread reaches that rank (which overwrites the scratch) while another still reads.
+    Word both = 0;
     Kokkos::parallel_reduce(
         Kokkos::TeamThreadRange(t, n),
-        [&](const int64_t k, Word& v) { v += k == 0 || (cols(k) >> 5) != (cols(k - 1) >> 5); }, segments);
+        [&](const int64_t k, Word& v) {
+          const Word column = k == 0 || cols(k) != cols(k - 1);
+          const Word segment = k == 0 || (cols(k) >> 5) != (cols(k - 1) >> 5);
+          v += column + (segment << 32);
+        },
+        both);
     Kokkos::single(Kokkos::PerTeam(t), [&]() {
       Kokkos::atomic_add(words + kBlockEntries, static_cast<Word>(n));
-      Kokkos::atomic_add(words + kBlockDistinct, distinct);
-      Kokkos::atomic_add(words + kBlockSegments, segments);
+      Kokkos::atomic_add(words + kBlockDistinct, both & 0xffffffffULL);
+      Kokkos::atomic_add(words + kBlockSegments, both >> 32);
     });
   };
   Kokkos::parallel_for("sparseport::kokkos::summary.blocks",
