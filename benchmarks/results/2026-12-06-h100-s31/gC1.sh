@@ -4,8 +4,8 @@
 # split should take the kokkos spmm off the critical path, 135 s -> 4 x 39 s under nvcc here);
 # KokkosSummary.* under memcheck and racecheck (the fix of the race that made it fail under memcheck);
 # the kokkos tests and the spmm, sddmm, attention and spmv conformance under ctest -j8 (the ops the
-# branch touches; the whole conformance suite did not fit the call with the bench); the bench with the team-size cache on and off
-# (SPARSEPORT_KOKKOS_TS_CACHE=0) from one build.
+# branch touches; the whole conformance suite did not fit the call with the bench); the bench with
+# the team-size cache on and off (SPARSEPORT_KOKKOS_TS_CACHE=0) from one build.
 set -u
 OUT=${OUT:-/tmp/gC1}; mkdir -p $OUT
 export SPARSEPORT_DATA_DIR=$PWD/.device-data
