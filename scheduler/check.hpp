@@ -117,6 +117,7 @@ struct CheckResult {
   double op_seconds = 0;  // the time of the final variant's last call (the op's own, not overhead)
   std::string reason;     // "; reverted: ..." or empty
   double vendor_first_s = -1;  // a device's vendor warm-up call (its per-matrix state built), -1: none
+  double chosen_first_s = -1;  // the chosen variant's first call where it was timed twice, -1: once
   bool vendor_skipped = false;
   bool skipped_on_blocks = false;  // the block sample's evidence left it out, not the probe's margin
   std::string note;  // why the vendor was (or was not after all) left out, for the log and the reason

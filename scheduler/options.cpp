@@ -61,6 +61,7 @@ SchedulerOptions resolve(const SchedulerOptions& given) {
     o.class_checks = static_cast<int>(env_double("SPARSEPORT_CLASS_CHECKS", 0, 1000, 3));
     if (o.class_checks == 0) o.class_checks = -1;
   }
+  if (o.expected_calls <= 0) o.expected_calls = static_cast<int64_t>(env_double("SPARSEPORT_EXPECTED_CALLS", 0, 1e15, 0));
   if (!o.log) {
     const char* l = env("SPARSEPORT_LOG");
     o.log = l != nullptr && std::string_view(l).find("scheduler") != std::string_view::npos;

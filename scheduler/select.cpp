@@ -183,6 +183,13 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
       // A hit recorded before its full-size check (the process ended first) still gets one, except
       // in deterministic mode, which keeps timings out of its choices.
       p->verify_pending = !p->decision.verified && p->opt.mode == SchedulerMode::automatic && !deterministic(exec);
+      // Nothing of this matrix is built in this process yet: a variant whose build its expected
+      // calls do not repay gives way to the vendor (the record stays, for plans that expect more).
+      if (const std::optional<std::string> why = amortised(r, p->opt.expected_calls)) {
+        p->decision.variant = p->decision.vendor;
+        p->decision.reason = "replayed; " + *why + " (recorded: " + field(r, "reason") + ")";
+        p->verify_pending = false;
+      }
       if (p->opt.log) {  // the line's strings are not built unless printed (they cost a hit 10-20 us)
         char took[240];
         std::snprintf(took, sizeof took,

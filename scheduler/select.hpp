@@ -60,6 +60,7 @@ struct PlanState {
   double skip_margin = 0;
   std::map<std::string, double> raw_prediction;  // the model's log2(t / floor) before correction
   std::map<std::string, double> full_size_s;     // every full-size time measured for this plan (measured())
+  std::map<std::string, double> build_s;         // and each variant's build where its first call was timed
   double floor_s = 0;
   std::string device_hash;
   bool transfer = false;  // the model is another device class's: record full-size residuals

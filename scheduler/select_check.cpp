@@ -47,6 +47,8 @@ void check(PlanState& p, const void* args, const std::string& where) {
   const CheckResult r =
       full_size_check(*p.plugin, p.exec, p.op, args, chosen, p.decision.vendor, p.runner_up, where, p.probe, blocks);
   for (const auto& [v, t] : r.measured) measured(p, v, t);
+  built(p, p.decision.vendor, r.vendor_first_s);  // where a device's vendor was warmed up
+  built(p, chosen, r.chosen_first_s);             // where the chosen variant was timed twice
   // The probe's margin is what a shape class lends its next member (select_class.cpp); a skip on the
   // blocks' evidence lends nothing.
   if (r.vendor_skipped && !r.skipped_on_blocks) p.skip_margin = p.probe.vendor_s / p.probe.chosen_s;

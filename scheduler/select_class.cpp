@@ -256,6 +256,15 @@ bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_
                       " full-size check(s) against the vendor on other matrices of this shape" +
                       (is_ready ? (recheck ? "; this member is checked again" : "") : "; this member is checked too");
   p.verify_pending = !is_ready || recheck;
+  // Each member builds its own state: where the member's expected calls do not repay the variant's
+  // build (the times of the member that taught the class, whose ratios a member within 2x of its
+  // shape shares), the vendor runs, unchecked, and the class learns nothing from this member.
+  if (const std::optional<std::string> why = amortised(*r, p.opt.expected_calls)) {
+    p.decision.variant = vendor;
+    p.decision.reason = "shape class " + p.class_text + ": " + *why;
+    p.verify_pending = false;
+    return true;
+  }
   // A learning class whose last check left the vendor out (check.hpp: it had lost by kSkipMargin or
   // more, and the variant then ran within kScaleSlack of its expected time) lends this member's
   // check that evidence: the vendor's lead, and the variant's full-size time on that member scaled

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 #include <optional>
@@ -61,6 +62,7 @@ std::string candidates_text(const std::vector<Decision::Candidate>& cs) {
     t += buf;
     if (c.probe_ms >= 0) std::snprintf(buf, sizeof buf, ", probe %.4g ms", c.probe_ms), t += buf;
     if (c.measured_ms >= 0) std::snprintf(buf, sizeof buf, ", measured %.4g ms", c.measured_ms), t += buf;
+    if (c.build_ms >= 0) std::snprintf(buf, sizeof buf, ", build %.4g ms", c.build_ms), t += buf;
   }
   return t;
 }
@@ -93,7 +95,48 @@ Record base_record(const PlanState& p) {
           {"deterministic", deterministic(p.exec) ? "true" : "false"}};
   if (tf32_in_play(*p.plugin, p.op, p.exec)) r["allow_tf32"] = "true";  // the key ends in /tf32
   if (!p.class_key.empty()) r["class"] = p.class_key;
+  // The chosen variant's and the vendor's steady and build times, where all four were measured at
+  // full size: what a replay weighs against the plan's expected calls (amortised()).
+  const auto steady = [&](const std::string& v) {
+    const auto it = p.full_size_s.find(v);
+    return it == p.full_size_s.end() ? -1.0 : it->second;
+  };
+  const auto build = [&](const std::string& v) {
+    const auto it = p.build_s.find(v);
+    return it == p.build_s.end() ? -1.0 : it->second;
+  };
+  const std::string &v = p.decision.variant, &vendor = p.decision.vendor;
+  if (v != vendor && steady(v) >= 0 && build(v) >= 0 && steady(vendor) >= 0 && build(vendor) >= 0) {
+    char buf[32];
+    const auto put = [&](const char* name, double s) {
+      std::snprintf(buf, sizeof buf, "%.6g", s * 1e3);
+      r[name] = buf;
+    };
+    put("steady_ms", steady(v));
+    put("build_ms", build(v));
+    put("vendor_steady_ms", steady(vendor));
+    put("vendor_build_ms", build(vendor));
+  }
   return r;
+}
+
+std::optional<std::string> amortised(const Record& r, int64_t expected_calls) {
+  const std::string &variant = field(r, "variant"), &vendor = field(r, "vendor");
+  if (expected_calls <= 0 || variant.empty() || variant == vendor || field(r, "build_ms").empty() ||
+      field(r, "vendor_build_ms").empty())
+    return std::nullopt;
+  const auto number = [&](const char* name) { return std::atof(field(r, name).c_str()); };
+  const double calls = static_cast<double>(expected_calls);
+  const double mine = number("steady_ms") + number("build_ms") / calls;
+  const double theirs = number("vendor_steady_ms") + number("vendor_build_ms") / calls;
+  if (mine <= theirs) return std::nullopt;
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "over the %lld expected call(s), %s's build of %.4g ms makes it %.4g ms a call against %s's %.4g ms "
+                "(build %.4g ms): the vendor runs",
+                static_cast<long long>(expected_calls), variant.c_str(), number("build_ms"), mine, vendor.c_str(),
+                theirs, number("vendor_build_ms"));
+  return std::string(buf);
 }
 
 void store(const PlanState& p, Record r) {
@@ -115,6 +158,14 @@ void measured(PlanState& p, const std::string& v, double seconds) {
       record_measurement(p.opt.cache_dir, p.device_hash, op_name(p.op), v,
                          std::log2(seconds / p.floor_s) - it->second);
   }
+}
+
+void built(PlanState& p, const std::string& v, double first_seconds) {
+  const auto steady = p.full_size_s.find(v);
+  if (first_seconds < 0 || steady == p.full_size_s.end()) return;
+  const double b = std::max(first_seconds - steady->second, 0.0);
+  p.build_s[v] = b;
+  if (Decision::Candidate* c = candidate(p, v)) c->build_ms = b * 1e3;
 }
 
 // The time a cold decision of an input under 1M entries may take in all (issue 35): the full-size
@@ -275,13 +326,13 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
                                                           "the model was not trained on, at full size"
                                                         : "one call each of the two best predicted, at full size")
                                     : "full size";
-    const auto times = time_full_size(*p.plugin, p.exec, p.op, args, timed, 3, budget, where);
     std::vector<std::pair<std::string, double>> native_times;
     double t_vendor = -1;
-    for (const auto& [v, t] : times) {
-      measured(p, v, t);
-      if (v == d.vendor) t_vendor = t;
-      else native_times.emplace_back(v, t);
+    for (const FullSizeTime& t : time_full_size(*p.plugin, p.exec, p.op, args, timed, 3, budget, where)) {
+      measured(p, t.variant, t.seconds);
+      built(p, t.variant, t.first_seconds);
+      if (t.variant == d.vendor) t_vendor = t.seconds;
+      else native_times.emplace_back(t.variant, t.seconds);
     }
     p.verify_pending = false;
     d.verified = true;

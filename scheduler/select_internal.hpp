@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +51,13 @@ void remember_last(const std::shared_ptr<detail::PlanState>& plan);
 Record base_record(const detail::PlanState& p);
 void store(const detail::PlanState& p, Record r);
 void measured(detail::PlanState& p, const std::string& v, double seconds);
+// The variant's first full-size call on this matrix took first_seconds: what it spent beyond the
+// steady time measured() holds is the variant's build (its per-matrix state).
+void built(detail::PlanState& p, const std::string& v, double first_seconds);
+// Where a record's variant and vendor were both timed at full size with their builds and the plan
+// expects expected_calls calls (SchedulerOptions::expected_calls; 0: many, never): why the vendor runs
+// instead, when the variant's steady + build / expected_calls exceeds the vendor's; else nothing.
+std::optional<std::string> amortised(const Record& r, int64_t expected_calls);
 void decide(detail::PlanState& p, const void* args, const std::vector<std::string>& applicable);
 
 // select_class.cpp. Whether p may be decided by a shape class at all (automatic mode, class checks

@@ -164,10 +164,9 @@ void OutputGuard::restore() const {
     detail::throw_status(st, where_ + ": restoring C after timing at full size");
 }
 
-std::vector<std::pair<std::string, double>> time_full_size(const PluginInfo& plugin, const sparseport_exec& exec,
-                                                           sparseport_op op, const void* args,
-                                                           const std::vector<std::string>& variants, int repeats,
-                                                           double budget_s, const std::string& where) {
+std::vector<FullSizeTime> time_full_size(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op,
+                                         const void* args, const std::vector<std::string>& variants, int repeats,
+                                         double budget_s, const std::string& where) {
   const OutputGuard guard(plugin, exec, op, args, where);
   const auto started = std::chrono::steady_clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
@@ -175,28 +174,29 @@ std::vector<std::pair<std::string, double>> time_full_size(const PluginInfo& plu
     guard.restore();
     return batch_seconds(plugin, exec, op, v, args, calls, nullptr);
   };
-  // First an untimed warm-up call each (a first call builds per-matrix state: cuSPARSE descriptors
-  // and its algorithm choice, hub partitions; lazily loaded kernels), then one timed call each, in
-  // the order given.
-  std::vector<std::pair<std::string, double>> out;
+  // First a warm-up call each (a first call builds per-matrix state: cuSPARSE descriptors and its
+  // algorithm choice, hub partitions, tc_window's format; lazily loaded kernels), then one timed
+  // call each, in the order given.
+  std::vector<FullSizeTime> out;
   double fastest = 1e300;
-  for (const std::string& v : variants) out.emplace_back(v, batch(v, 1));
-  for (auto& [v, s] : out) {
-    if (s >= 0) s = batch(v, 1);
-    if (s >= 0) fastest = std::min(fastest, s);
+  for (const std::string& v : variants) out.push_back({v, -1, batch(v, 1)});
+  for (FullSizeTime& t : out) {
+    if (t.first_seconds >= 0) t.seconds = batch(t.variant, 1);
+    if (t.seconds >= 0) fastest = std::min(fastest, t.seconds);
   }
   // Then batches (batch_target: 200 us on a device, so launch and clock overheads do not rank short
   // kernels) for every variant within 4x of the fastest first call, while the budget lasts; the others keep
   // their single call (one call's noise is far below 4x, so they cannot win, and batching them
   // would only spend the budget).
-  for (auto& [v, s] : out) {
+  for (FullSizeTime& t : out) {
+    const double s = t.seconds;
     if (repeats <= 0 || s < 0 || s > 4 * fastest) continue;
     const int calls = calls_per_batch(s, batch_target(plugin));
     if (elapsed() + repeats * calls * s > budget_s) continue;
     std::vector<double> times;
-    for (int r = 0; r < repeats; ++r) times.push_back(batch(v, calls));
+    for (int r = 0; r < repeats; ++r) times.push_back(batch(t.variant, calls));
     std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-    if (times[times.size() / 2] >= 0) s = times[times.size() / 2];
+    if (times[times.size() / 2] >= 0) t.seconds = times[times.size() / 2];
   }
   guard.restore();
   return out;

@@ -56,14 +56,18 @@ class OutputGuard {
 };
 
 // Full-size times (seconds; negative: the variant failed) of each variant, on the caller's
-// operands: an untimed warm-up call and one timed call each in the order given (best predicted
-// first), then `repeats` batches for
-// those within 4x of the fastest while the elapsed time stays within budget_s (repeats 0: one
-// call each).
-std::vector<std::pair<std::string, double>> time_full_size(const PluginInfo& plugin, const sparseport_exec& exec,
-                                                           sparseport_op op, const void* args,
-                                                           const std::vector<std::string>& variants, int repeats,
-                                                           double budget_s, const std::string& where);
+// operands: a warm-up call and one timed call each in the order given (best predicted first), then
+// `repeats` batches for those within 4x of the fastest while the elapsed time stays within budget_s
+// (repeats 0: one call each). The warm-up call's time is kept: what it spent beyond a steady call
+// is the variant's per-matrix build (SchedulerOptions::expected_calls).
+struct FullSizeTime {
+  std::string variant;
+  double seconds = -1;        // steady: the median batch's mean call, else the timed call
+  double first_seconds = -1;  // the warm-up call, which builds the variant's per-matrix state
+};
+std::vector<FullSizeTime> time_full_size(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op,
+                                         const void* args, const std::vector<std::string>& variants, int repeats,
+                                         double budget_s, const std::string& where);
 
 class ProbeSample {
  public:

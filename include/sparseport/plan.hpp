@@ -52,6 +52,14 @@ struct SchedulerOptions {
   std::string cache_dir;       // SPARSEPORT_CACHE_DIR, else ~/.cache/sparseport
   int class_checks = 0;        // SPARSEPORT_CLASS_CHECKS, 3: full-size checks a shape class's variant must pass
                                // before its members replay it unchecked; negative (or the variable 0): no classes
+  // SPARSEPORT_EXPECTED_CALLS, 0 = many: the calls this plan (or a one-shot call's operands) is
+  // expected to serve. A variant's first call on a matrix can build per-matrix state (tc_window's
+  // format, hub_split's partition) that later calls reuse. A decision replayed where that state is
+  // not yet built (a cache hit in a new process, a shape class's member) then ranks its variant and
+  // the vendor by steady time + build time / expected_calls, from the times its record kept, and runs
+  // the vendor where the variant's build would not be repaid. Where the decision is made, every timed
+  // candidate's build is already spent, so there it ranks by steady time alone.
+  int64_t expected_calls = 0;
   bool log = false;            // or SPARSEPORT_LOG containing "scheduler": print every decision
 };
 
@@ -75,6 +83,8 @@ struct Decision {
     double estimate_ms = -1;   // the hand-written roofline estimate
     double measured_ms = -1;   // measured at full size (exact timing or the full-size check)
     double probe_ms = -1;      // measured on the probe sample
+    double build_ms = -1;      // its first full-size call's time beyond a steady call's: the per-matrix
+                               // state it builds (and, in a new process, its kernels' first load)
   };
   std::vector<Candidate> candidates;                  // every applicable variant, best predicted first
   std::vector<std::pair<std::string, double>> inputs;  // the model's inputs by name ("f:log2_nnz" ...)

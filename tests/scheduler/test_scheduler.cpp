@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -1586,6 +1587,148 @@ TEST(SchedulerShapeClass, AMatrixOfAKnownShapeReplaysItsClassAfterThreeCheckedMe
   auto no_class = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args7, off);
   EXPECT_FALSE(no_class->decided);
   EXPECT_TRUE(no_class->class_key.empty());
+}
+
+// A variant whose first call on a matrix builds its per-matrix state (tc_window's format):
+// spmm.built takes 80 ms on a matrix's first full-size call and 1 ms after, the vendor 20 ms a call.
+// Decided at full size, it wins on steady time (its build is spent by then). Replayed where nothing
+// is built yet (a new plan on the cache hit, a shape class's next member), it runs only where the
+// plan's expected calls repay the build: 1 + 79 / E ms against 20 ms. Margins of 4x at E = 1 and
+// 18x at E = 1000, so a preempted spin on a loaded 2-core machine does not flip either.
+std::mutex g_built_mu;
+std::set<const void*> g_built;  // the matrices (row pointers) spmm.built has built its state for
+int builder_spmm(const sparseport_exec* x, const char* variant, const sparseport_spmm_args* a, sparseport_status* st) {
+  const std::string v = variant;
+  const bool big = a->a.rows > 5000;
+  if (v == "spmm.vendor") spin(big ? 0.020 : 0.002);
+  if (v == "spmm.built") {
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(g_built_mu);
+      first = g_built.insert(a->a.rowptr).second;
+    }
+    spin(!big ? 0.0005 : first ? 0.080 : 0.001);
+  }
+  return plugin("reference").table->spmm(x, "spmm.serial", a, st);
+}
+
+const sparseport_variant kBuilderVariants[] = {
+    {SPARSEPORT_OP_SPMM, "spmm.vendor", SPARSEPORT_VARIANT_VENDOR | SPARSEPORT_VARIANT_DEFAULT, "vendor"},
+    {SPARSEPORT_OP_SPMM, "spmm.built", 0, "builds per-matrix state on its first call, fast after"},
+    {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.serial", SPARSEPORT_VARIANT_DEFAULT, "slice"},
+};
+
+PluginInfo builder_plugin() {
+  static sparseport_plugin table = [] {
+    sparseport_plugin t = *fake_plugin().table;
+    t.name = "builder";
+    t.variants = kBuilderVariants;
+    t.n_variants = static_cast<int32_t>(sizeof kBuilderVariants / sizeof kBuilderVariants[0]);
+    t.spmm = &builder_spmm;
+    return t;
+  }();
+  return info_of(table);
+}
+
+size_t built_count() {
+  std::lock_guard<std::mutex> lock(g_built_mu);
+  return g_built.size();
+}
+
+// Every matrix is new to spmm.built again (as in a new process; freed arrays' addresses are reused).
+void forget_builds() {
+  std::lock_guard<std::mutex> lock(g_built_mu);
+  g_built.clear();
+}
+
+TEST(SchedulerAmortise, AReplayRunsTheVendorWhereTheExpectedCallsDoNotRepayTheVariantsBuild) {
+  const PluginInfo builder = builder_plugin();
+  forget_builds();
+  TempDir dir;
+  Problem pb = make_problem(20000);
+  sparseport_spmm_args args = pb.args();
+  SchedulerOptions o = options(dir, SchedulerMode::automatic);
+  o.full_size_ms = 1e12;  // timed at full size: a warm-up and a timed call each
+  o.class_checks = -1;
+  auto cold = prepare(builder, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, o);
+  execute(cold, &args, "test");
+  ASSERT_EQ(cold->decision.source, "timed") << cold->decision.reason;
+  EXPECT_EQ(cold->decision.variant, "spmm.built") << "steady time decides where the builds are spent";
+  std::map<std::string, double> build;
+  for (const Decision::Candidate& c : cold->decision.candidates) build[c.variant] = c.build_ms;
+  EXPECT_GT(build["spmm.built"], 40.0) << "80 ms first call, 1 ms steady";
+  EXPECT_GE(build["spmm.vendor"], 0.0);
+  EXPECT_LT(build["spmm.vendor"], build["spmm.built"]);
+  bool stale = false;
+  const std::optional<Record> rec = CacheFile(dir.path).lookup(cold->key, cold->versions, &stale);
+  ASSERT_TRUE(rec.has_value());
+  for (const char* f : {"steady_ms", "build_ms", "vendor_steady_ms", "vendor_build_ms"})
+    EXPECT_EQ(rec->count(f), 1u) << f << " in " << format_record(*rec);
+  EXPECT_EQ(pb.c.data, reference_result(pb));
+
+  // New plans on the same matrix, as a new process's would be (this process's state of it is
+  // forgotten, so a call of spmm.built builds again).
+  const auto replay = [&](int64_t expected_calls) {
+    forget_builds();
+    SchedulerOptions e = o;
+    e.expected_calls = expected_calls;
+    auto plan = prepare(builder, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, e);
+    EXPECT_EQ(plan->decision.source, "cache hit");
+    EXPECT_FALSE(plan->verify_pending) << "a replayed, verified decision is not timed again";
+    std::fill(pb.c.data.begin(), pb.c.data.end(), 0.0f);
+    execute(plan, &args, "test");
+    EXPECT_EQ(pb.c.data, reference_result(pb));
+    return plan;
+  };
+  const auto once = replay(1);
+  EXPECT_EQ(once->decision.variant, "spmm.vendor") << once->decision.reason;
+  EXPECT_NE(once->decision.reason.find("over the 1 expected call(s), spmm.built's build"), std::string::npos)
+      << once->decision.reason;
+  EXPECT_EQ(built_count(), 0u) << "the vendor ran: nothing was built";
+  const auto many = replay(1000);
+  EXPECT_EQ(many->decision.variant, "spmm.built") << many->decision.reason;
+  EXPECT_EQ(built_count(), 1u);
+  const auto unset = replay(0);  // 0: many (SPARSEPORT_EXPECTED_CALLS, default)
+  EXPECT_EQ(unset->decision.variant, "spmm.built") << unset->decision.reason;
+  EXPECT_EQ(CacheFile(dir.path).lookup(cold->key, cold->versions, &stale)->at("variant"), "spmm.built")
+      << "the record stays for plans that expect more calls";
+}
+
+// A shape class's member builds its own state: the class's record carries the times of the member
+// that taught it, and a member that expects one call runs the vendor, unchecked.
+TEST(SchedulerAmortise, AClassMemberThatExpectsOneCallRunsTheVendorAndOneThatExpectsManyTheClasssVariant) {
+  const PluginInfo builder = builder_plugin();
+  forget_builds();
+  TempDir dir;
+  SchedulerOptions o = class_options(dir);
+  o.full_size_ms = 1e12;
+  Problem first = make_member(1);
+  sparseport_spmm_args a1 = first.args();
+  auto cold = prepare(builder, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &a1, o);
+  execute(cold, &a1, "test");
+  ASSERT_EQ(cold->decision.variant, "spmm.built") << cold->decision.reason;
+  const std::optional<Record> cls = class_line(dir);
+  ASSERT_TRUE(cls.has_value());
+  EXPECT_EQ(cls->count("build_ms"), 1u) << format_record(*cls);
+  const auto member = [&](uint64_t m, int64_t expected_calls) {
+    Problem pb = make_member(m);
+    sparseport_spmm_args args = pb.args();
+    SchedulerOptions e = o;
+    e.expected_calls = expected_calls;
+    auto plan = prepare(builder, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, e);
+    EXPECT_EQ(plan->decision.source, "class") << "a 20x lead makes the class ready after one member";
+    const size_t before = built_count();
+    execute(plan, &args, "test");
+    EXPECT_EQ(pb.c.data, reference_result(pb));
+    return std::make_pair(plan->decision, built_count() - before);
+  };
+  const auto [one, built_one] = member(2, 1);
+  EXPECT_EQ(one.variant, "spmm.vendor") << one.reason;
+  EXPECT_NE(one.reason.find("expected call"), std::string::npos) << one.reason;
+  EXPECT_EQ(built_one, 0u);
+  const auto [many, built_many] = member(3, 0);
+  EXPECT_EQ(many.variant, "spmm.built") << many.reason;
+  EXPECT_EQ(built_many, 1u);
 }
 
 // On host memory a ready class's member whose shape no exact decision has is decided without its
