@@ -824,16 +824,21 @@ const sparseport_variant kStatefulVariants[] = {
     {SPARSEPORT_OP_CSR_SLICE_ROWS, "csr_slice_rows.serial", SPARSEPORT_VARIANT_DEFAULT, "slice"},
 };
 
+// The fake plugin's table under another name, with variants and an spmm slot of its own.
+template <size_t N>
+sparseport_plugin fake_table(const char* name, const sparseport_variant (&variants)[N],
+                             decltype(sparseport_plugin::spmm) spmm) {
+  sparseport_plugin t = *fake_plugin().table;
+  t.name = name;
+  t.variants = variants;
+  t.n_variants = static_cast<int32_t>(N);
+  t.spmm = spmm;
+  return t;
+}
+
 // The fake plugin's table with spmm.stateful beside its vendor.
 PluginInfo stateful_plugin() {
-  static sparseport_plugin table = [] {
-    sparseport_plugin t = *fake_plugin().table;
-    t.name = "stateful";
-    t.variants = kStatefulVariants;
-    t.n_variants = static_cast<int32_t>(sizeof kStatefulVariants / sizeof kStatefulVariants[0]);
-    t.spmm = &stateful_spmm;
-    return t;
-  }();
+  static const sparseport_plugin table = fake_table("stateful", kStatefulVariants, &stateful_spmm);
   return info_of(table);
 }
 
@@ -1619,14 +1624,7 @@ const sparseport_variant kBuilderVariants[] = {
 };
 
 PluginInfo builder_plugin() {
-  static sparseport_plugin table = [] {
-    sparseport_plugin t = *fake_plugin().table;
-    t.name = "builder";
-    t.variants = kBuilderVariants;
-    t.n_variants = static_cast<int32_t>(sizeof kBuilderVariants / sizeof kBuilderVariants[0]);
-    t.spmm = &builder_spmm;
-    return t;
-  }();
+  static const sparseport_plugin table = fake_table("builder", kBuilderVariants, &builder_spmm);
   return info_of(table);
 }
 
