@@ -6,7 +6,7 @@
 // and the CTA that finishes the row's last item writes C; one giant row is spread over many SMs.
 // The partition depends only on rowptr and is kept in the plan cache, with the order in which the
 // regular rows are taken: by length within windows of consecutive rows on skewed graphs, so that the
-// rows a warp and a CTA hold side by side end together (spmm_row_order.hpp). The threshold is at
+// rows a warp and a CTA hold side by side end together (kernels/row_order.hpp). The threshold is at
 // least 4 x the mean row (mean_floor).
 //
 // Deterministic mode (SPARSEPORT_EXEC_DETERMINISTIC) keeps the shape but fixes every summation

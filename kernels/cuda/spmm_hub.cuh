@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/cuda/spmm_row_order.hpp"
+#include "kernels/row_order.hpp"
 #include "kernels/cuda/spmm_rows.cuh"
 #include "sparseport/errors.hpp"
 

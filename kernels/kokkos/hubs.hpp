@@ -12,9 +12,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "backends/kokkos/runtime.hpp"
 #include "kernels/kokkos/common.hpp"
+#include "kernels/row_order.hpp"
 
 namespace sparseport::kokkos {
 
@@ -30,14 +32,34 @@ struct Hubs {
 struct HubPlan : Plan {
   Kokkos::View<int64_t*, MemSpace> rows, off;
   Hubs hubs;
+  // With with_order: every row once, the rows of at most T entries longest first within windows of
+  // consecutive rows, then the hubs (kernels/row_order.hpp, every_row_order); empty where that
+  // order would not even out the rows that run side by side (then row i is taken i-th).
+  Kokkos::View<int64_t*, MemSpace> order;
 };
 
 // The plan's build: two scans whose totals come back to the host (the only synchronisations of the
 // ops that split hubs, once per plan). `op` names the kernels and buffers (Kokkos's tools).
+// with_order: also the row order of the whole rows (spmm.hub_split on a device space, where a warp
+// holds several rows side by side and waits for the longest; the cuda plugin's plan has the same),
+// from a host copy of rowptr.
 template <class I>
-std::shared_ptr<HubPlan> build_hubs(const std::string& op, const I* rp, int64_t m, int64_t nnz, int64_t t) {
+std::shared_ptr<HubPlan> build_hubs(const std::string& op, const I* rp, int64_t m, int64_t nnz, int64_t t,
+                                    bool with_order) {
   auto plan = std::make_shared<HubPlan>();
   plan->watch(rp, static_cast<size_t>(m + 1) * sizeof(I));
+  if (with_order && m > 0) {
+    const Kokkos::View<const I*, MemSpace, Kokkos::MemoryUnmanaged> device_rp(rp, static_cast<size_t>(m + 1));
+    const auto host_rp = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), device_rp);
+    const std::vector<int64_t> order =
+        row_order::every_row_order(std::vector<I>(host_rp.data(), host_rp.data() + m + 1), t);
+    if (!order.empty()) {
+      plan->order = Kokkos::View<int64_t*, MemSpace>(
+          Kokkos::view_alloc(Kokkos::WithoutInitializing, "sparseport::kokkos::" + op + ".row_order"), order.size());
+      Kokkos::deep_copy(plan->order,
+                        Kokkos::View<const int64_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(order.data(), order.size()));
+    }
+  }
   // At most nnz / (T + 1) rows hold more than T entries.
   const int64_t cap = std::min(m, nnz / (t + 1));
   if (cap == 0) return plan;
@@ -82,13 +104,14 @@ std::shared_ptr<HubPlan> build_hubs(const std::string& op, const I* rp, int64_t 
 
 // The plan of op (its variant's name) for this rowptr and T, from the backend's plan cache.
 template <class I>
-std::shared_ptr<HubPlan> hub_plan(const std::string& op, const I* rp, int64_t m, int64_t nnz, int64_t t) {
+std::shared_ptr<HubPlan> hub_plan(const std::string& op, const I* rp, int64_t m, int64_t nnz, int64_t t,
+                                  bool with_order = false) {
   const std::string key = op + "|" + std::to_string(reinterpret_cast<uintptr_t>(rp)) + "|" +
                           std::to_string(m) + "|" + std::to_string(nnz) + "|" + std::to_string(sizeof(I)) + "|" +
-                          std::to_string(t);
+                          std::to_string(t) + (with_order ? "|order" : "");
   auto plan = std::static_pointer_cast<HubPlan>(plans().find(key));
   if (plan == nullptr) {
-    plan = build_hubs(op, rp, m, nnz, t);
+    plan = build_hubs(op, rp, m, nnz, t, with_order);
     plans().insert(key, plan);
   }
   return plan;

@@ -16,7 +16,7 @@
 
 #include "backends/cuda/preload.hpp"
 #include "cuda_test.hpp"
-#include "kernels/cuda/spmm_row_order.hpp"
+#include "kernels/row_order.hpp"
 #include "plugins/cuda/diagnostics.h"
 #include "../common/scoped.hpp"
 
@@ -459,11 +459,11 @@ TEST(CudaSpmm, MergePathWideMegaRowAcrossManyChunks) {
              kSeed + 156, {"spmm.merge_path"}, true);
 }
 
-// spmm.hub_split's row order (kernels/cuda/spmm_row_order.hpp), on the host: a power-law degree
+// spmm.hub_split's row order (kernels/row_order.hpp), on the host: a power-law degree
 // sequence gets the rows of at most T entries, each window's rows longest first (equal lengths in
 // row order) and no row outside its window; a uniform sequence, which gains nothing, gets none.
 TEST(CudaRowOrder, PowerLawRowsSortedWithinWindowsUniformLeftAlone) {
-  namespace ro = sparseport::cuda::row_order;
+  namespace ro = sparseport::row_order;
   const int64_t T = 64;
   const auto a = power_law_csr<int32_t, float>(5000, 4000, 300, kSeed + 160, false, false);
   const std::vector<int32_t> order = ro::regular_order(a.rowptr, T);
@@ -505,7 +505,7 @@ TEST(CudaRowOrder, PowerLawRowsSortedWithinWindowsUniformLeftAlone) {
 // raised by SPARSEPORT_HUB_T or a dense graph's mean floor), which the comparison sort takes
 // instead of the counting sort: rows of lengths 1..3 and 0 with a 5000-entry row every 700 rows.
 TEST(CudaRowOrder, WindowsWithVeryLongRegularRowsSortTheSameWay) {
-  namespace ro = sparseport::cuda::row_order;
+  namespace ro = sparseport::row_order;
   std::vector<int32_t> rowptr{0};
   for (int32_t r = 0; r < 3000; ++r) rowptr.push_back(rowptr.back() + (r % 700 == 5 ? 5000 : r % 4));
   const std::vector<int32_t> order = ro::regular_order(rowptr, 10000);
@@ -531,8 +531,8 @@ TEST(CudaSpmm, HubSplitRowOrderPowerLaw) {
   const auto a = power_law_csr<int32_t, float>(scaled(20000, 5000), 8000, 400, kSeed + 161, true, false);
   const auto b = power_law_csr<int64_t, double>(scaled(20000, 5000), 8000, 400, kSeed + 162, false, true);
   for (int64_t t : {64, 128, 256}) {
-    ASSERT_FALSE(sparseport::cuda::row_order::regular_order(a.rowptr, t).empty()) << "T " << t;
-    ASSERT_FALSE(sparseport::cuda::row_order::regular_order(b.rowptr, t).empty()) << "T " << t;
+    ASSERT_FALSE(sparseport::row_order::regular_order(a.rowptr, t).empty()) << "T " << t;
+    ASSERT_FALSE(sparseport::row_order::regular_order(b.rowptr, t).empty()) << "T " << t;
   }
   check_spmm(ctx, a, wide_widths({13, 32, 64, 128, 256}, 4), kSeed + 161, {"spmm.hub_split"}, true);
   check_spmm(ctx, b, wide_widths({32, 64, 96}, 2), kSeed + 162, {"spmm.hub_split"}, true);

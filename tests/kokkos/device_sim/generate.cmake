@@ -48,6 +48,8 @@ if(name STREQUAL "spmm.cpp")
   replace("const int groups = static_cast<int>(Policy::vector_length_max() / vl);"
           "const int groups = static_cast<int>(std::min<int64_t>(SPARSEPORT_SIM_VLMAX / vl, SPARSEPORT_SIM_GROUPS_CAP));" 1)
   replace("Policy::vector_length_max()" "int64_t{SPARSEPORT_SIM_VLMAX}" 2)
+  # hub_split's plan with its row order of the whole rows, as on a device.
+  replace("args.a.nnz, t, kDeviceMemory);" "args.a.nnz, t, true);  // device_sim" 1)
 endif()
 if(name STREQUAL "csr_transpose.cpp")
   # The result rows' sort: a team of real threads where the space has them.

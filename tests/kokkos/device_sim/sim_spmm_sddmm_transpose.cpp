@@ -17,6 +17,7 @@
 #include <vector>
 #include "kernels/kokkos/kernels.hpp"
 #include "kernels/reference/kernels.hpp"
+#include "kernels/row_order.hpp"
 
 using namespace sparseport;
 static int failures = 0, checks = 0;
@@ -421,6 +422,45 @@ void transpose_suite(uint64_t seed) {
                                   (perm ? " perm" : ""));
 }
 
+// hub_split's row order of the whole rows (HubPlan::order, kernels/row_order.hpp), under T = 64:
+// rows of 1 and 60 entries alternating (a warp of natural order waits for the long ones; the order
+// takes them longest first), two hubs, then the same rowptr relaid in place (a stale plan: the
+// order lists every row once, so a hub that shrank and a row that grew past T are still written).
+template <class I, class V>
+void spmm_row_order(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const char* tn = sizeof(I) == 8 ? (sizeof(V) == 8 ? "<i64,f64>" : "<i64,f32>") : (sizeof(V) == 8 ? "<i32,f64>" : "<i32,f32>");
+  std::vector<int64_t> deg(600);
+  for (size_t i = 0; i < deg.size(); ++i) deg[i] = i % 2 ? 1 : 60;
+  deg[5] = 400;
+  deg[301] = 200;
+  Mat<I> a = make<I>(deg, 500, rng);
+  const int64_t order = static_cast<int64_t>(row_order::every_row_order(a.rp, 64).size());
+  tally(order != a.m, std::string("row order") + tn + ": the plan's order holds every row (" + std::to_string(order) + ")");
+  std::vector<V> av(a.ci.size());
+  for (auto& x : av) x = static_cast<V>(u(rng));
+  for (int64_t f : {8, 33, 64, 128}) {
+    std::vector<V> b(static_cast<size_t>(a.n * f)), c0(static_cast<size_t>(a.m * f));
+    for (auto& x : b) x = static_cast<V>(u(rng));
+    for (auto& x : c0) x = static_cast<V>(u(rng));
+    const auto run = [&](const char* what) {
+      for (int32_t reduce : {SPARSEPORT_REDUCE_SUM, SPARSEPORT_REDUCE_MEAN, SPARSEPORT_REDUCE_MAX, SPARSEPORT_REDUCE_MIN})
+        spmm_compare(a, av, false, b, f, f, f, c0, reduce, 1.0, 0.5,
+                     std::string("spmm row order") + tn + " " + what + " F=" + std::to_string(f) + " reduce=" +
+                         std::to_string(reduce), 2);
+    };
+    run("planned");
+    const std::vector<I> kept = a.rp;
+    std::vector<int64_t> d2 = deg;
+    std::swap(d2[5], d2[6]);    // the hub of 400 entries now 1, its neighbour 400: not in the plan's hubs
+    std::swap(d2[301], d2[2]);  // the hub of 200 entries now 60, row 2 now 200
+    for (size_t i = 0; i < d2.size(); ++i) a.rp[i + 1] = static_cast<I>(a.rp[i] + d2[i]);
+    run("stale");
+    a.rp = kept;
+  }
+}
+
 int main(int argc, char** argv) {
   // hub_split's chunk length T = 8 (as SPARSEPORT_HUB_T sets it for the cuda plugin too): the inputs'
   // rows of 9, 16, 25, 57, 100 and 333 entries are hubs of 2 to 42 chunks.
@@ -459,6 +499,13 @@ int main(int argc, char** argv) {
       spmm_suite<int32_t, float>(1);
       spmm_suite<int64_t, double>(4);
       unsetenv("SPARSEPORT_KOKKOS_GROUP_ITEMS");
+    }
+    if (s == "all" || s == "spmm") {
+      setenv("SPARSEPORT_HUB_T", "64", 1);
+      std::printf("spmm, the row order (SPARSEPORT_HUB_T=64)\n");
+      spmm_row_order<int32_t, float>(21);
+      spmm_row_order<int64_t, double>(22);
+      setenv("SPARSEPORT_HUB_T", "8", 1);
     }
     // Every row an item of the lane groups (SPARSEPORT_KOKKOS_HUB_ROWS=0, the A/B setting), where
     // by default whole rows go to team threads beside the hubs' chunks.

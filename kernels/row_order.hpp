@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Host side of spmm.hub_split's plan: the order in which the lane groups take the regular rows.
-// Plain C++ (no CUDA), so that tests can check it without a GPU.
+// Host side of spmm.hub_split's plan on a GPU, shared by the cuda plugin (kernels/cuda/spmm_hub.cuh)
+// and the kokkos plugin on a device space (kernels/kokkos/spmm.cpp): the order in which the lane
+// groups take the regular rows. Plain C++ (no CUDA, no Kokkos), so that tests can check it without a GPU.
 #pragma once
 
 #include <algorithm>
@@ -8,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace sparseport::cuda::row_order {
+namespace sparseport::row_order {
 
 // A warp's lane groups walk rows side by side and a CTA keeps its
 // slot until its slowest warp ends, so on a skewed graph most lanes wait: with 8-lane groups (F = 32)
@@ -100,4 +101,20 @@ std::vector<I> regular_order(const std::vector<I>& rowptr, int64_t threshold) {
   return order;
 }
 
-}  // namespace sparseport::cuda::row_order
+// Every row once: regular_order's rows, then the rows above threshold in row order; empty where
+// regular_order is. For a kernel whose whole-row workers must still visit every row when its plan
+// has gone stale (the kokkos plugin's: they skip a listed hub by its current length, so a hub that
+// shrank is written whole by its row's worker, and a row that grew past the threshold too).
+template <class I>
+std::vector<int64_t> every_row_order(const std::vector<I>& rowptr, int64_t threshold) {
+  const std::vector<I> regular = regular_order(rowptr, threshold);
+  if (regular.empty()) return {};
+  std::vector<int64_t> order(regular.begin(), regular.end());
+  const int64_t m = static_cast<int64_t>(rowptr.size()) - 1;
+  for (int64_t r = 0; r < m; ++r)
+    if (static_cast<int64_t>(rowptr[static_cast<size_t>(r) + 1] - rowptr[static_cast<size_t>(r)]) > threshold)
+      order.push_back(r);
+  return order;
+}
+
+}  // namespace sparseport::row_order
