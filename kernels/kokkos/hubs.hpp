@@ -42,7 +42,7 @@ struct HubPlan : Plan {
 // ops that split hubs, once per plan). `op` names the kernels and buffers (Kokkos's tools).
 // with_order: also the row order of the whole rows (spmm.hub_split on a device space, where a warp
 // holds several rows side by side and waits for the longest; the cuda plugin's plan has the same),
-// from a host copy of rowptr.
+// from a host copy of rowptr, sorted and copied back, also once per plan.
 template <class I>
 std::shared_ptr<HubPlan> build_hubs(const std::string& op, const I* rp, int64_t m, int64_t nnz, int64_t t,
                                     bool with_order) {
