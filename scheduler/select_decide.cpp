@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <ctime>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -97,14 +98,12 @@ Record base_record(const PlanState& p) {
   if (!p.class_key.empty()) r["class"] = p.class_key;
   // The chosen variant's and the vendor's steady and build times, where all four were measured at
   // full size: what a replay weighs against the plan's expected calls (amortised()).
-  const auto steady = [&](const std::string& v) {
-    const auto it = p.full_size_s.find(v);
-    return it == p.full_size_s.end() ? -1.0 : it->second;
+  const auto at = [](const std::map<std::string, double>& times, const std::string& v) {
+    const auto it = times.find(v);
+    return it == times.end() ? -1.0 : it->second;
   };
-  const auto build = [&](const std::string& v) {
-    const auto it = p.build_s.find(v);
-    return it == p.build_s.end() ? -1.0 : it->second;
-  };
+  const auto steady = [&](const std::string& v) { return at(p.full_size_s, v); };
+  const auto build = [&](const std::string& v) { return at(p.build_s, v); };
   const std::string &v = p.decision.variant, &vendor = p.decision.vendor;
   if (v != vendor && steady(v) >= 0 && build(v) >= 0 && steady(vendor) >= 0 && build(vendor) >= 0) {
     char buf[32];
@@ -121,9 +120,9 @@ Record base_record(const PlanState& p) {
 }
 
 std::optional<std::string> amortised(const Record& r, int64_t expected_calls) {
+  if (expected_calls <= 0) return std::nullopt;  // the default: a cache hit looks nothing up here
   const std::string &variant = field(r, "variant"), &vendor = field(r, "vendor");
-  if (expected_calls <= 0 || variant.empty() || variant == vendor || field(r, "build_ms").empty() ||
-      field(r, "vendor_build_ms").empty())
+  if (variant.empty() || variant == vendor || field(r, "build_ms").empty() || field(r, "vendor_build_ms").empty())
     return std::nullopt;
   const auto number = [&](const char* name) { return std::atof(field(r, name).c_str()); };
   const double calls = static_cast<double>(expected_calls);

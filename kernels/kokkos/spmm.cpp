@@ -1036,10 +1036,12 @@ inline int64_t group_lanes(int64_t fw) {
 
 // SPARSEPORT_KOKKOS_HUB_ROWS=0: every row an item of the lane groups, as before whole rows went
 // apart (read per call, for A/B runs in one build).
-inline bool hub_rows_apart() {
-  const char* v = std::getenv("SPARSEPORT_KOKKOS_HUB_ROWS");
+// An A/B switch that is on unless the variable is "0" (read per call).
+inline bool switch_on(const char* name) {
+  const char* v = std::getenv(name);
   return v == nullptr || std::strcmp(v, "0") != 0;
 }
+inline bool hub_rows_apart() { return switch_on("SPARSEPORT_KOKKOS_HUB_ROWS"); }
 
 // hub_split_groups_device with the fewest lane slots that cover F / W with vl lanes.
 template <int W, Op op, class I, class V>
@@ -1095,9 +1097,8 @@ void hub_split_op(const sparseport_spmm_args& args) {
         }
         tickets = w.tickets.data();
       }
-      // SPARSEPORT_KOKKOS_ROW_ORDER=0: the rows in row order (read per call, for A/B runs).
-      const char* knob = std::getenv("SPARSEPORT_KOKKOS_ROW_ORDER");
-      const int64_t* order = rows_apart && !(knob != nullptr && std::strcmp(knob, "0") == 0) ? plan->order.data() : nullptr;
+      // SPARSEPORT_KOKKOS_ROW_ORDER=0: the rows in row order (for A/B runs).
+      const int64_t* order = rows_apart && switch_on("SPARSEPORT_KOKKOS_ROW_ORDER") ? plan->order.data() : nullptr;
       if (wide > 1)
         hub_split_groups<W, op>(p, h, scratch, tickets, start, t, vl, rows_apart, order);
       else
