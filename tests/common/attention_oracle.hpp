@@ -2,7 +2,12 @@
 // The float64 oracle of csr_attention's forward and backward (backward.hpp's formulas), shared by
 // the float (tests/conformance/backward_attention_segment.cpp) and the 16-bit
 // (tests/conformance/values16.cpp) conformance tests. The *_abs fields are the same sums over the
-// magnitudes of the terms, the bound the tolerances scale with.
+// magnitudes of the terms, the bound the tolerances scale with. The *_floor fields bound what the
+// 16-bit intermediates (P and dS, each stored in the value type) add where they are subnormal: such
+// a rounding errs by up to half the smallest subnormal whatever the value, not by u16 of it. Each
+// is the sum, over the result's terms, of what one unit of absolute error in P_e or dS_e moves it:
+// |scale k_j| (|dp_e| + |D_i| + 1) for dQ (P_e reaches dS_e through dp_e - D_i), the same with q_i
+// for dK, |dO_i| for dV.
 #pragma once
 
 #include <cmath>
@@ -14,7 +19,7 @@
 namespace sparseport::testing {
 
 struct AttentionOracle {
-  HostDense<double> out, dq, dk, dv, dq_abs, dk_abs, dv_abs;
+  HostDense<double> out, dq, dk, dv, dq_abs, dk_abs, dv_abs, dq_floor, dk_floor, dv_floor;
 };
 
 // The forward and the gradients as backward.hpp writes them, in double; the softmax with the
@@ -26,9 +31,9 @@ AttentionOracle attention_oracle(const HostCsr<I, V>& a, const HostDense<V>& q, 
   const int64_t F = q.cols, Fv = v.cols;
   AttentionOracle o;
   o.out = HostDense<double>(a.rows, Fv);
-  o.dq = o.dq_abs = HostDense<double>(a.rows, F);
-  o.dk = o.dk_abs = HostDense<double>(a.cols, F);
-  o.dv = o.dv_abs = HostDense<double>(a.cols, Fv);
+  o.dq = o.dq_abs = o.dq_floor = HostDense<double>(a.rows, F);
+  o.dk = o.dk_abs = o.dk_floor = HostDense<double>(a.cols, F);
+  o.dv = o.dv_abs = o.dv_floor = HostDense<double>(a.cols, Fv);
   std::vector<double> p(static_cast<size_t>(a.nnz()));
   const auto rp = [&](int64_t i) { return static_cast<int64_t>(a.rowptr[static_cast<size_t>(i)]); };
   const auto col = [&](int64_t e) { return static_cast<int64_t>(a.colind[static_cast<size_t>(e)]); };
@@ -64,14 +69,17 @@ AttentionOracle attention_oracle(const HostCsr<I, V>& a, const HostDense<V>& q, 
         dp_abs += std::fabs(g * vj);
         o.dv(j, c) += pe * g;
         o.dv_abs(j, c) += std::fabs(pe * g);
+        o.dv_floor(j, c) += std::fabs(g);
       }
-      const double ds = pe * (dp - d), ds_abs = std::fabs(pe) * (dp_abs + d_abs);
+      const double ds = pe * (dp - d), ds_abs = std::fabs(pe) * (dp_abs + d_abs), ds_floor = dp_abs + d_abs + 1.0;
       for (int64_t f = 0; f < F; ++f) {
         const double kj = static_cast<double>(k(j, f)), qi = static_cast<double>(q(i, f));
         o.dq(i, f) += scale * ds * kj;
         o.dq_abs(i, f) += std::fabs(scale * kj) * ds_abs;
+        o.dq_floor(i, f) += std::fabs(scale * kj) * ds_floor;
         o.dk(j, f) += scale * ds * qi;
         o.dk_abs(j, f) += std::fabs(scale * qi) * ds_abs;
+        o.dk_floor(j, f) += std::fabs(scale * qi) * ds_floor;
       }
     }
   }

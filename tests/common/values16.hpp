@@ -173,9 +173,14 @@ inline HostDense<double> column_of(const std::vector<double>& v) {
 // rounded: how many 16-bit intermediates the result went through (a backward op composed of
 // forward ops, e.g. A.val / deg or attention's P and dS, stores each intermediate in the value type,
 // as the float32 backward stores them in float32); each may add one u16 x sum|terms|.
+// floor (optional): where an intermediate is a subnormal of V its rounding errs by up to half the
+// smallest subnormal, not u16 of it; floor(i, j) sums what a unit error in each intermediate moves the
+// result (attention_oracle's *_floor), and adds floor x ulp16(0) / 2. Only f16's subnormals (below
+// 6.1e-5) matter: bf16's lie below 1.2e-38.
 template <class V, class Terms>
 void expect_close16(const HostDense<V>& got, const HostDense<double>& want, const HostDense<double>& bound,
-                    Terms&& terms, const std::string& what, int rounded = 0) {
+                    Terms&& terms, const std::string& what, int rounded = 0,
+                    const HostDense<double>* floor = nullptr) {
   ASSERT_EQ(got.rows, want.rows) << what;
   ASSERT_EQ(got.cols, want.cols) << what;
   int64_t bad = 0;
@@ -185,7 +190,8 @@ void expect_close16(const HostDense<V>& got, const HostDense<double>& want, cons
       const double g = static_cast<double>(static_cast<float>(got(i, j))), w = want(i, j);
       const double b = bound(i, j);
       const double tol = 2.0 * ulp16<V>(w) +
-                         (static_cast<double>(terms(i)) * 0x1p-23 + rounded * u16<V>()) * (std::isfinite(b) ? b : 0.0);
+                         (static_cast<double>(terms(i)) * 0x1p-23 + rounded * u16<V>()) * (std::isfinite(b) ? b : 0.0) +
+                         (floor != nullptr ? (*floor)(i, j) * 0.5 * ulp16<V>(0.0) : 0.0);
       bool ok = false;
       if (std::isnan(w)) {
         ok = std::isnan(g);
