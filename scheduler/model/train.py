@@ -46,6 +46,9 @@ def parse():
     ap.add_argument("--top-k", type=int, default=3, help="candidates the scheduler times when not confident")
     ap.add_argument("--no-lofo", action="store_true", help="skip leave-one-family-out")
     ap.add_argument("--full-precision", action="store_true", help="do not round floats to 7 significant digits")
+    ap.add_argument("--keep-ops", metavar="MODEL",
+                    help="copy into the output the ops these records have none of, from MODEL (a model of the same "
+                         "device class and inputs): one op retrained alone, the others kept as they were")
     return ap.parse_args()
 
 
@@ -105,7 +108,31 @@ def build_json(variants, margins, sigmas, data, train_idx, args):
         doc["ops"][op] = {"margin": m,
                           "sigma": round(sigmas.get(op, 0.0), 4),
                           "variants": variants[op]}
+    kept = getattr(args, "kept", None)
+    if kept:
+        doc["ops"].update(kept["ops"])
+        doc["ops"] = dict(sorted(doc["ops"].items()))
+        doc["trained_on"] += f"; {', '.join(sorted(kept['ops']))} kept from {kept['from']}"
     return doc
+
+
+def keep_ops(args, data):
+    """--keep-ops: the ops of args.keep_ops that these records have none of, and where they came from.
+    The trees name their inputs by position in the file's "features" list, so that list must be this
+    training's: a model trained on other inputs is refused, naming the difference."""
+    with open(args.keep_ops) as fh:
+        old = json.load(fh)
+    if old.get("device_class") != args.device_class:
+        raise SystemExit(f"--keep-ops: {args.keep_ops} is of device class {old.get('device_class')}, "
+                         f"not {args.device_class}")
+    if old.get("features") != data.features:
+        gone = sorted(set(old.get("features", [])) - set(data.features))
+        new = sorted(set(data.features) - set(old.get("features", [])))
+        raise SystemExit(f"--keep-ops: {args.keep_ops} has other inputs than these records "
+                         f"(only there: {gone or 'none'}; only here: {new or 'none'}; or another order)")
+    trained = set(data.op.tolist())
+    ops = {op: v for op, v in old["ops"].items() if op not in trained}
+    return {"ops": ops, "from": f"{os.path.basename(args.keep_ops)} ({old.get('created')}: {old.get('trained_on')})"}
 
 
 def crossval(data, idx, splits, args, rounds, candidates):
@@ -210,6 +237,9 @@ def main():
     C.log(f"{len(files)} files, {data.describe()} ({stats})")
     if data.missing:
         C.log(f"warning: {data.missing} missing inputs taken as 0")
+    if args.keep_ops:
+        args.kept = keep_ops(args, data)
+        C.log(f"--keep-ops: {', '.join(sorted(args.kept['ops'])) or 'nothing'} kept from {args.keep_ops}")
     train_idx = np.where(~data.real)[0]
     real_idx = np.where(data.real)[0]
     if len(train_idx) == 0:

@@ -5,9 +5,9 @@
 # builds the cuda plugin alone (no Kokkos) and collects spmm records on generated graphs for the
 # rest of the call (CUDA_SPMM_ONLY=1); $OUT/corpus/cuda.jsonl.gz comes back. Then on the CPU:
 #   .venv-model/bin/python scheduler/model/train.py --data OUT/corpus/cuda.jsonl.gz \
-#       --device-class cuda-sm90 --out /tmp/cuda-sm90-spmm.json --report /tmp/cuda-sm90-spmm.md
-# and, where its "features" list equals scheduler/models/cuda-sm90.json's, its ops.spmm replaces that
-# file's (the other ops keep their trees); then the cuda oracle (sparseport tune --oracle --backend cuda).
+#       --device-class cuda-sm90 --keep-ops scheduler/models/cuda-sm90.json \
+#       --out scheduler/models/cuda-sm90.json --report /tmp/cuda-sm90-spmm.md
+# (spmm retrained, the other ops' trees kept); then the cuda oracle (sparseport tune --oracle --backend cuda).
 set -u
 OUT=${OUT:-/tmp/gL1}; mkdir -p $OUT
 B=build-gpu
