@@ -108,7 +108,7 @@ def build_json(variants, margins, sigmas, data, train_idx, args):
         doc["ops"][op] = {"margin": m,
                           "sigma": round(sigmas.get(op, 0.0), 4),
                           "variants": variants[op]}
-    kept = getattr(args, "kept", None)
+    kept = args.kept
     if kept:
         doc["ops"].update(kept["ops"])
         doc["ops"] = dict(sorted(doc["ops"].items()))
@@ -237,8 +237,8 @@ def main():
     C.log(f"{len(files)} files, {data.describe()} ({stats})")
     if data.missing:
         C.log(f"warning: {data.missing} missing inputs taken as 0")
-    if args.keep_ops:
-        args.kept = keep_ops(args, data)
+    args.kept = keep_ops(args, data) if args.keep_ops else None
+    if args.kept:
         C.log(f"--keep-ops: {', '.join(sorted(args.kept['ops'])) or 'nothing'} kept from {args.keep_ops}")
     train_idx = np.where(~data.real)[0]
     real_idx = np.where(data.real)[0]
