@@ -13,14 +13,18 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
+#include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "scheduler/cache_internal.hpp"
 #include "scheduler/options.hpp"
@@ -290,18 +294,11 @@ off_t cut_torn_tail(int fd, off_t size) {
   return size > 0 && ::ftruncate(fd, 0) == 0 ? size : 0;  // the file holds nothing but a torn line
 }
 
-}  // namespace
-
-CacheFile::CacheFile(const std::string& dir, const std::string& name) : path(dir + "/" + name) {}
-
-void CacheFile::append(const Record& r) const {
-  ensure_folder(std::filesystem::path(path).parent_path().string());
-  Record clean = r;
-  clean.erase(std::string(kCrcKey));
-  const std::string line = with_checksum(format_record(clean)) + "\n";
-  // O_NOFOLLOW: a link in place of the file could aim the append at any file of the user's;
-  // O_NONBLOCK: a FIFO there must not hang the op (it is refused below); O_RDWR: a line torn by a
-  // dead writer is found by reading the file's end (cut_torn_tail).
+// Opens the decision cache for appending and takes its exclusive lock; throws (refuse) saying why not.
+// O_NOFOLLOW: a link in place of the file could aim the append at any file of the user's;
+// O_NONBLOCK: a FIFO there must not hang the op (it is refused below); O_RDWR: a line torn by a
+// dead writer is found by reading the file's end (cut_torn_tail).
+int open_locked(const std::string& path) {
   Fd f;
   f.fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (f.fd < 0) {
@@ -325,6 +322,122 @@ void CacheFile::append(const Record& r) const {
                "; the decision was not cached (concurrent writers could interleave without the lock)",
            e);
   }
+  return f.release();
+}
+
+// decisions.jsonl is rewritten (compacted) by the append that would take it past this many bytes:
+// a new process reads the whole file once (lookups, holds_prefix), about 2.4 ms a MiB on the 2-core
+// VM (83 MB, 99k decisions: every `sparseport run` of a 10k-entry graph took 0.21-0.23 s against
+// 0.02-0.04 with an empty cache, and 110 MB more memory), and files up to 4 MiB are what
+// Context::create indexes by key (cache_lookup.cpp, kPreindexBytes). Without a bound the file grows
+// by a line (~0.9 kB) per cold decision for good: a code that builds a new matrix per time step
+// writes one per step, none of which recurs. SPARSEPORT_CACHE_MAX_BYTES overrides it (64 KiB to
+// the 256 MiB that is read at most).
+constexpr size_t kCompactAtBytes = size_t{4} << 20;
+
+size_t compact_at_bytes() {
+  const char* env = std::getenv("SPARSEPORT_CACHE_MAX_BYTES");
+  if (env == nullptr || *env == '\0') return kCompactAtBytes;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(env, &end, 10);
+  if (errno != 0 || end == env || *end != '\0' || v < (64u << 10) || v > kMaxCacheBytes) {
+    warn_once("SPARSEPORT_CACHE_MAX_BYTES=" + std::string(env) + " is not a byte count from 65536 to " +
+              std::to_string(kMaxCacheBytes) + "; the decision cache is compacted at " +
+              std::to_string(kCompactAtBytes) + " bytes");
+    return kCompactAtBytes;
+  }
+  return static_cast<size_t>(v);
+}
+
+// The compaction, under append's exclusive lock (fd: the file, size bytes): the file's lines and
+// `line` (the new one, `newest` parsed, its last), of which only each (key, versions) pair's
+// newest valid line stays (what a lookup returns: the last valid line of its key and versions);
+// then the oldest of those go until the rest fit half of `limit`, so that the next compaction is
+// another half-limit of decisions away. Written to a new file beside it and renamed over it, so a
+// reader sees the old file or the new one whole; a writer waiting for the old file's lock notices
+// the replacement and reopens (append). Dropped: corrupt lines, other schemas' lines, superseded
+// decisions, and the oldest decisions, which a later call decides afresh. false (nothing changed)
+// where any step fails: the caller appends as before.
+bool compact(int fd, off_t size, const std::string& path, const std::string& line, const Record& newest,
+             size_t limit) {
+  std::string text(static_cast<size_t>(size), '\0');
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::pread(fd, text.data() + done, text.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  // Each complete line's (key, versions): the newest line of each pair is kept, none of the pair the
+  // new line supersedes. Bytes after the last newline (a torn line cut_torn_tail could not cut) go.
+  std::vector<std::string_view> lines;
+  std::map<std::string, size_t> newest_of;  // key + '\n' + versions -> index in lines
+  std::string error;
+  for (size_t start = 0, end; (end = text.find('\n', start)) != std::string::npos; start = end + 1) {
+    const std::string_view l(text.data() + start, end + 1 - start);
+    if (const std::optional<Record> r = cache_detail::valid_line(l.substr(0, l.size() - 1), true, &error)) {
+      newest_of[r->at("key") + "\n" + r->at("versions")] = lines.size();
+      lines.push_back(l);
+    }
+  }
+  const auto field_of = [&](const char* k) {
+    const auto it = newest.find(k);
+    return it == newest.end() ? std::string() : it->second;
+  };
+  newest_of.erase(field_of("key") + "\n" + field_of("versions"));
+  std::vector<size_t> kept;
+  kept.reserve(newest_of.size());
+  for (const auto& [pair, i] : newest_of) kept.push_back(i);
+  std::sort(kept.begin(), kept.end());
+  // The newest first, back to where half the limit is reached; the new line always stays.
+  size_t bytes = line.size(), first = kept.size();
+  while (first > 0 && bytes + lines[kept[first - 1]].size() <= limit / 2) bytes += lines[kept[--first]].size();
+  const std::string tmp = path + ".compact." + std::to_string(::getpid());
+  Fd out;
+  // O_TRUNC: a file of that name is a compaction's that died (no other process has this pid now, and
+  // no other thread compacts while this one holds the lock).
+  out.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (out.fd < 0) return false;
+  std::string body;
+  body.reserve(bytes);
+  for (size_t k = first; k < kept.size(); ++k) body += lines[kept[k]];
+  body += line;
+  bool ok = true;
+  for (size_t done = 0; ok && done < body.size();) {
+    const ssize_t n = ::write(out.fd, body.data() + done, body.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
+  }
+  // fsync before the rename: a crash must leave the old file or the whole new one, never an empty one.
+  ok = ok && ::fsync(out.fd) == 0 && ::close(out.release()) == 0 && ::rename(tmp.c_str(), path.c_str()) == 0;
+  if (!ok) {
+    ::unlink(tmp.c_str());
+    warn_once("compacting the decision cache " + path + " failed: " + errno_text(errno) + "; it grows on");
+  }
+  return ok;
+}
+
+}  // namespace
+
+CacheFile::CacheFile(const std::string& dir, const std::string& name) : path(dir + "/" + name) {}
+
+void CacheFile::append(const Record& r) const {
+  ensure_folder(std::filesystem::path(path).parent_path().string());
+  Record clean = r;
+  clean.erase(std::string(kCrcKey));
+  const std::string line = with_checksum(format_record(clean)) + "\n";
+  // A compaction by another process (compact) may replace the file while this one waits for its
+  // lock: the lock then holds the old file, which no reader opens again, so it is opened afresh.
+  Fd f;
+  for (int attempt = 0;; ++attempt) {
+    f.fd = open_locked(path);
+    struct stat st {}, named {};
+    if (attempt >= 8 || (::fstat(f.fd, &st) == 0 && st.st_nlink > 0 && ::lstat(path.c_str(), &named) == 0 &&
+                         named.st_dev == st.st_dev && named.st_ino == st.st_ino))
+      break;
+    ::close(f.release());
+  }
   // Where the line starts: a write that fails half-way is cut back to here, so no torn line stays.
   struct stat before {};
   bool sized = ::fstat(f.fd, &before) == 0;
@@ -334,6 +447,12 @@ void CacheFile::append(const Record& r) const {
                 std::to_string(cut) + " bytes were removed");
       sized = ::fstat(f.fd, &before) == 0;
     }
+  }
+  if (const size_t limit = compact_at_bytes();
+      sized && path.ends_with("/decisions.jsonl") && !detail::fault_armed("cache_write") &&
+      static_cast<size_t>(before.st_size) + line.size() > limit && compact(f.fd, before.st_size, path, line, clean, limit)) {
+    ::flock(f.fd, LOCK_UN);
+    return;  // the new line is the compacted file's last
   }
   size_t done = 0;
   int e = 0;

@@ -360,6 +360,9 @@ std::vector<std::string> child_environment(const std::string& cache_dir) {
     env.push_back(v);
   }
   env.push_back("SPARSEPORT_CACHE_DIR=" + cache_dir);
+  // The cache's bound passes through: a small one makes the workers compact the file while others
+  // append, read and die (CacheStress.compacting).
+  if (const char* bound = std::getenv("SPARSEPORT_CACHE_MAX_BYTES")) env.push_back(std::string("SPARSEPORT_CACHE_MAX_BYTES=") + bound);
   env.push_back("SPARSEPORT_SCHEDULER=auto");  // one-shot calls decide and cache, as by default
   env.push_back("SPARSEPORT_PROBE_REPEATS=1");  // cheaper cold decisions: more of them, more appends
   env.push_back("OMP_WAIT_POLICY=passive");     // spinning OpenMP workers of many processes starve each other
