@@ -3,7 +3,9 @@
 // <cache_dir>/decisions.jsonl. Writers append a whole line with one write() under an exclusive
 // flock, so processes (MPI ranks) sharing the file never interleave or lose lines; readers take a
 // shared lock. The last valid line for a key wins. A line that does not parse, or lacks a field,
-// is skipped with a warning naming the file and line.
+// is skipped with a warning naming the file and line. The file is bounded: the append that would take
+// it past SPARSEPORT_CACHE_MAX_BYTES (4 MiB) rewrites it with each key's newest line (per library
+// versions), the oldest dropped to half the bound, and renames it over the old one (cache.cpp, compact).
 //
 // Faults. Each line ends with a "crc" field (FNV-1a of the line without it), so a line torn,
 // spliced or overwritten by a process that rewrites the file without the lock is skipped, never
@@ -40,7 +42,8 @@ struct CacheFile {
   // name: decisions.jsonl (the decisions), transfer.jsonl (model.hpp's measurements)
   explicit CacheFile(const std::string& dir, const std::string& name = "decisions.jsonl");
 
-  // Appends one record (creating the folder and file as needed). Throws BackendError saying why on
+  // Appends one record (creating the folder and file as needed; past the bound, the compacted file
+  // ends with it). Throws BackendError saying why on
   // any failure (folder cannot be made, symbolic link, no lock, a failed or short write).
   void append(const Record& r) const;
   // append() for the scheduler: false on failure, with the reason in *why and a warning on stderr
