@@ -392,10 +392,15 @@ bool compact(int fd, off_t size, const std::string& path, const std::string& lin
   // The newest first, back to where half the limit is reached; the new line always stays.
   size_t bytes = line.size(), first = kept.size();
   while (first > 0 && bytes + lines[kept[first - 1]].size() <= limit / 2) bytes += lines[kept[--first]].size();
+  // Files named like the one below are compactions' that died before their rename: only the holder
+  // of the file's lock compacts, and that is this thread. They go.
+  const std::filesystem::path own(path);
+  const std::string stem = own.filename().string() + ".compact.";
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(own.parent_path(), ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().filename().string().starts_with(stem)) std::filesystem::remove(it->path(), ec);
   const std::string tmp = path + ".compact." + std::to_string(::getpid());
   Fd out;
-  // O_TRUNC: a file of that name is a compaction's that died (no other process has this pid now, and
-  // no other thread compacts while this one holds the lock).
   out.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (out.fd < 0) return false;
   std::string body;

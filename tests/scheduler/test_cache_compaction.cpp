@@ -79,6 +79,22 @@ TEST(CacheCompaction, TheFileStaysUnderItsBoundWithTheNewestDecisions) {
   EXPECT_FALSE(std::filesystem::exists(f.path + ".compact." + std::to_string(::getpid()))) << "the temporary file stayed";
 }
 
+// A compaction killed before its rename leaves its file; the next compaction removes it.
+TEST(CacheCompaction, ADeadCompactionsFileIsRemovedByTheNext) {
+  TempDir dir;
+  ScopedEnv limit("SPARSEPORT_CACHE_MAX_BYTES", std::to_string(kLimit).c_str());
+  const CacheFile f(dir.path);
+  const std::string dead = f.path + ".compact.999999999";
+  {
+    std::ofstream out(dead);
+    out << "half a compacted file";
+  }
+  for (int i = 0; i < 200; ++i) f.append(record(key_of(i), i));  // ~120 kB: compacts
+  EXPECT_LE(std::filesystem::file_size(f.path), kLimit);
+  EXPECT_FALSE(std::filesystem::exists(dead)) << "a dead compaction's file stayed";
+  EXPECT_TRUE(std::filesystem::exists(f.path));
+}
+
 TEST(CacheCompaction, SupersededLinesGoFirstAndEachPairKeepsItsNewest) {
   TempDir dir;
   ScopedEnv limit("SPARSEPORT_CACHE_MAX_BYTES", std::to_string(kLimit).c_str());
