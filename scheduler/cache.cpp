@@ -328,12 +328,12 @@ int open_locked(const std::string& path) {
 // decisions.jsonl is rewritten (compacted) by the append that would take it past this many bytes:
 // a new process reads the whole file once (lookups, holds_prefix), about 2.4 ms a MiB on the 2-core
 // VM (83 MB, 99k decisions: every `sparseport run` of a 10k-entry graph took 0.21-0.23 s against
-// 0.02-0.04 with an empty cache, and 110 MB more memory), and files up to 4 MiB are what
-// Context::create indexes by key (cache_lookup.cpp, kPreindexBytes). Without a bound the file grows
+// 0.02-0.04 with an empty cache, and 110 MB more memory), and files up to kPreindexBytes (4 MiB) are
+// what Context::create indexes by key (cache_lookup.cpp, preload). Without a bound the file grows
 // by a line (~0.9 kB) per cold decision for good: a code that builds a new matrix per time step
 // writes one per step, none of which recurs. SPARSEPORT_CACHE_MAX_BYTES overrides it (64 KiB to
 // the 256 MiB that is read at most).
-constexpr size_t kCompactAtBytes = size_t{4} << 20;
+constexpr size_t kCompactAtBytes = cache_detail::kPreindexBytes;
 
 size_t compact_at_bytes() {
   const char* env = std::getenv("SPARSEPORT_CACHE_MAX_BYTES");

@@ -20,6 +20,11 @@ namespace sparseport::scheduler::cache_detail {
 // (about half a million decisions), and reading it whole would cost more than probing again.
 inline constexpr size_t kMaxCacheBytes = size_t{256} << 20;
 
+// Files up to this size are indexed by key when a context is made (cache_lookup.cpp, preload), and
+// decisions.jsonl is compacted before it grows past it (cache.cpp, compact), unless
+// SPARSEPORT_CACHE_MAX_BYTES says otherwise: so a new process's whole read of it stays a few ms.
+inline constexpr size_t kPreindexBytes = size_t{4} << 20;
+
 // The fields every line of this schema has.
 inline const char* const kRequired[] = {"schema", "key", "versions", "variant", "op"};
 

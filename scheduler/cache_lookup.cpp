@@ -34,6 +34,7 @@ using cache_detail::checked_line;
 using cache_detail::errno_text;
 using cache_detail::Fd;
 using cache_detail::kMaxCacheBytes;
+using cache_detail::kPreindexBytes;
 using cache_detail::warn_once;
 
 // ---- lookup: what a process has read of each file ----------------------------------------------------
@@ -294,15 +295,14 @@ void start_full_index(Index& ix) {
 // file per question (each new matrix shape asks once) would cost more than the pass.
 constexpr size_t kPrefixSearchBytes = size_t{64} << 10;
 
-// preload(): files up to this size are indexed by key when a context is made (larger ones are
-// indexed by the first question about a new shape, as before), and the newest lines of up to this
-// many keys of the context's device are parsed and kept as hits. Why: in a new process a hit's
+// preload(): files up to kPreindexBytes (cache_internal.hpp) are indexed by key when a context is
+// made (larger ones are indexed by the first question about a new shape, as before), and the newest
+// lines of up to this many keys of the context's device are parsed and kept as hits. Why: in a new process a hit's
 // lookup parsed and checked its line: ~8 us warm on the 2-core VM, 13-17 us in a new process, 33-42
 // us there after the op's operands (rmat:20:16) had been built. With it, the lookup took 2-4 us, and
 // the whole hit without the log line 36.9-37.9 us against 64.0-67.9 (cache_hit_cost --backend openmp
 // rmat:20:16, alternating). What it costs: Context::create took 0.75-0.98 ms with a 190 kB cache (201
 // decisions) against 0.39-0.53 ms with none.
-constexpr size_t kPreindexBytes = size_t{4} << 20;
 constexpr size_t kPreparsedKeys = 16, kPreloadLines = 1024;
 
 // What this process has read of each cache file, by path; one lock for all (lookups are per decision).
