@@ -428,6 +428,11 @@ bool compact(int fd, off_t size, const std::string& path, const std::string& lin
 CacheFile::CacheFile(const std::string& dir, const std::string& name) : path(dir + "/" + name) {}
 
 void CacheFile::append(const Record& r) const {
+  // On every way out, after the write: a check made before it must not stand for the file now.
+  struct Forget {
+    const std::string& path;
+    ~Forget() { cache_detail::forget_check(path); }
+  } forget{path};
   ensure_folder(std::filesystem::path(path).parent_path().string());
   Record clean = r;
   clean.erase(std::string(kCrcKey));
@@ -594,6 +599,7 @@ size_t CacheFile::clear() const {
   const size_t n = read().size();
   std::error_code ec;
   std::filesystem::remove(path, ec);
+  cache_detail::forget_check(path);
   return n;
 }
 

@@ -37,6 +37,14 @@ using Record = std::map<std::string, std::string>;
 std::optional<Record> parse_record(std::string_view line, std::string* error);
 std::string format_record(const Record& r);  // one line, keys sorted, no newline
 
+// How long a look at a cache file stays current for holds_prefix(..., recent = true): a sampled
+// subgraph's class decision asked the file (one fstat) on every batch, 8.4 us of a 36-44 us decision
+// on the 2-core VM right after the op had swept the caches, 9-10 us of 41-45 us on an H100
+// (benchmarks/results/2026-12-07-s36.md); batches come every 0.02-10 ms. Longer would only delay
+// what another process records; 100 ms is no measured optimum, just far above a batch's interval
+// and far below a decision's useful life.
+inline constexpr double kRecentCheckSeconds = 0.1;
+
 struct CacheFile {
   std::string path;  // <dir>/decisions.jsonl
   // name: decisions.jsonl (the decisions), transfer.jsonl (model.hpp's measurements)
@@ -72,7 +80,11 @@ struct CacheFile {
   // Whether some line's key begins with `prefix` (any versions). false means that lookup() of every
   // key with this prefix misses, so a caller may skip what only such a key needs: the scheduler does
   // not hash a new matrix's rows when no decision of its shape was ever recorded (select.cpp).
-  bool holds_prefix(const std::string& prefix) const;
+  // recent: a "no" may come from what this process read at its last look at the file, where that
+  // look was less than kRecentCheckSeconds ago and the process has not appended to or cleared the
+  // file since; a "yes" always asks the file. So another process's new line with the prefix is seen
+  // up to kRecentCheckSeconds late by such a question, and by lookups with reread false after it.
+  bool holds_prefix(const std::string& prefix, bool recent = false) const;
   // Reads the file into this process's index (as the first lookup() would). A file of at most 4 MiB
   // is then indexed by key (as a process's ninth key does), and the newest line of each of the last
   // 16 keys that begin with key_prefix is parsed and checked and kept as that key's hit. So a new

@@ -67,6 +67,10 @@ std::optional<Record> checked_line(const std::string& path, std::string_view lin
   return r;
 }
 
+// This process wrote to or removed the file at path: its next look at it (cache_lookup.cpp) asks the
+// file, whatever holds_prefix's recent window says.
+void forget_check(const std::string& path) noexcept;
+
 // Closes on every path out of append/read.
 struct Fd {
   int fd = -1;

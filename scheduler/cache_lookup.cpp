@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -111,6 +112,9 @@ struct KeptFd {
 
 struct Index {
   bool known = false;  // the file was read: what follows describes it
+  // When refresh() last found the file as described here (read or unchanged): holds_prefix's recent
+  // window starts there. Reset by this process's own appends (forget_check).
+  std::chrono::steady_clock::time_point checked{};
   dev_t dev = 0;
   ino_t ino = 0;
   off_t size = 0;
@@ -151,12 +155,18 @@ bool same_file(const struct stat& st, const Index& ix) {
 void refresh(const std::string& path, Index& ix) {
   struct stat st {};
   if (ix.known) {
-    if (ix.kept.fd >= 0 && ::fstat(ix.kept.fd, &st) == 0 && st.st_nlink > 0 && same_file(st, ix)) return;
+    if (ix.kept.fd >= 0 && ::fstat(ix.kept.fd, &st) == 0 && st.st_nlink > 0 && same_file(st, ix)) {
+      ix.checked = std::chrono::steady_clock::now();
+      return;
+    }
     if (::lstat(path.c_str(), &st) != 0) {
       ix = Index();  // cleared (or its folder gone): nothing to replay
       return;
     }
-    if (same_file(st, ix)) return;
+    if (same_file(st, ix)) {
+      ix.checked = std::chrono::steady_clock::now();
+      return;
+    }
   }
   Fd f;
   f.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
@@ -238,6 +248,7 @@ void refresh(const std::string& path, Index& ix) {
   ix.size = st.st_size;
   ix.mtime = st.st_mtim;
   ix.ctime = st.st_ctim;
+  ix.checked = std::chrono::steady_clock::now();
   if (ix.kept.fd < 0) {  // a slot is taken first, and given back when none was free
     if (g_kept.fetch_add(1) < kMaxKeptFiles) ix.kept.fd = f.release();
     else --g_kept;
@@ -305,11 +316,35 @@ constexpr size_t kPrefixSearchBytes = size_t{64} << 10;
 // decisions) against 0.39-0.53 ms with none.
 constexpr size_t kPreparsedKeys = 16, kPreloadLines = 1024;
 
+// Whether some line read of the file has a key that begins with prefix.
+bool holds(Index& ix, const std::string& prefix) {
+  if (ix.length == 0) return false;
+  if (!ix.full_index && ix.length > kPrefixSearchBytes) start_full_index(ix);
+  if (ix.full_index) {
+    if (ix.indexed < ix.length) index_lines(ix);
+    const auto it = ix.sorted.lower_bound(prefix);
+    return it != ix.sorted.end() && it->starts_with(prefix);
+  }
+  const std::string needle = std::string(kKeyField) + prefix;
+  return ::memmem(ix.text.get(), ix.length, needle.data(), needle.size()) != nullptr;
+}
+
+// Whether holds_prefix(..., recent) may answer "no" from what was read (cache.hpp).
+bool recently_checked(const Index& ix) {
+  return ix.known && ix.checked != std::chrono::steady_clock::time_point{} &&
+         std::chrono::steady_clock::now() - ix.checked < std::chrono::duration<double>(kRecentCheckSeconds);
+}
+
 // What this process has read of each cache file, by path; one lock for all (lookups are per decision).
 std::mutex g_indexes_mu;
 std::map<std::string, Index> g_indexes;
 
 }  // namespace
+
+void cache_detail::forget_check(const std::string& path) noexcept {
+  std::lock_guard<std::mutex> lock(g_indexes_mu);
+  if (const auto it = g_indexes.find(path); it != g_indexes.end()) it->second.checked = {};
+}
 
 CacheStats cache_stats() { return {g_lookups.load(), g_opens.load(), g_bytes_read.load(), g_parsed.load()}; }
 
@@ -357,19 +392,14 @@ std::shared_ptr<const Record> CacheFile::lookup_shared(const std::string& key, c
   return nullptr;
 }
 
-bool CacheFile::holds_prefix(const std::string& prefix) const {
+bool CacheFile::holds_prefix(const std::string& prefix, bool recent) const {
   std::lock_guard<std::mutex> lock(g_indexes_mu);
   Index& ix = g_indexes[path];
+  // A recent look that found no such key answers without the file; a "yes" is the file's own, as the
+  // exact lookup that follows it rereads nothing (select.cpp).
+  if (recent && recently_checked(ix) && !holds(ix, prefix)) return false;
   refresh(path, ix);
-  if (ix.length == 0) return false;
-  if (!ix.full_index && ix.length > kPrefixSearchBytes) start_full_index(ix);
-  if (ix.full_index) {
-    if (ix.indexed < ix.length) index_lines(ix);
-    const auto it = ix.sorted.lower_bound(prefix);
-    return it != ix.sorted.end() && it->starts_with(prefix);
-  }
-  const std::string needle = std::string(kKeyField) + prefix;
-  return ::memmem(ix.text.get(), ix.length, needle.data(), needle.size()) != nullptr;
+  return holds(ix, prefix);
 }
 
 void CacheFile::preload(const std::string& key_prefix) const {

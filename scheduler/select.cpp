@@ -68,12 +68,16 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   double shape_s = 0;                // the exact-shape question (the log lines' split)
   double summary_s = 0, t_call = 0;  // the operand summary stage, and the summary call alone
   // Whether the cache holds any decision of A's shape (the start of graph_signature's text; no
-  // snprintf on a hit's path: signature.cpp, hex64).
+  // snprintf on a hit's path: signature.cpp, hex64). A "no" may come from this process's look at
+  // the file within the last kRecentCheckSeconds (cache.hpp): the next sampled subgraph of a
+  // mini-batch loop asks nothing of the file (its fstat was a fifth of a class decision); a shape
+  // another process recorded meanwhile is seen that much later, which costs a class or cold
+  // decision, never a result.
   const auto ask_shape = [&] {
     const Clock::time_point ts = Clock::now();
     const std::string shape = dev.hash + "/csr" + std::to_string(csr->rows) + "x" + std::to_string(csr->cols) + ":" +
                               std::to_string(csr->nnz) + ":";
-    exact_possible = CacheFile(p->opt.cache_dir).holds_prefix(shape);
+    exact_possible = CacheFile(p->opt.cache_dir).holds_prefix(shape, true);
     p->cache_read = true;
     shape_s = since(ts);
   };

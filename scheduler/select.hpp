@@ -66,9 +66,10 @@ struct PlanState {
   bool transfer = false;  // the model is another device class's: record full-size residuals
   bool decided = false;
   bool verify_pending = false;
-  // prepare() has just brought this process's copy of the cache file up to date (holds_prefix):
-  // the lookups of the same preparation use it without another lstat (one cost a class decision
-  // 25-30 us right after a batch's op on the 2-core CPU).
+  // prepare() has just brought this process's copy of the cache file up to date (holds_prefix), or
+  // found no line of A's shape in a copy checked less than kRecentCheckSeconds ago: the lookups of
+  // the same preparation use it without another lstat (one cost a class decision 25-30 us right
+  // after a batch's op on the 2-core CPU).
   bool cache_read = false;
   // prepare() with check_indices: what the summary's index check found (sparseport_index_problem;
   // -1: no check was made, e.g. no summary or a plugin that cannot check, so the caller checks).

@@ -181,6 +181,50 @@ TEST(SchedulerCache, HoldsPrefixSeesEveryKeyBeforeAndAfterTheFullIndex) {
   EXPECT_FALSE(g.holds_prefix("dev/csr400x9:9:"));
 }
 
+// holds_prefix(..., recent = true), the shape question of a mini-batch's class decisions: a "no"
+// may come from a look at the file less than kRecentCheckSeconds old, but never once this process
+// appended or cleared since, and a "yes" (after which an exact lookup rereads nothing) is always
+// the file's. Another writer's line (here appended by hand) is seen once the window has passed or
+// anything asks the file.
+TEST(SchedulerCache, ARecentShapeQuestionSkipsTheFileOnlyForANoAndNeverAfterItsOwnAppend) {
+  TempDir dir;
+  CacheFile f(dir.path);
+  const auto line_of = [](const std::string& key) {  // a valid line, as another process writes it
+    TempDir other;
+    CacheFile g(other.path);
+    g.append(record(key, "spmm.rows"));
+    std::ifstream in(g.path);
+    std::string l;
+    std::getline(in, l);
+    return l + "\n";
+  };
+  const auto by_hand = [&](const std::string& key) { std::ofstream(f.path, std::ios::app) << line_of(key); };
+  f.append(record("dev/csr10x10:5:00ff/spmm/F8", "spmm.rows"));
+  EXPECT_FALSE(f.holds_prefix("dev/csr10x10:6:", true)) << "asked the file: its own append ended the window";
+  const auto looked = std::chrono::steady_clock::now();
+  by_hand("dev/csr10x10:6:abcd/spmm/F8");
+  const bool seen = f.holds_prefix("dev/csr10x10:6:", true);
+  if (std::chrono::steady_clock::now() - looked < std::chrono::duration<double>(0.5 * kRecentCheckSeconds)) {
+    EXPECT_FALSE(seen) << "within the window a no is what was read (the file was not asked)";
+  }
+  EXPECT_TRUE(f.holds_prefix("dev/csr10x10:6:")) << "without recent the file is asked";
+  // This process's own append: the next question asks the file, window or not.
+  by_hand("dev/csr10x10:7:abcd/spmm/F8");
+  f.append(record("dev/csr10x10:8:abcd/spmm/F8", "spmm.rows"));
+  EXPECT_TRUE(f.holds_prefix("dev/csr10x10:7:", true)) << "an append of this process left the window open";
+  // A yes asks the file, and what it reads then answers the next no.
+  by_hand("dev/csr10x10:9:abcd/spmm/F8");
+  EXPECT_TRUE(f.holds_prefix("dev/csr10x10:5:", true));
+  EXPECT_TRUE(f.holds_prefix("dev/csr10x10:9:", true)) << "the yes above read the file";
+  bool stale = false;
+  EXPECT_TRUE(f.lookup("dev/csr10x10:9:abcd/spmm/F8", "v=1", &stale, false).has_value());
+  // Cleared by this process: no record is answered from the window.
+  f.clear();
+  EXPECT_FALSE(f.holds_prefix("dev/csr10x10:5:", true));
+  by_hand("dev/csr10x10:5:00ff/spmm/F8");
+  EXPECT_TRUE(f.holds_prefix("dev/csr10x10:5:", true)) << "the file made afresh (the index was cleared)";
+}
+
 // Context::create reads the decision cache (SPARSEPORT_CACHE_DIR) into the process's index, so
 // that the first decision's lookup opens and reads nothing (select.hpp, warm_up; a new process's
 // cache hit paid the read and the first run of the parser on its hot path).
