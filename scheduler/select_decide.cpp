@@ -331,11 +331,16 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
     // the single calls' pick was within 5 % of the best 43 times, the model's top pick 51 times
     // (benchmarks/results/2026-12-07-s37.md). It is also cheaper: the two pairs of calls were four
     // full-size calls, the check is the vendor's one (less where the model's prediction or the
-    // blocks leave it out, check.hpp). Not on a device: a GPU's timed calls are events on an idle
-    // card, and the path was not measured there.
+    // blocks leave it out, check.hpp). Only for a model whose held-out error of a predicted ratio
+    // (sigma, log2) is under log2(1.15), the worst regret: openmp-x86_64's is 0.133, while
+    // kokkos-x86_64's 0.444 (a third of a call's time) is worse than the calls it would replace.
+    // Not on a device: a GPU's timed calls are events on an idle card, and the path was not
+    // measured there.
+    const double kTrustedSigma = std::log2(1.15);
     const bool two_natives = timed.size() >= 2 && timed[0] != d.vendor && timed[1] != d.vendor;
     if (first_calls > budget && two_natives && untrained.empty() && ranked.modelled && !ranked.transfer &&
-        ranked.margin > 0 && p.plugin->table->memory_space != SPARSEPORT_MEMORY_DEVICE) {
+        ranked.margin > 0 && ranked.sigma > 0 && ranked.sigma < kTrustedSigma &&
+        p.plugin->table->memory_space != SPARSEPORT_MEMORY_DEVICE) {
       d.timing = "none";
       check_the_pick();
       finish(d.candidates.front().variant, "model",

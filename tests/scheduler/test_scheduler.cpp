@@ -1095,7 +1095,7 @@ TEST(SchedulerPipeline, GuardrailKeepsTheVendorWhenNoNativeIsFastEnough) {
 // A model file for the fake device: every variant a one-leaf tree, so the prediction of variant v
 // is exactly its value (log2 of its time over the floor).
 std::string one_leaf_model(const std::string& device_class, double margin,
-                           const std::vector<std::pair<std::string, double>>& predictions) {
+                           const std::vector<std::pair<std::string, double>>& predictions, double sigma = 0.1) {
   // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "literal" + std::string&&.
   std::string variants;
   for (const auto& [v, y] : predictions) {
@@ -1111,7 +1111,9 @@ std::string one_leaf_model(const std::string& device_class, double margin,
   out += device_class;
   out += "\", \"features\": [\"f:log2_nnz\"], \"ops\": {\"spmm\": {\"margin\": ";
   out += std::to_string(margin);
-  out += ", \"sigma\": 0.1, \"variants\": {";
+  out += ", \"sigma\": ";
+  out += std::to_string(sigma);
+  out += ", \"variants\": {";
   out += variants;
   out += "}}}}";
   return out;
@@ -1239,6 +1241,49 @@ TEST(SchedulerModel, AVendorPredictedFarBehindIsNotTimedWhenThePickRunsAsPredict
   EXPECT_NE(plan->decision.reason.find("the vendor not timed at full size"), std::string::npos) << plan->decision.reason;
   EXPECT_NE(plan->decision.reason.find("by the model's prediction"), std::string::npos) << plan->decision.reason;
   EXPECT_EQ(pb.c.data, reference_result(pb));
+}
+
+// Where the budget affords one call each of the two best predicted, both natives, and the host
+// backend's own model errs by less than 15 % (sigma), the model's pick runs without that timing and
+// is checked against the vendor on its first call; a model that errs more still times the two.
+TEST(SchedulerModel, AnUnsureButAccurateModelsPickIsCheckedInsteadOfTwoSingleCalls) {
+  const PluginInfo fake = fake_plugin();
+  for (const double sigma : {0.1, 0.5}) {
+    TempDir dir, models;
+    Problem pb = make_problem(2000);  // full size: second 0.1 ms, slow 0.5, the vendor 5, the trap 20
+    sparseport_spmm_args args = pb.args();
+    ScopedEnv model_dir("SPARSEPORT_MODEL_DIR", models.path.c_str());
+    // Unsure (margin 9), every variant with a tree of its own; the vendor predicted third, and the
+    // predictions far above the spins, so that one call each of the candidates exceeds the budget.
+    write_file(models.path + "/fake.json", one_leaf_model("fake-x86_64", 9.0,
+                                                          {{"spmm.second", 20.0}, {"spmm.slow", 20.5},
+                                                           {"spmm.vendor", 22.0}, {"spmm.trap", 23.0}},
+                                                          sigma));
+    SchedulerOptions o = options(dir, SchedulerMode::automatic);
+    o.full_size_ms = 1e12;  // at full size, however long the predictions
+    auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, o);
+    execute(plan, &args, "test");
+    const Decision& d = plan->decision;
+    EXPECT_FALSE(d.model_alone) << "below its margin: not the confident path";
+    std::map<std::string, double> measured;
+    for (const Decision::Candidate& c : d.candidates)
+      if (c.measured_ms >= 0) measured[c.variant] = c.measured_ms;
+    if (sigma < std::log2(1.15)) {
+      EXPECT_EQ(d.source, "model") << d.reason;
+      EXPECT_EQ(d.timing, "none");
+      EXPECT_TRUE(d.verified) << "checked against the vendor on its first call: " << d.reason;
+      EXPECT_EQ(measured.count("spmm.trap"), 0u) << d.reason;
+      // The pick is the best predicted unless its check lost to the vendor on a preempted call, which
+      // the reason then says.
+      if (d.variant != "spmm.second") {
+        EXPECT_NE(d.reason.find("revert"), std::string::npos) << d.reason;
+      }
+    } else {
+      EXPECT_EQ(d.source, "timed") << d.reason;
+      EXPECT_EQ(measured.count("spmm.second") + measured.count("spmm.slow"), 2u) << "the two best predicted, timed";
+    }
+    EXPECT_EQ(pb.c.data, reference_result(pb)) << "sigma " << sigma;
+  }
 }
 
 TEST(SchedulerModel, AVariantTheModelWasNotTrainedOnIsTimedWhateverItsRank) {
