@@ -333,7 +333,7 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
     // full-size calls, the check is the vendor's one (less where the model's prediction or the
     // blocks leave it out, check.hpp). Only for a model whose held-out error of a predicted ratio
     // (sigma, log2) is under log2(1.15), the worst regret: openmp-x86_64's is 0.133, while
-    // kokkos-x86_64's 0.444 (a third of a call's time) is worse than the calls it would replace.
+    // kokkos-x86_64's 0.444 (36 %) is no better than the calls it would replace.
     // Not on a device: a GPU's timed calls are events on an idle card, and the path was not
     // measured there.
     const double kTrustedSigma = std::log2(1.15);
