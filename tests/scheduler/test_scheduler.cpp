@@ -1479,14 +1479,11 @@ TEST(SchedulerModel, EveryShippedModelParsesAsItsOwnClassAndKokkosOnCudaHasOne) 
   const CostModel* m = model_for(device_class("kokkos", kokkos_cuda), &how);
   ASSERT_NE(m, nullptr) << how;
   EXPECT_EQ(how, "own (kokkos-sm90)");
-  // Its records predate hub_split's whole rows on a device (2026-12-06: 1.34x faster on the shared
-  // matrices, up to 3.4x): no tree of its, nor of its family, so that the scheduler times hub_split
-  // beside the model's pick (SchedulerModel.AVariantTheModelWasNotTrainedOnIsTimedWhateverItsRank)
-  // instead of ranking it by the kernel it replaced. Records collected with the new kernel give it
-  // trees again, and this line goes.
-  EXPECT_FALSE(m->predict("spmm", "spmm.hub_split", m->columns({})).has_value())
-      << "kokkos-sm90 predicts spmm.hub_split: was it collected with the whole-rows kernel (72275c7)?";
-  EXPECT_TRUE(m->predict("spmm", "spmm.team_rows", m->columns({})).has_value());
+  // Trained on records of every variant with hub_split's whole rows on a device (2026-12-07, an
+  // H100: benchmarks/results/2026-12-07-s37.md), so that hub_split is ranked by a tree of its own.
+  // A model trained before that kernel had none (it was timed beside the pick instead).
+  for (const char* v : {"spmm.hub_split", "spmm.team_rows", "spmm.kokkoskernels"})
+    EXPECT_TRUE(m->predict("spmm", v, m->columns({})).has_value()) << v;
   // Kokkos-OpenMP keeps its own.
   m = model_for(device_class("kokkos", make_signature({{"exec_space", "OpenMP"}, {"memory_space", "HostSpace"}})), &how);
   ASSERT_NE(m, nullptr) << how;
