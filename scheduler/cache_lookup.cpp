@@ -329,9 +329,10 @@ bool holds(Index& ix, const std::string& prefix) {
   return ::memmem(ix.text.get(), ix.length, needle.data(), needle.size()) != nullptr;
 }
 
-// Whether holds_prefix(..., recent) may answer "no" from what was read (cache.hpp).
+// Whether holds_prefix(..., recent) may answer "no" from what was read (cache.hpp). A forgotten
+// check (time_point{}, steady_clock's start: the boot on Linux) is not recent.
 bool recently_checked(const Index& ix) {
-  return ix.known && ix.checked != std::chrono::steady_clock::time_point{} &&
+  return ix.known &&
          std::chrono::steady_clock::now() - ix.checked < std::chrono::duration<double>(kRecentCheckSeconds);
 }
 
