@@ -66,6 +66,9 @@ struct PlanState {
   bool transfer = false;  // the model is another device class's: record full-size residuals
   bool decided = false;
   bool verify_pending = false;
+  // decide() timed the chosen variant last, on the caller's operands and output: that call was the
+  // op's own, and execute_native makes no other (reset there).
+  bool output_written = false;
   // prepare() has just brought this process's copy of the cache file up to date (holds_prefix), or
   // found no line of A's shape in a copy checked less than kRecentCheckSeconds ago: the lookups of
   // the same preparation use it without another lstat (one cost a class decision 25-30 us right

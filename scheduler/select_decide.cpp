@@ -311,10 +311,11 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
   const double budget = f.nnz >= 1000000 ? 2 * t_best : std::max(kColdDecisionSeconds - since(t0), 0.0);
   const std::string where = label(p);
   if (t_best < p.opt.full_size_ms * 1e-3) {
-    // At full size, on the caller's operands, best predicted first: exact, and no check needed
-    // afterwards. A warm-up and a timed call each of the candidates cost about twice their number
-    // in full-size calls: where that exceeds the budget (2 calls on a large graph), only the two
-    // best predicted are timed.
+    // At full size, on the caller's operands: exact, and no check needed afterwards. A warm-up and
+    // a timed call each of the candidates cost about twice their number in full-size calls (the best
+    // predicted goes last, and its first call alone, the op's own, settles it where it beats the
+    // others: time_full_size): where that exceeds the budget (2 calls on a large graph), only the
+    // two best predicted are timed.
     std::vector<std::string> timed;
     for (const Decision::Candidate& c : d.candidates)
       if (c.variant == d.vendor || std::find(natives.begin(), natives.end(), c.variant) != natives.end())
@@ -360,7 +361,9 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
                                     : "full size";
     std::vector<std::pair<std::string, double>> native_times;
     double t_vendor = -1;
-    for (const FullSizeTime& t : time_full_size(*p.plugin, p.exec, p.op, args, timed, 3, budget, where)) {
+    const OutputGuard guard(*p.plugin, p.exec, p.op, args, where);
+    LastCall last;
+    for (const FullSizeTime& t : time_full_size(*p.plugin, p.exec, p.op, args, timed, 3, budget, p.opt.alpha, guard, &last)) {
       measured(p, t.variant, t.seconds);
       built(p, t.variant, t.first_seconds);
       if (t.variant == d.vendor) t_vendor = t.seconds;
@@ -368,19 +371,29 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
     }
     p.verify_pending = false;
     d.verified = true;
+    std::string variant, reason;
     if (std::find(timed.begin(), timed.end(), d.vendor) == timed.end()) {
       // The vendor was not among the two best predicted: the faster of those measured.
       const auto best = std::min_element(native_times.begin(), native_times.end(), [](auto& x, auto& y) {
         return (x.second < 0 ? 1e300 : x.second) < (y.second < 0 ? 1e300 : y.second);
       });
-      finish(best->second >= 0 ? best->first : d.vendor, "timed",
-             timed.size() > 2 ? "the fastest of the two best predicted and the untrained at full size (the vendor "
+      variant = best->second >= 0 ? best->first : d.vendor;
+      reason = timed.size() > 2 ? "the fastest of the two best predicted and the untrained at full size (the vendor "
                                   "predicted slower)"
-                                : "the faster of the two best predicted at full size (the vendor predicted slower)");
-      return;
+                                : "the faster of the two best predicted at full size (the vendor predicted slower)";
+    } else {
+      const Verdict v = guardrail(native_times, d.vendor, t_vendor, p.opt.alpha, "at full size");
+      variant = v.variant, reason = v.reason;
     }
-    const Verdict v = guardrail(native_times, d.vendor, t_vendor, p.opt.alpha, "at full size");
-    finish(v.variant, "timed", v.reason);
+    // Where the last call timed was the chosen variant's, on the output as the caller gave it, that
+    // call was the op's own (execute_native runs no other), as the check's last call is (check.hpp).
+    if (last.variant == variant) {
+      p.output_written = true;
+      d.decide_seconds -= last.seconds;
+    } else {
+      guard.restore();
+    }
+    finish(variant, "timed", reason);
     return;
   }
 

@@ -166,39 +166,66 @@ void OutputGuard::restore() const {
 
 std::vector<FullSizeTime> time_full_size(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op,
                                          const void* args, const std::vector<std::string>& variants, int repeats,
-                                         double budget_s, const std::string& where) {
-  const OutputGuard guard(plugin, exec, op, args, where);
+                                         double budget_s, double first_wins, const OutputGuard& guard, LastCall* last) {
   const auto started = std::chrono::steady_clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+  LastCall ran;
   const auto batch = [&](const std::string& v, int calls) {
     guard.restore();
-    return batch_seconds(plugin, exec, op, v, args, calls, nullptr);
+    const double s = batch_seconds(plugin, exec, op, v, args, calls, nullptr);
+    // One call on the output as the caller gave it, or any number where the op does not read it:
+    // the output is v's result.
+    ran = s >= 0 && (calls == 1 || !guard.active()) ? LastCall{v, s} : LastCall{};
+    return s;
   };
-  // First a warm-up call each (a first call builds per-matrix state: cuSPARSE descriptors and its
-  // algorithm choice, hub partitions, tc_window's format; lazily loaded kernels), then one timed
-  // call each, in the order given.
+  // A warm-up call (a first call builds per-matrix state: cuSPARSE descriptors and its algorithm
+  // choice, hub partitions, tc_window's format; lazily loaded kernels), then a timed call, for each
+  // variant but the best predicted; then the best predicted's first call. Where that first call,
+  // its build included, already beats every other variant's timed call, it needs no second: the
+  // choice is the same with its steady time, and the output holds its result, so that its call is
+  // the op's own. A cold decision between two variants then costs the other's two calls beyond the
+  // op's, where it cost four (both timed twice, then the op's call): issue 35's target on inputs of
+  // >= 1M entries is 2. (H100, 2026-12-07: 3.4-4.2 full-size calls a cold decision on three such
+  // inputs at F = 64, features and the model included; benchmarks/results/2026-12-07-s38.md.)
   std::vector<FullSizeTime> out;
-  double fastest = 1e300;
-  for (const std::string& v : variants) out.push_back({v, -1, batch(v, 1)});
-  for (FullSizeTime& t : out) {
+  for (const std::string& v : variants) out.push_back({v, -1, -1});
+  double others = 1e300;
+  for (size_t i = 1; i < out.size(); ++i) {
+    FullSizeTime& t = out[i];
+    t.first_seconds = batch(t.variant, 1);
     if (t.first_seconds >= 0) t.seconds = batch(t.variant, 1);
-    if (t.seconds >= 0) fastest = std::min(fastest, t.seconds);
+    if (t.seconds >= 0) others = std::min(others, t.seconds);
   }
+  if (!out.empty()) {
+    FullSizeTime& t = out.front();
+    t.first_seconds = batch(t.variant, 1);
+    if (t.first_seconds >= 0 && t.first_seconds <= first_wins * others) t.seconds = t.first_seconds;
+    else if (t.first_seconds >= 0) t.seconds = batch(t.variant, 1);
+  }
+  double fastest = 1e300;
+  for (const FullSizeTime& t : out)
+    if (t.seconds >= 0) fastest = std::min(fastest, t.seconds);
   // Then batches (batch_target: 200 us on a device, so launch and clock overheads do not rank short
-  // kernels) for every variant within 4x of the fastest first call, while the budget lasts; the others keep
+  // kernels) for every variant within 4x of the fastest single call, while the budget lasts; the others keep
   // their single call (one call's noise is far below 4x, so they cannot win, and batching them
-  // would only spend the budget).
-  for (FullSizeTime& t : out) {
-    const double s = t.seconds;
+  // would only spend the budget). The fastest goes last: where it stays the fastest and the op does
+  // not read its output, its last batch leaves the op's result.
+  std::vector<FullSizeTime*> order;
+  for (FullSizeTime& t : out) order.push_back(&t);
+  std::stable_sort(order.begin(), order.end(), [](const FullSizeTime* x, const FullSizeTime* y) {
+    return (x->seconds < 0 ? 1e300 : x->seconds) > (y->seconds < 0 ? 1e300 : y->seconds);
+  });
+  for (FullSizeTime* t : order) {
+    const double s = t->seconds;
     if (repeats <= 0 || s < 0 || s > 4 * fastest) continue;
     const int calls = calls_per_batch(s, batch_target(plugin));
     if (elapsed() + repeats * calls * s > budget_s) continue;
     std::vector<double> times;
-    for (int r = 0; r < repeats; ++r) times.push_back(batch(t.variant, calls));
+    for (int r = 0; r < repeats; ++r) times.push_back(batch(t->variant, calls));
     std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
-    if (times[times.size() / 2] >= 0) t.seconds = times[times.size() / 2];
+    if (times[times.size() / 2] >= 0) t->seconds = times[times.size() / 2];
   }
-  guard.restore();
+  if (last != nullptr) *last = ran;
   return out;
 }
 

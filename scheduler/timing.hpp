@@ -45,6 +45,7 @@ class OutputGuard {
   OutputGuard(const OutputGuard&) = delete;
   OutputGuard& operator=(const OutputGuard&) = delete;
   void restore() const;  // no-op when the op does not read its output
+  bool active() const { return saved_ != nullptr; }  // the op reads its output: a copy is kept
 
  private:
   const PluginInfo& plugin_;
@@ -56,18 +57,30 @@ class OutputGuard {
 };
 
 // Full-size times (seconds; negative: the variant failed) of each variant, on the caller's
-// operands: a warm-up call and one timed call each in the order given (best predicted first), then
-// `repeats` batches for those within 4x of the fastest while the elapsed time stays within budget_s
-// (repeats 0: one call each). The warm-up call's time is kept: what it spent beyond a steady call
-// is the variant's per-matrix build (SchedulerOptions::expected_calls).
+// operands (best predicted first in `variants`): the others first, a warm-up call and one timed call
+// each, then the best predicted, whose first call settles it where it took at most `first_wins`
+// times every other variant's timed call (its steady call can only be faster: it won, and that call
+// was the op's own); else it is timed once more. Then `repeats` batches for those within 4x of the
+// fastest while the elapsed time stays within budget_s (repeats 0: none), the fastest last. A
+// warm-up call's time is kept: what it spent beyond a steady call is the variant's per-matrix build
+// (SchedulerOptions::expected_calls). The output is left as the last call made it (`guard` is the
+// caller's, which restores it unless that call's variant is the one chosen): *last says whose
+// result it holds, if any.
 struct FullSizeTime {
   std::string variant;
   double seconds = -1;        // steady: the median batch's mean call, else the timed call
   double first_seconds = -1;  // the warm-up call, which builds the variant's per-matrix state
 };
+// Whose result the caller's output holds after timing: one call of `variant` on the output as the
+// caller gave it (or any number of calls where the op does not read its output), which took
+// `seconds`; an empty variant where it holds none.
+struct LastCall {
+  std::string variant;
+  double seconds = -1;
+};
 std::vector<FullSizeTime> time_full_size(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op,
                                          const void* args, const std::vector<std::string>& variants, int repeats,
-                                         double budget_s, const std::string& where);
+                                         double budget_s, double first_wins, const OutputGuard& guard, LastCall* last);
 
 class ProbeSample {
  public:

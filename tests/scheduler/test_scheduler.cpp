@@ -1286,6 +1286,58 @@ TEST(SchedulerModel, AnUnsureButAccurateModelsPickIsCheckedInsteadOfTwoSingleCal
   }
 }
 
+// A timed decision times the best predicted last, by its first call alone where that already beats
+// the other's timed call, and that call is the op's own: the other's warm-up and timed call and the
+// pick's one call, three calls in all where there were five (both timed twice, then the op). With
+// beta != 0 the op reads C, so the result must be the pick's one call on the C the caller gave.
+TEST(SchedulerModel, ATimedDecisionsLastCallIsThePicksAndTheOpsOwn) {
+  const PluginInfo fake = fake_plugin();
+  for (const float beta : {0.0f, 0.5f}) {
+    TempDir dir, models;
+    Problem pb = make_problem(2000);  // small: second takes 1 ms, slow 15, the vendor 3, the trap 0.1
+    for (size_t i = 0; i < pb.c.data.size(); ++i) pb.c.data[i] = static_cast<float>(i % 5) - 2.0f;
+    sparseport_spmm_args args = pb.args();
+    args.beta = beta;
+    std::vector<float> want = pb.c.data;
+    {
+      sparseport_spmm_args ref = args;
+      ref.c.data = want.data();
+      sparseport_status st{};
+      ASSERT_EQ(plugin("reference").table->spmm(nullptr, "spmm.serial", &ref, &st), 0);
+    }
+    ScopedEnv model_dir("SPARSEPORT_MODEL_DIR", models.path.c_str());
+    // Unsure (margin 9) and inaccurate (sigma 0.5: no pick without timing), second then slow
+    // predicted best, the vendor third, the predictions far above the spins: one call each of the
+    // two best predicted is the whole timing.
+    write_file(models.path + "/fake.json", one_leaf_model("fake-x86_64", 9.0,
+                                                          {{"spmm.second", 20.0}, {"spmm.slow", 20.5},
+                                                           {"spmm.vendor", 22.0}, {"spmm.trap", 23.0}},
+                                                          0.5));
+    SchedulerOptions o = options(dir, SchedulerMode::automatic);
+    o.full_size_ms = 1e12;
+    auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &args, o);
+    g_calls = 0;
+    execute(plan, &args, "test");
+    const Decision& d = plan->decision;
+    EXPECT_EQ(d.source, "timed") << d.reason;
+    EXPECT_EQ(d.variant, "spmm.second") << d.reason;
+    std::map<std::string, double> measured;
+    for (const Decision::Candidate& c : d.candidates)
+      if (c.measured_ms >= 0) measured[c.variant] = c.measured_ms;
+    EXPECT_EQ(measured.count("spmm.second") + measured.count("spmm.slow"), 2u) << "the two best predicted, timed";
+    // 15 ms against 1 ms: a preempted spin would have to last 14 ms longer to give second a second call.
+    EXPECT_EQ(g_calls.load(), 3) << "slow's two calls and second's one, which is the op's: " << d.reason;
+    EXPECT_EQ(pb.c.data, want) << "beta " << beta;
+    EXPECT_GT(d.decide_seconds, 0.0);
+    // The next call of the plan runs the pick once.
+    g_calls = 0;
+    pb.c.data.assign(pb.c.data.size(), 0.0f);
+    args.beta = 0.0f;
+    execute(plan, &args, "test");
+    EXPECT_EQ(g_calls.load(), 1);
+  }
+}
+
 TEST(SchedulerModel, AVariantTheModelWasNotTrainedOnIsTimedWhateverItsRank) {
   TempDir dir, models;
   const PluginInfo fake = fake_plugin();
