@@ -298,9 +298,9 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
   // remainder, the picks within 5 % of the best as often (144 / 153 against 143 / 153; three
   // oracle runs an arm; benchmarks/results/2026-12-06-cpu-cold-vendor-blocks.md).
   // A native the model has no tree of its own for (one added after it was trained: cuda-sm90
-  // predicts merge_path by nnz_balanced's tree, 2.1x too slow on rmat:20:16) is timed as well,
-  // whatever its rank: its rank says nothing of it (H200, rmat:22:16 F = 32: left out, the pick was
-  // 1.17x the best).
+  // predicted merge_path by nnz_balanced's tree, 2.1x too slow on rmat:20:16, until its spmm was
+  // retrained with every variant's records) is timed as well, whatever its rank: its rank says
+  // nothing of it (H200, rmat:22:16 F = 32: left out, the pick was 1.17x the best).
   std::vector<std::string> natives, untrained;
   for (const Decision::Candidate& c : d.candidates) {
     if (c.variant == d.vendor) continue;
