@@ -33,6 +33,17 @@ python3 scheduler/model/corpus.py --max-nnz "${MAX_NNZ:-20000000}" | shuf --rand
 python3 scheduler/model/corpus.py --max-nnz "${MAX_NNZ_CPU:-2000000}" | shuf --random-source=<(seeded) >"$CORPUS_CPU"
 echo "corpus: $(wc -l <"$CORPUS") graphs (GPU), $(wc -l <"$CORPUS_CPU") (CPU)"
 
+# What has been collected, complete lines only, into OUT_DIR: at the end, and when a timeout stops
+# this script first (a graph started before the deadline may run past it: a GPU call's collection
+# under `timeout` lost every record that way, 2026-12-07). The runs still going keep writing to WORK.
+save() {
+  for f in "$WORK"/*.jsonl; do
+    [ -e "$f" ] || continue
+    echo "$f: $(wc -l <"$f") records"
+    sed '$ { /}$/!d }' "$f" | gzip -c >"$OUT/$(basename "$f").gz"
+  done
+}
+trap 'save; exit 124' TERM INT
 # One process per op over the whole corpus (one context, each graph generated once per op), each
 # with its share of the time; args: backend corpus seconds op F-list reduce-list [prefix...]
 run_op() {
@@ -84,8 +95,5 @@ case " $WHAT " in *" cuda "*)
   ;;
 esac
 wait
-for f in "$WORK"/*.jsonl; do
-  echo "$f: $(wc -l <"$f") records"
-  gzip -c "$f" >"$OUT/$(basename "$f").gz"
-done
+save
 rm -rf "$WORK"
