@@ -66,6 +66,15 @@ int64_t mean_floor(const sparseport_csr& a) { return kHubMeanMultiple * (a.nnz /
 
 namespace {
 
+// Whether rows that vectors cannot take go in strided columns (spmm_rows.cuh, STRIDED): float and
+// 16-bit values wider than the 32 columns one pass of scalar lanes covers, unless
+// SPARSEPORT_HUB_STRIDED=0 (A/B timing).
+bool strided_columns(const sparseport_spmm_args& a) {
+  if (a.b.cols <= 32 || a.a.value_type == SPARSEPORT_F64) return false;
+  const char* knob = std::getenv("SPARSEPORT_HUB_STRIDED");
+  return knob == nullptr || std::string(knob) != "0";
+}
+
 // spmm_hub_split for vectors of W values a lane along F (W = 4: float and double, 16 bytes of
 // floats; W = 8: 16-bit values, 16 bytes), or single values (vec false: every type).
 template <int W>
@@ -139,6 +148,17 @@ void hub_split_typed(const State& s, const sparseport_spmm_args& a, bool vec, bo
         default: launch<W, 32>(s, a, t, false); break;
       }
     }
+  } else if (strided_columns(a)) {
+    // Rows that vectors cannot take, wider than a warp: one pass of up to 128 columns, a lane's
+    // columns strided by G (spmm_rows.cuh, STRIDED), G x VEC the narrowest cover of F.
+    if (a.b.cols <= 48)
+      launch<3, 16, 1, true>(s, a, t, false);
+    else if (a.b.cols <= 64)
+      launch<2, 32, 1, true>(s, a, t, false);
+    else if (a.b.cols <= 96)
+      launch<3, 32, 1, true>(s, a, t, false);
+    else
+      launch<4, 32, 1, true>(s, a, t, false);
   } else {
     launch<1, 32>(s, a, t, false);
   }

@@ -309,10 +309,10 @@ __global__ void __launch_bounds__(kBlock)
 }
 
 // Whether the regular rows of a launch shape end in masked batches (spmm_hub_kernel).
-template <bool kDet, int VEC, int S>
-inline constexpr bool kMaskedRows = !kDet && VEC == 4 && S == 1;
+template <bool kDet, int VEC, int S, bool STRIDED = false>
+inline constexpr bool kMaskedRows = !kDet && (STRIDED || (VEC == 4 && S == 1));
 
-template <Red R, bool kDet, class I, class V, int VEC, int G, int S>
+template <Red R, bool kDet, class I, class V, int VEC, int G, int S, bool STRIDED>
 __global__ void __launch_bounds__(kBlock)
     spmm_hub_kernel(SpmmParams<I, V> p, const HubItem* items, int64_t nitems, acc_t<V>* acc, unsigned* counters,
                     const int32_t* split_items, const int32_t* split_first) {
@@ -327,15 +327,33 @@ __global__ void __launch_bounds__(kBlock)
   // longest regular rows, which decide latency-bound launches; a row's last entries in masked
   // batches of 4 (spmm_rows.cuh) where a group walks its row alone, float and double in vectors.
   // Deterministic mode keeps the one-at-a-time loop (the same bits; its kernels stay as checked).
-  spmm_rows_body<R, I, V, VEC, G, false, S, 8, false, kMaskedRows<kDet, VEC, S>>(p, group, ngroups);
+  spmm_rows_body<R, I, V, VEC, G, false, S, 8, false, kMaskedRows<kDet, VEC, S, STRIDED>, STRIDED>(p, group, ngroups);
 }
 
-template <int VEC, int G, int S = 1>
+// The value types a launch shape takes: VEC's (dispatch_types_vec); for STRIDED float and the
+// 16-bit types (double keeps the scalar lanes: a third more kernels to compile, for a type GNNs
+// do not use).
+template <int VEC, bool STRIDED, class F>
+void dispatch_shape_types(const sparseport_spmm_args& a, F&& f) {
+  if constexpr (STRIDED)
+    dispatch_index(a.a.index_type, [&](auto i) {
+      if (is16_tag(a.a.value_type))
+        dispatch_value16(a.a.value_type, [&](auto v) { f(i, v); });
+      else
+        f(i, float{});
+    });
+  else
+    dispatch_types_vec<VEC>(a.a.index_type, a.a.value_type, f);
+}
+
+// STRIDED: VEC columns a lane at a stride of G (spmm_rows.cuh), one slice, default mode only.
+template <int VEC, int G, int S = 1, bool STRIDED = false>
 void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold, bool det) {
   static_assert(S == 1 || G * S <= 32, "a team fits in a warp");
+  static_assert(!STRIDED || S == 1, "strided columns: one slice");
   const int64_t chunk = det ? det_chunk(a.a.nnz) : hub_chunk(a.a.nnz);
   const int64_t spread = det ? kDetSpread : int64_t{8} * s.info().sms;
-  dispatch_types_vec<VEC>(a.a.index_type, a.a.value_type, [&](auto i, auto v) {
+  dispatch_shape_types<VEC, STRIDED>(a, [&](auto i, auto v) {
     using I = decltype(i);
     using V = decltype(v);
     using A = acc_t<V>;
@@ -370,19 +388,22 @@ void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold, bo
       const int64_t work = p.order != nullptr ? p.norder : p.m;
       const int64_t regular = std::min<int64_t>(blocks_for(work * G * S), 2147483647 - plan->nitems_);
       const unsigned grid = static_cast<unsigned>(plan->nitems_ + regular);
-      if (det)
-        spmm_hub_kernel<R, true, I, V, VEC, G, S><<<grid, kBlock, 0, s.stream()>>>(
+      if (det) {
+        if constexpr (!STRIDED)
+          spmm_hub_kernel<R, true, I, V, VEC, G, S, false><<<grid, kBlock, 0, s.stream()>>>(
+              p, plan->items_, plan->nitems_, acc.as<A>(), counters.as<unsigned>(), plan->split_items_,
+              plan->split_first_);
+      } else {
+        spmm_hub_kernel<R, false, I, V, VEC, G, S, STRIDED><<<grid, kBlock, 0, s.stream()>>>(
             p, plan->items_, plan->nitems_, acc.as<A>(), counters.as<unsigned>(), plan->split_items_,
             plan->split_first_);
-      else
-        spmm_hub_kernel<R, false, I, V, VEC, G, S><<<grid, kBlock, 0, s.stream()>>>(
-            p, plan->items_, plan->nitems_, acc.as<A>(), counters.as<unsigned>(), plan->split_items_,
-            plan->split_first_);
+      }
       check_launch("spmm.hub_split");
       // Which path the regular rows took, for tests and cuda_timing.
-      const bool masked = det ? kMaskedRows<true, VEC, S> : kMaskedRows<false, VEC, S>;
-      s.set_note(masked ? "spmm.hub_split: a row's last entries in masked batches"
-                        : "spmm.hub_split: a row's last entries one at a time");
+      const bool masked = det ? kMaskedRows<true, VEC, S, STRIDED> : kMaskedRows<false, VEC, S, STRIDED>;
+      s.set_note(std::string("spmm.hub_split: ") +
+                 (masked ? "a row's last entries in masked batches" : "a row's last entries one at a time") +
+                 (STRIDED ? ", " + std::to_string(VEC) + " strided columns a lane" : std::string()));
       if (det && plan->nsplit_ > 0) {
         const unsigned folds = static_cast<unsigned>(std::min<int64_t>(plan->nsplit_, 65535));
         det_fold_kernel<R, I, V><<<folds, kBlock, 0, s.stream()>>>(p, plan->split_rows_, plan->split_items_,
@@ -396,6 +417,8 @@ void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold, bo
 // The launch shapes spmm_hub.cu uses, each compiled once, in the file named.
 #define SPARSEPORT_HUB_LAUNCH(VEC, G, S) \
   template void launch<VEC, G, S>(const State&, const sparseport_spmm_args&, int64_t, bool)
+#define SPARSEPORT_HUB_LAUNCH_STRIDED(VEC, G) \
+  template void launch<VEC, G, 1, true>(const State&, const sparseport_spmm_args&, int64_t, bool)
 // spmm_hub_scalar.cu
 extern SPARSEPORT_HUB_LAUNCH(1, 32, 1);
 // spmm_hub_vec4.cu (float and double in 16-byte vectors)
@@ -406,6 +429,11 @@ extern SPARSEPORT_HUB_LAUNCH(4, 32, 1);
 extern SPARSEPORT_HUB_LAUNCH(4, 8, 4);
 extern SPARSEPORT_HUB_LAUNCH(4, 8, 2);
 extern SPARSEPORT_HUB_LAUNCH(4, 16, 2);
+// spmm_hub_strided.cu (every value type, columns strided by G)
+extern SPARSEPORT_HUB_LAUNCH_STRIDED(3, 16);
+extern SPARSEPORT_HUB_LAUNCH_STRIDED(2, 32);
+extern SPARSEPORT_HUB_LAUNCH_STRIDED(3, 32);
+extern SPARSEPORT_HUB_LAUNCH_STRIDED(4, 32);
 // spmm_hub_vec8.cu (16-bit values in 16-byte vectors)
 extern SPARSEPORT_HUB_LAUNCH(8, 4, 1);
 extern SPARSEPORT_HUB_LAUNCH(8, 8, 1);

@@ -99,6 +99,27 @@ __device__ __forceinline__ void vaccumulate_arg(VecN<V, VEC>& acc, VecN<I, VEC>&
   }
 }
 
+// The M gathered rows cc[0..M) at this lane's VEC columns: f, f + 1, ... in one 16-byte vector
+// (or a scalar), or with STRIDED f, f + G, f + 2G, ... one value each (zero past F).
+template <class I, class V, int VEC, int G, bool STRIDED, int M>
+__device__ __forceinline__ void gather_rows(const SpmmParams<I, V>& p, const I (&cc)[M], int64_t f,
+                                            VecN<acc_t<V>, VEC> (&bv)[M]) {
+  if constexpr (STRIDED) {
+#pragma unroll
+    for (int u = 0; u < M; ++u) {
+      const V* row = p.b + static_cast<int64_t>(cc[u]) * p.ldb;
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) {
+        const int64_t fi = f + int64_t{G} * i;
+        bv[u].x[i] = fi < p.F ? sload<V, 1>(row + fi).x[0] : acc_t<V>(0);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int u = 0; u < M; ++u) bv[u] = sload<V, VEC>(p.b + static_cast<int64_t>(cc[u]) * p.ldb + f);
+  }
+}
+
 // A team of G * S lanes owns a row: S slices of G lanes, slice s taking the row's entries
 // e0 + s, e0 + s + S, ... (strided, so the slices' colind reads stay coalesced), and the slices'
 // partial results combined by shuffles before slice 0 writes. S > 1 serves small matrices, whose
@@ -113,14 +134,20 @@ __device__ __forceinline__ void vaccumulate_arg(VecN<V, VEC>& acc, VecN<I, VEC>&
 // 0.968x their time geomean over 6 graphs x F = 16-128, mdual 0.89-0.95x at F = 16-64 (H200,
 // benchmarks/results/2026-12-06-h200-hub-masked-batches.md); 0.982x over the 18 shared matrices and
 // 3 generated graphs x F = 16-128, 0.888-1.065 (H100, 2026-12-06-h100-masked-prefetch-minibatch.md).
+// STRIDED (one slice, no ARG): a lane's VEC values are the columns f, f + G, f + 2G, ... (one
+// scalar load each, coalesced across the group), so that a row of any width and alignment is
+// walked once for up to G * VEC columns: without vectors, hub_split's lanes took 32 columns a pass
+// and walked a row of F = 47 twice, each pass its own chain of gathers, and took 1.56-1.67x its
+// F = 64 time (H100, benchmarks/results/2026-12-07-s38.md, section 4).
 // Not kept, same runs: loading a group's next row number and bounds a turn ahead in a grid capped
 // at 2 or 8 waves, so that the order -> rowptr loads leave each row's chain: 1.08x / 1.07x the time,
 // up to 1.64x on rmat:20:16. The capped grid gives up the block scheduler's balancing of rows of
 // unequal length, which the one-group-a-row grid had for free; the prefetch won nothing back.
 template <Red R, class I, class V, int VEC, int G, bool STAGE, int S = 1, int UU = 0, bool ARG = false,
-          bool MASKED = false>
+          bool MASKED = false, bool STRIDED = false>
 __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_t group, int64_t ngroups) {
   static_assert(!STAGE, "the staged path is gone (see the top of the file)");
+  static_assert(!STRIDED || (S == 1 && !ARG), "strided columns: one slice, no arg");
   static_assert(!MASKED || (S == 1 && !ARG), "masked batches serve one slice summing or reducing without arg");
   static_assert(G * S <= 32, "a team fits in a warp");
   static_assert(!ARG || (R != Red::sum && S == 1),
@@ -133,7 +160,6 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
   const unsigned team_mask = group_mask<T>();
   const I* __restrict__ colind = p.colind;
   const V* __restrict__ val = p.val;
-  const V* __restrict__ b = p.b;
   const int64_t nwork = p.order != nullptr ? p.norder : p.m;
   for (int64_t k = group; k < nwork; k += ngroups) {
     const int64_t row = p.order != nullptr ? static_cast<int64_t>(p.order[k]) : k;
@@ -148,8 +174,8 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
     }
     const A count = static_cast<A>(e1 - e0);
     for (int64_t f0 = 0; f0 < p.F; f0 += int64_t{G} * VEC) {
-      const int64_t f = f0 + int64_t{sub} * VEC;
-      const bool active = f < p.F;  // VEC > 1 only when F % VEC == 0
+      const int64_t f = f0 + int64_t{sub} * (STRIDED ? 1 : VEC);
+      const bool active = f < p.F;  // unstrided VEC > 1 only when F % VEC == 0
       VecN<A, VEC> acc;
       vfill(acc, red_identity<R, A>());
       [[maybe_unused]] VecN<I, VEC> pos;
@@ -165,8 +191,7 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
             w[u] = val != nullptr ? widen(val[e + u * S]) : A(1);
           }
           VecN<A, VEC> bv[U];
-#pragma unroll
-          for (int u = 0; u < U; ++u) bv[u] = sload<V, VEC>(b + static_cast<int64_t>(cc[u]) * p.ldb + f);
+          gather_rows<I, V, VEC, G, STRIDED>(p, cc, f, bv);
           if constexpr (ARG) {
 #pragma unroll
             for (int u = 0; u < U; ++u) vaccumulate_arg<R>(acc, pos, w[u], bv[u], static_cast<I>(e + u));
@@ -187,20 +212,21 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
               w[u] = val != nullptr ? widen(val[eu]) : A(1);
             }
             VecN<A, VEC> bv[M];
-#pragma unroll
-            for (int u = 0; u < M; ++u) bv[u] = sload<V, VEC>(b + static_cast<int64_t>(cc[u]) * p.ldb + f);
+            gather_rows<I, V, VEC, G, STRIDED>(p, cc, f, bv);
 #pragma unroll
             for (int u = 0; u < M; ++u)
               if (e + u < e1) vaccumulate<R>(acc, w[u], bv[u]);
           }
         }
         for (; e < e1; e += S) {
-          const I cc = colind[e];
+          const I cc[1] = {colind[e]};
           const A w = val != nullptr ? widen(val[e]) : A(1);
+          VecN<A, VEC> bv[1];
+          gather_rows<I, V, VEC, G, STRIDED>(p, cc, f, bv);
           if constexpr (ARG)
-            vaccumulate_arg<R>(acc, pos, w, sload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f), static_cast<I>(e));
+            vaccumulate_arg<R>(acc, pos, w, bv[0], static_cast<I>(e));
           else
-            vaccumulate<R>(acc, w, sload<V, VEC>(b + static_cast<int64_t>(cc) * p.ldb + f));
+            vaccumulate<R>(acc, w, bv[0]);
         }
       }
       if constexpr (S > 1) {
@@ -211,7 +237,15 @@ __device__ __forceinline__ void spmm_rows_body(const SpmmParams<I, V>& p, int64_
           for (int i = 0; i < VEC; ++i) acc.x[i] = red_combine<R>(acc.x[i], __shfl_xor_sync(team_mask, acc.x[i], o, T));
         if (slice != 0) continue;
       }
-      if (active) {
+      if constexpr (STRIDED) {
+        if (active)
+#pragma unroll
+          for (int i = 0; i < VEC; ++i) {
+            const int64_t fi = f + int64_t{G} * i;
+            if (fi < p.F)
+              st_acc(crow + fi, p.fin.value(acc.x[i], count, p.fin.beta != A(0) ? ld_acc(crow + fi) : A(0)));
+          }
+      } else if (active) {
         VecN<A, VEC> out;
         if (p.fin.beta != A(0)) {
           const VecN<A, VEC> old = sload_rw<V, VEC>(crow + f);

@@ -583,6 +583,48 @@ TEST(CudaSpmm, HubSplitShortRowsEndInMaskedBatches) {
   for (int64_t F : {32, 64}) run(b, F, kSeed + 164);
 }
 
+// spmm.hub_split's rows that 16-byte vectors cannot take, wider than 32 columns, go in one pass of
+// strided columns (kernels/cuda/spmm_rows.cuh, STRIDED): each shape (3 columns a lane in groups of
+// 16 at F <= 48, 2, 3 or 4 in groups of 32 above; tiles of 128 past 128) with F unaligned, with an
+// aligned F on rows of ld F + 1, and C misaligned by one element; padding untouched; every
+// reduction and scaling against float64, on the power-law input of HubSplitRowOrderPowerLaw
+// (hubs as CTA items beside the regular rows). The scalar lanes it replaces
+// (SPARSEPORT_HUB_STRIDED=0) give the same bits: both fold a column's entries in storage order.
+TEST(CudaSpmm, HubSplitStridedColumns) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  const auto a = power_law_csr<int32_t, float>(scaled(20000, 5000), 8000, 400, kSeed + 165, true, false);
+  const auto b64 = power_law_csr<int64_t, float>(scaled(20000, 5000), 8000, 400, kSeed + 166, false, true);
+  std::vector<Width> widths;
+  for (int64_t F : {33, 47, 63, 71, 97, 130, 257}) {
+    widths.push_back({F, F, F, 0});
+    widths.push_back({F, F + 1, F + 3, 1});
+  }
+  widths.push_back({64, 65, 64, 0});
+  check_spmm(ctx, a, widths, kSeed + 165, {"spmm.hub_split"}, true);
+  check_spmm(ctx, b64, {{47, 47, 47, 0}, {100, 101, 103, 1}}, kSeed + 166, {"spmm.hub_split"}, true);
+
+  const auto da = to_device(ctx, a);
+  for (int64_t F : {47, 130}) {
+    SCOPED_TRACE("F " + std::to_string(F));
+    const DevDense<float> db = to_device(ctx, random_dense<float>(a.cols, F, F, kSeed + 167));
+    const HostDense<float> c0(a.rows, F, F, 0.0f);
+    auto run = [&](const char* strided) {
+      const sparseport_test::ScopedEnv e("SPARSEPORT_HUB_STRIDED", strided);
+      DevDense<float> dc = to_device(ctx, c0);
+      spmm(ctx, da.view, db.view(), dc.mut(), {Reduce::sum, 1.0, 0.0, "spmm.hub_split"});
+      return std::make_pair(to_host(ctx, dc), std::string(diagnostics(ctx).note));
+    };
+    const auto [strided, note] = run(nullptr);
+    const auto [scalar, scalar_note] = run("0");
+    EXPECT_NE(note.find("strided columns"), std::string::npos) << note;
+    EXPECT_EQ(scalar_note.find("strided columns"), std::string::npos) << scalar_note;
+    ASSERT_EQ(strided.data.size(), scalar.data.size());
+    EXPECT_EQ(std::memcmp(strided.data.data(), scalar.data.data(), strided.data.size() * sizeof(float)), 0)
+        << "strided columns and scalar lanes differ in bits";
+  }
+}
+
 TEST(CudaSpmm, MatrixWithoutEntriesScalesC) {
   CUDA_TEST_REQUIRE_GPU();
   Context ctx = Context::create("cuda");

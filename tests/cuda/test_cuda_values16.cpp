@@ -4,7 +4,8 @@
 // double oracle computed from the 16-bit inputs themselves (so only the kernel's float32
 // arithmetic and its one rounding of the result are measured):
 //  - spmm (row_warp_vec4, row_warp, hub_split, vector_rows, merge_path, cusparse_spmv, cusparse):
-//    F in {1, 3, 8, 32, 64, 100, 256} where the variant applies, sum / mean / max / min (cuSPARSE:
+//    F in {1, 3, 8, 32, 47, 64, 100, 256} where the variant applies (hub_split: 16-byte vectors at
+//    F % 8 == 0, strided columns at 47 and 100), sum / mean / max / min (cuSPARSE:
 //    sum), beta 0 (C filled with NaN first, which must not leak in) and beta 0.5 with alpha 1.25;
 //    A with empty rows, short rows, a hub of 300 entries (one CTA item of hub_split) and one of
 //    1500 (several items; merge_path: a row across chunks), and a pattern A (no values);
@@ -43,7 +44,7 @@ using namespace sparseport;
 using namespace cuda_test;
 
 constexpr uint64_t kSeed = 20261201;
-const std::vector<int64_t> kFeatures = {1, 3, 8, 32, 64, 100, 256};
+const std::vector<int64_t> kFeatures = {1, 3, 8, 32, 47, 64, 100, 256};
 
 // m rows: every 7th empty, row 5 a hub of 300 entries, row 11 a hub of 1500, the rest 1 to 12.
 template <class I, class H>
