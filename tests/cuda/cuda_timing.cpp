@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A quick look at the cuda variants' speed for the plugin's own development: not a test, not the
-// benchmark suite (benchmarks/ is that). After a warm-up call (which builds plans), up to 20 calls
+// benchmark suite (benchmarks/ is that). After a warm-up call (which builds plans; the spmm table
+// prints its wall time as "first call"), up to 20 calls
 // are queued behind a "ballast" of other GPU work, so the host's per-call overhead hides behind
 // it, and CUDA events on the context's stream time them: GPU time per call. No input rotation,
 // one run: good for spotting a variant that is far off, not for claims. One table on stdout.
@@ -50,6 +51,7 @@ Buffer random_device_floats(const Context& ctx, size_t n, uint64_t seed) {
 // GPU seconds per call of f, and the host's seconds per call to queue it (its overhead).
 struct Timing {
   double gpu = 0.0, host = 0.0;
+  double first = 0.0;  // the first call, wall clock to its synchronize: it builds the variant's plans
 };
 
 struct Timer {
@@ -80,14 +82,17 @@ struct Timer {
   }
 
   Timing time(const std::function<void()>& f) {
+    auto t0 = Clock::now();
     f();
     ctx.synchronize();
-    auto t0 = Clock::now();
+    const double first_call = std::chrono::duration<double>(Clock::now() - t0).count();
+    t0 = Clock::now();
     f();
     ctx.synchronize();
     const double first = std::chrono::duration<double>(Clock::now() - t0).count();
     const int reps = static_cast<int>(std::clamp(0.1 / std::max(first, 1e-6), 1.0, 20.0));
     Timing t;
+    t.first = first_call;
     t0 = Clock::now();
     for (int r = 0; r < reps; ++r) f();
     t.host = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
@@ -155,9 +160,10 @@ void spmm_suite(const Context& ctx, Timer& timer, const std::string& spec, const
       rows.emplace_back(v, t);
     }
     for (const auto& [v, t] : rows)
-      std::printf("spmm  %-28s F %3lld  %-22s %9.4f ms  %6.2f TB/s gathered  %5.2fx cuSPARSE  (host %5.1f us/call)\n",
+      std::printf("spmm  %-28s F %3lld  %-22s %9.4f ms  %6.2f TB/s gathered  %5.2fx cuSPARSE  (host %5.1f us/call, "
+                  "first call %.2f ms)\n",
                   spec.c_str(), static_cast<long long>(F), v.c_str(), t.gpu * 1e3, 4.0 * F * h.nnz() / t.gpu / 1e12,
-                  vendor / t.gpu, t.host * 1e6);
+                  vendor / t.gpu, t.host * 1e6, t.first * 1e3);
     if (!table.only.empty()) continue;
     if (F == 64 || F == 32) {
       for (const char* T : {"32", "64", "128", "512", "2048"}) {
