@@ -168,6 +168,32 @@ def make_model(kind: str, impl: str, init_state: Dict[str, torch.Tensor], args, 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 
 
+def train_epoch(opt, fwd: Callable[[], torch.Tensor], region, y: torch.Tensor) -> None:
+    opt.zero_grad(set_to_none=True)
+    with region():
+        loss = F.cross_entropy(fwd(), y)
+    loss.backward()
+    opt.step()
+
+
+def profile_epoch(epoch: Callable[[], None], device: torch.device, top: int) -> List[Dict]:
+    """One more epoch under torch.profiler: the `top` ops (kernels on CUDA) by their own device time
+    (CPU time on the CPU), each with its calls and milliseconds in that epoch. Where a steady epoch's
+    time goes, for the kernel work (issue 33: the products-sized SAGE epoch against PyG's)."""
+    from torch.profiler import ProfilerActivity, profile
+    acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    sync(device)
+    with profile(activities=acts) as prof:
+        epoch()
+        sync(device)
+    def own_us(e) -> float:
+        if device.type != "cuda":
+            return e.self_cpu_time_total
+        return getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0.0)
+    rows = sorted(prof.key_averages(), key=own_us, reverse=True)
+    return [dict(name=e.key[:120], calls=int(e.count), ms=own_us(e) / 1e3) for e in rows[:top] if own_us(e) > 0]
+
+
 def run_one(kind: str, impl: str, mode: str, init_state, args, inp: Inputs, g: twins.Graph,
             device: torch.device, amp: Optional[str] = None) -> Dict:
     """One training run; amp: None (float32) or a key of AUTOCAST_DTYPES (forward and loss under
@@ -209,6 +235,8 @@ def run_one(kind: str, impl: str, mode: str, init_state, args, inp: Inputs, g: t
                 sync(device)
                 rec["epoch_s"].append(time.perf_counter() - t0)
                 rec["losses"].append(loss.item())
+            if args.profile:
+                rec["profile"] = profile_epoch(lambda: train_epoch(opt, fwd, region, inp.y), device, args.profile)
     except Exception as e:  # compile failures and the like: report and go on
         rec["status"] = "failed"
         msg = f"{type(e).__name__}: {e}"
@@ -354,6 +382,13 @@ def print_table(runs: List[Dict], comps: List[Dict], checks: Dict, device: torch
         if r["status"] == "ok":
             print(f"{r['model']} {r['impl']}/{_tag(r['mode'], r.get('autocast'))} losses: "
                   + " ".join(f"{x:.5f}" for x in r["losses"]))
+    for r in runs:
+        if r.get("profile"):
+            unit = "device" if device.type == "cuda" else "CPU"
+            print(f"\n{r['model']} {r['impl']}/{_tag(r['mode'], r.get('autocast'))}: one profiled epoch, the ops with "
+                  f"the most {unit} time of their own")
+            for p in r["profile"]:
+                print(f"  {p['ms']:9.3f} ms {p['calls']:5d} calls  {p['name']}")
 
 
 # ---- main ----------------------------------------------------------------------------------------
@@ -385,6 +420,9 @@ def parse_args(argv=None):
     ap.add_argument("--autocast", choices=sorted(AUTOCAST_DTYPES), default=None,
                     help="also run every model under torch.autocast with this dtype (float32 parameters) and "
                          "report its epoch time and loss curve against the float32 run (default: float32 only)")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="after the timed epochs, one more under torch.profiler: print the N ops (CUDA: kernels) "
+                         "with the most device time of their own (CPU: CPU time), per run")
     ap.add_argument("--verbose", action="store_true", help="print tracebacks of failed runs")
     return ap.parse_args(argv)
 
