@@ -105,6 +105,7 @@ CheckResult full_size_check(const PluginInfo& plugin, const sparseport_exec& exe
         r.note += buf;
         r.vendor_skipped = true;
         r.skipped_on_blocks = true;
+        r.block_lead = vendor_expected / t_chosen;
         return r;
       }
       std::snprintf(buf, sizeof buf,

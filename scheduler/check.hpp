@@ -120,6 +120,7 @@ struct CheckResult {
   double chosen_first_s = -1;  // the chosen variant's first call where it was timed twice, -1: once
   bool vendor_skipped = false;
   bool skipped_on_blocks = false;  // the block sample's evidence left it out, not the probe's margin
+  double block_lead = 0;           // then: the vendor's time there extrapolated over the chosen's at full size
   std::string note;  // why the vendor was (or was not after all) left out, for the log and the reason
 };
 

@@ -83,7 +83,7 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
   };
   if (csr != nullptr && looks_up && !device) {
     ask_shape();
-    if (!exact_possible && class_hit(*p, *csr, dev.hash) && !p->verify_pending) {
+    if (!exact_possible && class_hit(*p, *csr, args, dev.hash) && !p->verify_pending) {
       if (p->opt.log) {
         char took[160];
         std::snprintf(took, sizeof took, " [%.0f us: options and device signature %.0f, shape question %.0f, class %.0f; not signed]",
@@ -203,7 +203,7 @@ std::shared_ptr<PlanState> prepare(const PluginInfo& plugin, const sparseport_ex
         log(p->opt, label(*p) + ": " + p->decision.source + " -> " + p->decision.variant + " (" + field(r, "reason") + ")" + took);
       }
     } else if ((exact_possible || device) && csr != nullptr && (!check_indices || p->index_problem == 0) &&
-               class_hit(*p, *csr, dev.hash, with_features ? &summary : nullptr)) {
+               class_hit(*p, *csr, args, dev.hash, with_features ? &summary : nullptr)) {
       // Features are read only from an operand whose indices are known good (checked with the
       // signature here, or by the caller before a one-shot call).
       if (p->opt.log) {

@@ -54,10 +54,12 @@ struct PlanState {
   std::string runner_up;                        // the probe's second-best native
   scheduler::ProbeEvidence probe;               // the choice's and the vendor's probe times (check.hpp)
   // The shape class's view of this matrix: rows + entries, the work a class member's full-size time
-  // is scaled by (select_class.cpp); and the vendor's lead that let check() leave the vendor out of
-  // this plan's full-size check (0: it was timed, or there was no check), which class_learn passes on.
+  // is scaled by (select_class.cpp); the vendor's lead on the probe that let check() leave the vendor
+  // out of this plan's full-size check (0: it was timed, or there was no check), which class_learn
+  // passes on; and the lead on the block sample that left it out instead (extrapolated to full size).
   double class_work = 0;
   double skip_margin = 0;
+  double block_lead = 0;
   std::map<std::string, double> raw_prediction;  // the model's log2(t / floor) before correction
   std::map<std::string, double> full_size_s;     // every full-size time measured for this plan (measured())
   std::map<std::string, double> build_s;         // and each variant's build where its first call was timed

@@ -52,6 +52,7 @@ void check(PlanState& p, const void* args, const std::string& where) {
   // The probe's margin is what a shape class lends its next member (select_class.cpp); a skip on the
   // blocks' evidence lends nothing.
   if (r.vendor_skipped && !r.skipped_on_blocks) p.skip_margin = p.probe.vendor_s / p.probe.chosen_s;
+  if (r.skipped_on_blocks) p.block_lead = r.block_lead;  // lent only to another reduction's class (sibling_hit)
   p.decision.reason += r.note;
   if (r.reverted) {
     p.decision.reverted = true;

@@ -202,7 +202,73 @@ uint32_t class_summary_bits(const PluginInfo& plugin) {
   return plugin.table->abi_version >= kAbiDegrees ? SPARSEPORT_SUMMARY_DEGREES : SPARSEPORT_SUMMARY_FEATURES;
 }
 
-bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_hash,
+namespace {
+
+// A learning class's evidence that its last check left the vendor out (check.hpp: the vendor had
+// lost by kSkipMargin or more, and the variant then ran within kScaleSlack of its expected time),
+// lent to this member's check: the vendor's lead, and the variant's full-size time on that member
+// scaled by rows + entries (members lie within 2x of each other in both, shape_class), so that the
+// variant is timed first and the vendor only where the variant disappoints. A mini-batch loop's
+// second and third members no longer each pay the vendor at full size (GraphBLAS on a sampled
+// subgraph of the 2-core CPU: 5.4 ms against the op's 0.9 ms). lead_field: "skip_margin" (the
+// probe's lead, for this class's own members) or "lead" (the vendor's lead however it was seen, for
+// another reduction's members, sibling_hit: below kSkipMargin check.cpp times the vendor on the
+// block sample first, as after a probe).
+void lend_skip_evidence(PlanState& p, const Record& r, const char* lead_field, const char* source) {
+  const double lead = std::atof(field(r, lead_field).c_str());
+  const double pick_s = std::atof(field(r, "pick_ms").c_str()) * 1e-3;
+  const double work = std::atof(field(r, "pick_work").c_str());
+  if (lead > 0 && pick_s > 0 && work > 0 && p.class_work > 0) {
+    const double expected = pick_s * p.class_work / work;
+    p.probe = {expected, expected * lead, 1.0, 0.0, source};
+  }
+}
+
+// spmm's sum and mean run the same native kernels at the same cost (mean is sum's finish divided by
+// the row's length); only the vendor may differ (cuSPARSE sums only: a mean's guardrail stands a
+// native variant in for it). A GNN's mean aggregation is followed in its backward pass by sums over
+// the transposed matrix of the same shape, each decided cold (the products-sized SAGE twin's first
+// epoch: probes of 168 and 122 ms for its two backward widths, of 568 ms for all five; H100,
+// benchmarks/results/2026-12-07-s39.md). So a shape with no class of its own for sum (mean) takes the
+// native pick of its class for mean (sum), and is checked at full size against this call's own
+// vendor, as a learning class's member is, with that class's evidence where the vendor is the same:
+// the pick never runs unchecked on another reduction's evidence, and the check teaches this
+// reduction's own class. A sibling class that holds its vendor, or whose pick does not apply to this
+// call, lends nothing.
+template <class KeyFor>
+bool sibling_hit(PlanState& p, const CacheFile& cache, const void* args, const KeyFor& key_for) {
+  if (p.op != SPARSEPORT_OP_SPMM || (p.info.reduce != SPARSEPORT_REDUCE_SUM && p.info.reduce != SPARSEPORT_REDUCE_MEAN))
+    return false;
+  ProblemInfo other = p.info;
+  other.reduce = p.info.reduce == SPARSEPORT_REDUCE_SUM ? SPARSEPORT_REDUCE_MEAN : SPARSEPORT_REDUCE_SUM;
+  bool stale = false;
+  const std::shared_ptr<const Record> r = cache.lookup_shared(key_for(other), p.versions, &stale, false);
+  if (r == nullptr) return false;
+  const std::string &variant = field(*r, "variant"), &their_vendor = field(*r, "vendor");
+  if (variant.empty() || variant == their_vendor || !offers(*p.plugin, p.op, variant) ||
+      !may_run(*p.plugin, p.op, variant, p.exec))
+    return false;
+  const std::vector<std::string> applicable = applicable_variants(*p.plugin, p.op, args, p.exec);
+  if (std::find(applicable.begin(), applicable.end(), variant) == applicable.end()) return false;
+  const std::string vendor = vendor_of(*p.plugin, p.op, applicable);
+  if (vendor.empty() || variant == vendor) return false;
+  const char* from = other.reduce == SPARSEPORT_REDUCE_SUM ? "sum" : "mean";
+  p.decided = true;
+  p.decision.variant = variant;
+  p.decision.vendor = vendor;
+  p.decision.source = "class";
+  p.decision.reason = "shape class " + p.class_text + " of spmm " + from + ": " + variant +
+                      " (the same kernels at the same cost), checked against " + vendor;
+  p.verify_pending = true;
+  // The same vendor: its lead over the pick there (check.cpp then leaves it out, or times it on the
+  // block sample, on that evidence as on a probe's).
+  if (vendor == their_vendor) lend_skip_evidence(p, *r, "lead", "on a member of its shape class of another reduction");
+  return true;
+}
+
+}  // namespace
+
+bool class_hit(PlanState& p, const sparseport_csr& a, const void* args, const std::string& device_hash,
                const sparseport_csr_summary* summary) {
   if (!class_applies(p)) return false;
   Features f;
@@ -231,12 +297,15 @@ bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_
   }
   p.class_work = static_cast<double>(s.rows + s.nnz);
   p.class_text = shape_class(f);
-  p.class_key = device_hash + "/class:" + p.class_text + "/" + op_name(p.op) + "/F" + std::to_string(p.info.features) +
-                "/" + type_suffix(p.info) + (tf32_in_play(*p.plugin, p.op, p.exec) ? "/tf32" : "");
+  const auto key_for = [&](const ProblemInfo& info) {
+    return device_hash + "/class:" + p.class_text + "/" + op_name(p.op) + "/F" + std::to_string(info.features) + "/" +
+           type_suffix(info) + (tf32_in_play(*p.plugin, p.op, p.exec) ? "/tf32" : "");
+  };
+  p.class_key = key_for(p.info);
   bool stale = false;
-  const std::shared_ptr<const Record> r =
-      CacheFile(p.opt.cache_dir).lookup_shared(p.class_key, p.versions, &stale, !p.cache_read);
-  if (r == nullptr) return false;
+  const CacheFile cache(p.opt.cache_dir);
+  const std::shared_ptr<const Record> r = cache.lookup_shared(p.class_key, p.versions, &stale, !p.cache_read);
+  if (r == nullptr) return sibling_hit(p, cache, args, key_for);
   const std::string &variant = field(*r, "variant"), &vendor = field(*r, "vendor");
   if (variant.empty() || vendor.empty() || !offers(*p.plugin, p.op, variant) || !may_run(*p.plugin, p.op, variant, p.exec))
     return false;
@@ -265,23 +334,10 @@ bool class_hit(PlanState& p, const sparseport_csr& a, const std::string& device_
     p.verify_pending = false;
     return true;
   }
-  // A learning class whose last check left the vendor out (check.hpp: it had lost by kSkipMargin or
-  // more, and the variant then ran within kScaleSlack of its expected time) lends this member's
-  // check that evidence: the vendor's lead, and the variant's full-size time on that member scaled
-  // by rows + entries (members lie within 2x of each other in both, shape_class), so that the
-  // variant is timed first and the vendor only where the variant disappoints. A mini-batch loop's
-  // second and third members no longer each pay the vendor at full size (GraphBLAS on a sampled
-  // subgraph of the 2-core CPU: 5.4 ms against the op's 0.9 ms). Rechecks of a ready class still
-  // time the vendor: they are how a class that stopped holding is caught.
-  if (!is_ready) {
-    const double lead = std::atof(field(*r, "skip_margin").c_str());
-    const double pick_s = std::atof(field(*r, "pick_ms").c_str()) * 1e-3;
-    const double work = std::atof(field(*r, "pick_work").c_str());
-    if (lead >= kSkipMargin && pick_s > 0 && work > 0 && p.class_work > 0) {
-      const double expected = pick_s * p.class_work / work;
-      p.probe = {expected, expected * lead, 1.0, 0.0, "on another member of its shape class"};
-    }
-  }
+  // A learning class lends this member's check its evidence that the vendor lost (lend_skip_evidence).
+  // Rechecks of a ready class still time the vendor: they are how a class that stopped holding is
+  // caught.
+  if (!is_ready) lend_skip_evidence(p, *r, "skip_margin", "on another member of its shape class");
   return true;
 }
 
@@ -308,12 +364,21 @@ void class_learn(PlanState& p) {
     std::snprintf(buf, sizeof buf, "%.3g", margin);
     r["margin"] = buf;
   }
-  // The evidence a later member's check may reuse (class_hit), where this check left the vendor out.
+  // The evidence a later member's check may reuse (class_hit), where this check left the vendor out;
+  // and for another reduction's members (sibling_hit) the vendor's lead whichever way it was seen:
+  // on the probe, on the block sample, or timed at full size.
   const auto pick = p.full_size_s.find(p.decision.variant);
-  if (p.skip_margin >= kSkipMargin && pick != p.full_size_s.end() && pick->second > 0 && p.class_work > 0) {
+  if (pick != p.full_size_s.end() && pick->second > 0 && p.class_work > 0) {
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.4g", p.skip_margin);
-    r["skip_margin"] = buf;
+    if (p.skip_margin >= kSkipMargin) {
+      std::snprintf(buf, sizeof buf, "%.4g", p.skip_margin);
+      r["skip_margin"] = buf;
+    }
+    const double lead = p.skip_margin > 0 ? p.skip_margin : (p.block_lead > 0 ? p.block_lead : margin);
+    if (lead > 0) {
+      std::snprintf(buf, sizeof buf, "%.4g", lead);
+      r["lead"] = buf;
+    }
     std::snprintf(buf, sizeof buf, "%.6g", pick->second * 1e3);
     r["pick_ms"] = buf;
     std::snprintf(buf, sizeof buf, "%.0f", p.class_work);

@@ -69,7 +69,8 @@ uint32_t class_summary_bits(const PluginInfo& plugin);
 // prepare() after the exact key missed; the features computed stay in the plan when the summary
 // held FEATURES (else a cold decision summarizes again).
 // `summary`: A's device summary with class_summary_bits already made (prepare()'s one pass), else null.
-bool class_hit(detail::PlanState& p, const sparseport_csr& a, const std::string& device_hash,
+// `args`: the call's (a sibling reduction's class is checked against this call's own vendor).
+bool class_hit(detail::PlanState& p, const sparseport_csr& a, const void* args, const std::string& device_hash,
                const sparseport_csr_summary* summary = nullptr);
 // A member's final decision (made cold, or checked at full size) teaches its class.
 void class_learn(detail::PlanState& p);

@@ -1750,6 +1750,58 @@ TEST(SchedulerShapeClass, AMatrixOfAKnownShapeReplaysItsClassAfterThreeCheckedMe
   EXPECT_TRUE(no_class->class_key.empty());
 }
 
+// spmm's sum and mean run the same native kernels: a shape whose class exists for mean only (a GNN's
+// forward aggregation) starts its sum decisions (the backward's, over the transpose) from the mean
+// class's pick, checked at full size against the sum's own vendor, where a cold decision would probe
+// first. The vendor being the same, the mean member's full-size lead over it (about 50x here) is
+// the check's evidence: the pick is timed (the op's own call) and the vendor left out. The check
+// teaches the sum's own class. max borrows nothing.
+TEST(SchedulerShapeClass, ASumWithoutAClassOfItsOwnStartsFromItsShapesMeanClassCheckedAgainstTheVendor) {
+  TempDir dir;
+  const PluginInfo fake = fake_plugin();
+  Problem first = make_member(1);
+  sparseport_spmm_args mean = first.args();
+  mean.reduce = SPARSEPORT_REDUCE_MEAN;
+  auto cold = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &mean, class_options(dir));
+  EXPECT_FALSE(cold->decided) << "no class yet: a cold decision";
+  execute(cold, &mean, "test");
+  ASSERT_EQ(cold->decision.variant, "spmm.second") << cold->decision.reason;
+  const std::optional<Record> mean_class = class_line(dir);
+  ASSERT_TRUE(mean_class.has_value());
+  EXPECT_EQ(mean_class->at("key"), cold->class_key);
+  ASSERT_EQ(mean_class->count("lead"), 1u) << "the vendor's lead, timed at full size";
+  EXPECT_GE(std::stod(mean_class->at("lead")), 3.0);
+
+  Problem pb = make_member(2);
+  sparseport_spmm_args sum = pb.args();
+  auto plan = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &sum, class_options(dir));
+  EXPECT_NE(plan->class_key, cold->class_key) << "sum's class is its own";
+  EXPECT_TRUE(plan->decided);
+  EXPECT_EQ(plan->decision.source, "class");
+  EXPECT_EQ(plan->decision.variant, "spmm.second");
+  EXPECT_NE(plan->decision.reason.find("of spmm mean"), std::string::npos) << plan->decision.reason;
+  EXPECT_TRUE(plan->verify_pending) << "another reduction's pick is always checked";
+  g_calls = 0;
+  execute(plan, &sum, "test");
+  EXPECT_EQ(plan->decision.vendor, "spmm.vendor");
+  EXPECT_EQ(plan->decision.variant, "spmm.second") << plan->decision.reason;
+  EXPECT_TRUE(plan->decision.verified);
+  EXPECT_EQ(g_calls.load(), 1) << "the check: the variant's call (the op's own), the vendor left out";
+  EXPECT_NE(plan->decision.reason.find("of another reduction"), std::string::npos) << plan->decision.reason;
+  EXPECT_EQ(pb.c.data, reference_result(pb));
+  const std::optional<Record> sum_class = class_line(dir);
+  ASSERT_TRUE(sum_class.has_value());
+  EXPECT_EQ(sum_class->at("key"), plan->class_key);
+  EXPECT_EQ(sum_class->at("variant"), "spmm.second");
+  EXPECT_EQ(sum_class->at("checks"), "1");
+
+  Problem third = make_member(3);
+  sparseport_spmm_args max = third.args();
+  max.reduce = SPARSEPORT_REDUCE_MAX;
+  auto other = prepare(fake, {nullptr, 1, 0}, SPARSEPORT_OP_SPMM, &max, class_options(dir));
+  EXPECT_FALSE(other->decided) << "max has no class and borrows none: " << other->decision.reason;
+}
+
 // A variant whose first call on a matrix builds its per-matrix state (tc_window's format):
 // spmm.built takes 80 ms on a matrix's first full-size call and 1 ms after, the vendor 20 ms a call.
 // Decided at full size, it wins on steady time (its build is spent by then). Replayed where nothing
