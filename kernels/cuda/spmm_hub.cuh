@@ -429,7 +429,7 @@ extern SPARSEPORT_HUB_LAUNCH(4, 32, 1);
 extern SPARSEPORT_HUB_LAUNCH(4, 8, 4);
 extern SPARSEPORT_HUB_LAUNCH(4, 8, 2);
 extern SPARSEPORT_HUB_LAUNCH(4, 16, 2);
-// spmm_hub_strided.cu (every value type, columns strided by G)
+// spmm_hub_strided.cu (float and 16-bit values, columns strided by G)
 extern SPARSEPORT_HUB_LAUNCH_STRIDED(3, 16);
 extern SPARSEPORT_HUB_LAUNCH_STRIDED(2, 32);
 extern SPARSEPORT_HUB_LAUNCH_STRIDED(3, 32);
