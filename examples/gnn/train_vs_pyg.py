@@ -168,15 +168,17 @@ def make_model(kind: str, impl: str, init_state: Dict[str, torch.Tensor], args, 
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16}
 
 
-def train_epoch(opt, fwd: Callable[[], torch.Tensor], region, y: torch.Tensor) -> None:
+def train_epoch(opt, fwd: Callable[[], torch.Tensor], region, y: torch.Tensor) -> torch.Tensor:
+    """One epoch: forward and loss in `region` (autocast or nothing), backward, the Adam step."""
     opt.zero_grad(set_to_none=True)
     with region():
         loss = F.cross_entropy(fwd(), y)
     loss.backward()
     opt.step()
+    return loss
 
 
-def profile_epoch(epoch: Callable[[], None], device: torch.device, top: int) -> List[Dict]:
+def profile_epoch(epoch: Callable[[], object], device: torch.device, top: int) -> List[Dict]:
     """One more epoch under torch.profiler: the `top` ops (kernels on CUDA) by their own device time
     (CPU time on the CPU), each with its calls and milliseconds in that epoch. Where a steady epoch's
     time goes, for the kernel work (issue 33: the products-sized SAGE epoch against PyG's)."""
@@ -227,11 +229,7 @@ def run_one(kind: str, impl: str, mode: str, init_state, args, inp: Inputs, g: t
             for _ in range(args.epochs):
                 sync(device)
                 t0 = time.perf_counter()
-                opt.zero_grad(set_to_none=True)
-                with region():
-                    loss = F.cross_entropy(fwd(), inp.y)
-                loss.backward()
-                opt.step()
+                loss = train_epoch(opt, fwd, region, inp.y)
                 sync(device)
                 rec["epoch_s"].append(time.perf_counter() - t0)
                 rec["losses"].append(loss.item())
