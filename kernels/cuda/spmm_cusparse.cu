@@ -14,7 +14,7 @@
 //  - ALG3's preprocessing wrote far out of bounds (an illegal address, inside cusparse's
 //    do_reorder_ker) on a matrix whose rows repeat columns (a row longer than A has columns), so
 //    ALG3 is tried only on canonical CSR (columns strictly increasing in every row), checked on
-//    the host when the plan is built;
+//    the GPU when the plan is built;
 //  - a plan preprocessed with beta = 0 and then called with beta != 0 gave wrong rows (a hub of
 //    600 entries), so cuSPARSE always runs exactly as planned, alpha = 1 and beta = 0; any other
 //    alpha or beta goes into scratch and one elementwise pass finishes C = alpha * T + beta * C.
@@ -143,19 +143,37 @@ struct Events {
 const char* alg_name(cusparseSpMMAlg_t alg) { return alg == CUSPARSE_SPMM_CSR_ALG3 ? "ALG3" : "ALG2"; }
 const char* alg_name(cusparseSpMVAlg_t alg) { return alg == CUSPARSE_SPMV_CSR_ALG2 ? "ALG2" : "ALG1"; }
 
-// Columns strictly increasing within every row (so no repeats); read back once per plan.
+// Clears *ok (set non-zero before) where a row's columns are not strictly increasing: a warp a row, each lane comparing
+// entries with their predecessors.
+template <class I>
+__global__ void __launch_bounds__(kBlock) canonical_kernel(const I* rowptr, const I* colind, int64_t rows, int* ok) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
+  for (int64_t i = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; i < rows; i += warps) {
+    const int64_t e0 = rowptr[i], e1 = rowptr[i + 1];
+    bool descent = false;
+    for (int64_t e = e0 + 1 + lane; e < e1; e += 32) descent |= colind[e] <= colind[e - 1];
+    if (__any_sync(0xffffffffu, descent) && lane == 0) *ok = 0;
+  }
+}
+
+// Columns strictly increasing within every row (so no repeats), checked on the GPU once per plan.
+// (On the host it read A back: 500 MB of colind for a products-sized graph, ~0.3 s of the 0.5-0.7 s
+// a first call of this variant took there, H100 2026-12-07, benchmarks/results/2026-12-07-s39.md.)
 template <class I>
 bool canonical(const State& s, const sparseport_csr& a) {
-  std::vector<I> rowptr(static_cast<size_t>(a.rows + 1)), colind(static_cast<size_t>(a.nnz));
-  check(cudaMemcpyAsync(rowptr.data(), a.rowptr, rowptr.size() * sizeof(I), cudaMemcpyDeviceToHost, s.stream()),
-        "cudaMemcpyAsync (spmm.cusparse reads rowptr)");
-  check(cudaMemcpyAsync(colind.data(), a.colind, colind.size() * sizeof(I), cudaMemcpyDeviceToHost, s.stream()),
-        "cudaMemcpyAsync (spmm.cusparse reads colind)");
-  check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (spmm.cusparse plan)");
-  for (int64_t i = 0; i < a.rows; ++i)
-    for (I e = rowptr[static_cast<size_t>(i)] + 1; e < rowptr[static_cast<size_t>(i) + 1]; ++e)
-      if (colind[static_cast<size_t>(e)] <= colind[static_cast<size_t>(e) - 1]) return false;
-  return true;
+  if (a.rows == 0 || a.nnz == 0) return true;
+  Scratch flag(s, sizeof(int));
+  check(cudaMemsetAsync(flag.get(), 1, sizeof(int), s.stream()), "cudaMemsetAsync (spmm.cusparse canonical check)");
+  const unsigned grid = std::min<unsigned>(blocks_for(a.rows * 32), static_cast<unsigned>(s.info().sms) * 16u);
+  canonical_kernel<I><<<grid, kBlock, 0, s.stream()>>>(static_cast<const I*>(a.rowptr), static_cast<const I*>(a.colind),
+                                                        a.rows, static_cast<int*>(flag.get()));
+  check_launch("spmm.cusparse (canonical check)");
+  int ok = 0;
+  check(cudaMemcpyAsync(&ok, flag.get(), sizeof(int), cudaMemcpyDeviceToHost, s.stream()),
+        "cudaMemcpyAsync (spmm.cusparse canonical check)");
+  check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (spmm.cusparse canonical check)");
+  return ok != 0;
 }
 
 template <class V>

@@ -635,6 +635,50 @@ TEST(CudaSpmm, MatrixWithoutEntriesScalesC) {
   check_spmm(ctx, a, {{8, 8, 8, 0}}, kSeed + 50);
 }
 
+// spmm.cusparse tries ALG3 only on canonical CSR (columns strictly increasing in every row; its
+// preprocessing wrote out of bounds on repeated columns), checked on the GPU when the plan is built:
+// a repeat or a descent anywhere in one row of 5000 rules it out, a descent from one row to the next
+// (every row restarts at column 0) and empty and one-entry rows do not. The plan's note says
+// whether ALG3 was refused; every result against float64.
+TEST(CudaSpmm, CusparseTriesAlg3OnlyOnCanonicalRows) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  auto matrix = [](int64_t broken_row, int kind) {
+    HostCsr<int32_t, float> a;
+    a.rows = 5000;
+    a.cols = 3000;
+    for (int64_t i = 0; i < a.rows; ++i) {
+      const int64_t len = i % 7 == 3 ? 0 : (i % 7 == 5 ? 1 : 2 + i % 40);
+      for (int64_t k = 0; k < len; ++k) {
+        a.colind.push_back(static_cast<int32_t>((k * 37 + i % 11) % a.cols));  // increasing in k (k * 37 < cols)
+        a.values.push_back(static_cast<float>((i + k) % 13) * 0.25f - 1.5f);
+      }
+      if (i == broken_row && len >= 3) {
+        auto last = a.colind.end() - 1;
+        if (kind == 0)
+          *last = *(last - 1);  // a repeat
+        else
+          std::iter_swap(last - 2, last - 1);  // a descent, no repeat
+      }
+      a.rowptr.push_back(static_cast<int32_t>(a.colind.size()));
+    }
+    return a;
+  };
+  struct Case {
+    int64_t broken_row;
+    int kind;
+    bool alg3;
+  };
+  // Rows 4038 and 4999 (the last) have 40 and 41 entries; -1: none broken.
+  for (const Case c : {Case{-1, 0, true}, Case{4038, 0, false}, Case{4038, 1, false}, Case{4999, 1, false}}) {
+    SCOPED_TRACE("broken row " + std::to_string(c.broken_row) + (c.kind == 0 ? " (repeat)" : " (descent)"));
+    check_spmm(ctx, matrix(c.broken_row, c.kind), {{16, 16, 16, 0}}, kSeed + 170, {"spmm.cusparse"});
+    const std::string note = diagnostics(ctx).note;
+    EXPECT_NE(note.find("spmm.cusparse plan"), std::string::npos) << note;
+    EXPECT_EQ(note.find("ALG3: not tried") == std::string::npos, c.alg3) << note;
+  }
+}
+
 // ---- sddmm -------------------------------------------------------------------------------------
 
 template <class I, class V>
