@@ -26,6 +26,7 @@
 // beta trap above does not apply) cuSPARSE applies them itself, C rounded once; after ALG3 the
 // epilogue finishes C from the 16-bit T in float32, a second rounding. SpMV passes them as always.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <initializer_list>
 #include <memory>
@@ -219,11 +220,17 @@ void keep_fastest(const State& s, P& plan, std::initializer_list<Alg> algs, Byte
   float best_ms = -1.0f;
   for (Alg alg : algs) {
     size_t n = 0;
+    // The start's wall time (buffer, preprocessing, the warm-up call), for the note: what a plan's
+    // first call costs beyond its timed runs.
+    const auto t0 = std::chrono::steady_clock::now();
     cusparseStatus_t st = bytes(alg, &n);
     void* buffer = nullptr;
     if (st == CUSPARSE_STATUS_SUCCESS && n > 0)
       check(cudaMallocFromPoolAsync(&buffer, n, s.pool(), s.stream()), "cudaMallocFromPoolAsync (cuSPARSE buffer)");
     if (st == CUSPARSE_STATUS_SUCCESS) st = start(alg, buffer);
+    if (st == CUSPARSE_STATUS_SUCCESS)
+      check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (cuSPARSE start)");
+    const double start_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (st != CUSPARSE_STATUS_SUCCESS) {
       if (is_sticky(cudaPeekAtLastError())) raise(st, std::string(call) + " " + alg_name(alg));
       refused += std::string(refused.empty() ? "" : "; ") + alg_name(alg) + ": " + cusparseGetErrorName(st);
@@ -239,8 +246,10 @@ void keep_fastest(const State& s, P& plan, std::initializer_list<Alg> algs, Byte
       check(cudaEventElapsedTime(&ms, ev.start, ev.stop), "cudaEventElapsedTime");
       best_run = t == 0 ? ms : std::min(best_run, ms);
     }
-    char line[96];
-    std::snprintf(line, sizeof line, "%s%s %.4f ms", report.empty() ? "" : ", ", alg_name(alg), best_run);
+    char line[128];
+    const bool first = report.empty() || report.back() == ' ';
+    std::snprintf(line, sizeof line, "%s%s %.4f ms (start %.1f ms, %.1f MB buffer)", first ? "" : ", ", alg_name(alg),
+                  best_run, start_ms, static_cast<double>(n) / 1e6);
     report += line;
     if (best_ms < 0.0f || best_run < best_ms) {
       if (plan.buffer_ != nullptr) (void)cudaFreeAsync(plan.buffer_, s.stream());
@@ -300,7 +309,12 @@ std::shared_ptr<SpmmVendorPlan> build_spmm_plan(const State& s, const sparseport
   const acc_t<V> one = 1, zero = 0;
   const cusparseOperation_t N = CUSPARSE_OPERATION_NON_TRANSPOSE;
   std::string report, refused;
+  const auto tc = std::chrono::steady_clock::now();
   const bool alg3_ok = canonical<I>(s, A);
+  char checked[64];
+  std::snprintf(checked, sizeof checked, "canonical check %.2f ms; ",
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tc).count());
+  report = checked;
   if (!alg3_ok) refused = "ALG3: not tried, columns not strictly increasing in every row";
   const auto bytes = [&](cusparseSpMMAlg_t alg, size_t* n) {
     return cusparseSpMM_bufferSize(s.sparse(), N, N, &one, plan->a_, plan->b_, &zero, plan->c_, ct, alg, n);
