@@ -4,6 +4,8 @@
 // ALG2 against ALG3 (after cusparseSpMM_preprocess) on the real operands and keeps the faster;
 // later calls only swap the operand pointers into the descriptors and run, so timed calls pay
 // neither descriptor creation nor preprocessing. SPARSEPORT_LOG=cuda prints each choice.
+// On A of kSampleNnz entries or more the two are timed on a sample of A's rows first (sample_csr),
+// and only a close race is run again at full size (decide_on_sample).
 //
 // spmm.cusparse_spmv: cusparseSpMV for F == 1 with contiguous vectors, the vendor baseline of
 // SpMV (cuSPARSE's SpMM with one column is not its SpMV kernel). The same kind of plan: CSR ALG1
@@ -28,6 +30,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -48,6 +51,21 @@ namespace {
 // calls (30 ms each at F = 256), where a plan's whole first call was 63-82 calls (H100, session 39).
 constexpr int kTrialRuns = 3;
 constexpr float kTrialMs = 2.0f;
+
+// The race on a sample. At full size it cost a products-sized graph's plan (123.7M entries) 160 ms
+// at F = 47 and 200 ms at F = 256, 8-19 of its calls (H100, session 40): each algorithm's warm-up
+// and timed call, and ALG3's preprocessing (38-98 ms), though ALG3 then ran 2.5-3.1x ALG2's time.
+// From kSampleNnz entries (where the two algorithms' warm-ups, timed calls and ALG3's preprocessing
+// cost tens of milliseconds) they race on kSampleBlocks runs of consecutive rows, 1/kSampleShare of
+// A's rows in all, spread over A (its row order's locality kept, hubs at about their share). The
+// sample decides where the loser took kSampleMargin x the winner's time or more: a margin no
+// sample-to-full-size change of a ratio has to be trusted within more closely than 25 %. A closer
+// race is run again at full size, as below kSampleNnz. SPARSEPORT_CUSPARSE_SAMPLE=0 races at full
+// size always (an A/B of this rule).
+constexpr int64_t kSampleNnz = int64_t{1} << 22;
+constexpr int kSampleBlocks = 16;
+constexpr int64_t kSampleShare = 8;
+constexpr float kSampleMargin = 1.25f;
 
 // What both vendor plans hold: A's descriptor (a pattern's values: an nnz-long array of ones)
 // and cuSPARSE's buffer.
@@ -213,16 +231,22 @@ __global__ void __launch_bounds__(kBlock) epilogue_kernel(const V* t, V* c, int6
   }
 }
 
+// The fastest algorithm's best timed run and the runner-up's (-1: none ran).
+struct Race {
+  float best_ms = -1.0f, runner_up_ms = -1.0f;
+};
+
 // Times each algorithm of `algs` on the plan's descriptors and keeps the fastest in plan->alg_
 // and plan->buffer_. bytes(alg, &n) sizes its buffer; start(alg, buffer) preprocesses where the
 // algorithm wants it and runs it once (the warm-up); run(alg, buffer) is one timed call. The
 // timings and the algorithms cuSPARSE refused are appended to the plan note's `report` and
 // `refused`; throws Unsupported when every algorithm was refused.
 template <class P, class Alg, class Bytes, class Start, class Run>
-void keep_fastest(const State& s, P& plan, std::initializer_list<Alg> algs, Bytes bytes, Start start, Run run,
+Race keep_fastest(const State& s, P& plan, std::initializer_list<Alg> algs, Bytes bytes, Start start, Run run,
                   const char* call, std::string& report, std::string& refused) {
   Events ev;
-  float best_ms = -1.0f;
+  Race race;
+  float& best_ms = race.best_ms;
   for (Alg alg : algs) {
     size_t n = 0;
     // The start's wall time (buffer, preprocessing, the warm-up call), for the note: what a plan's
@@ -261,13 +285,101 @@ void keep_fastest(const State& s, P& plan, std::initializer_list<Alg> algs, Byte
       if (plan.buffer_ != nullptr) (void)cudaFreeAsync(plan.buffer_, s.stream());
       plan.buffer_ = buffer;
       plan.alg_ = alg;
+      if (best_ms >= 0.0f) race.runner_up_ms = best_ms;
       best_ms = best_run;
-    } else if (buffer != nullptr) {
-      (void)cudaFreeAsync(buffer, s.stream());
+    } else {
+      if (race.runner_up_ms < 0.0f || best_run < race.runner_up_ms) race.runner_up_ms = best_run;
+      if (buffer != nullptr) (void)cudaFreeAsync(buffer, s.stream());
     }
   }
   if (best_ms < 0.0f)
     throw Unsupported(std::string(call) + " runs none of its CSR algorithms on this input (" + refused + ")");
+  return race;
+}
+
+// ---- the sample of a large A (kSampleNnz) ---------------------------------------------------------
+
+// Block b of the sample is A's rows [first(b), first(b) + len): first(b) = b * rows / blocks.
+__host__ __device__ inline int64_t sample_first(int b, int64_t rows) { return b * rows / kSampleBlocks; }
+
+// meta[b] = the sample's first entry of block b (meta[kSampleBlocks]: the sample's nnz) and
+// meta[kSampleBlocks + 1 + b] = A's first entry of block b. One thread: 16 blocks.
+template <class I>
+__global__ void sample_meta_kernel(const I* rowptr, int64_t rows, int64_t len, int64_t* meta) {
+  int64_t at = 0;
+  for (int b = 0; b < kSampleBlocks; ++b) {
+    const int64_t first = sample_first(b, rows);
+    meta[b] = at;
+    meta[kSampleBlocks + 1 + b] = rowptr[first];
+    at += static_cast<int64_t>(rowptr[first + len]) - static_cast<int64_t>(rowptr[first]);
+  }
+  meta[kSampleBlocks] = at;
+}
+
+// The sample's rowptr (kSampleBlocks * len + 1 entries) and colind.
+template <class I>
+__global__ void __launch_bounds__(kBlock) sample_rowptr_kernel(const I* rowptr, int64_t rows, int64_t len,
+                                                               const int64_t* meta, I* out) {
+  const int64_t n = kSampleBlocks * len;
+  for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k <= n;
+       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int b = static_cast<int>(k == n ? kSampleBlocks - 1 : k / len);
+    const int64_t row = sample_first(b, rows) + (k - b * len);
+    out[k] = static_cast<I>(meta[b] + static_cast<int64_t>(rowptr[row]) - meta[kSampleBlocks + 1 + b]);
+  }
+}
+
+template <class I>
+__global__ void __launch_bounds__(kBlock) sample_colind_kernel(const I* colind, const int64_t* meta, I* out) {
+  __shared__ int64_t m[2 * kSampleBlocks + 1];
+  if (threadIdx.x < 2 * kSampleBlocks + 1) m[threadIdx.x] = meta[threadIdx.x];
+  __syncthreads();
+  const int64_t n = m[kSampleBlocks];
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < n;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int b = 0;
+    while (b + 1 < kSampleBlocks && m[b + 1] <= e) ++b;
+    out[e] = colind[m[kSampleBlocks + 1 + b] + (e - m[b])];
+  }
+}
+
+// The sample's structure, on the GPU (one host wait, for its size).
+template <class I>
+struct SampleCsr {
+  Scratch rowptr, colind;
+  sparseport_csr csr{};
+};
+
+template <class I>
+SampleCsr<I> sample_csr(const State& s, const sparseport_csr& A) {
+  const int64_t len = std::max<int64_t>(1, A.rows / (kSampleBlocks * kSampleShare));
+  SampleCsr<I> out;
+  Scratch meta(s, (2 * kSampleBlocks + 1) * sizeof(int64_t));
+  const I* rowptr = static_cast<const I*>(A.rowptr);
+  sample_meta_kernel<I><<<1, 1, 0, s.stream()>>>(rowptr, A.rows, len, meta.as<int64_t>());
+  check_launch("spmm.cusparse (sample)");
+  int64_t nnz = 0;
+  check(cudaMemcpyAsync(&nnz, meta.as<int64_t>() + kSampleBlocks, sizeof nnz, cudaMemcpyDeviceToHost, s.stream()),
+        "cudaMemcpyAsync (spmm.cusparse sample size)");
+  check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (spmm.cusparse sample size)");
+  const int64_t rows = kSampleBlocks * len;
+  out.rowptr = Scratch(s, static_cast<size_t>(rows + 1) * sizeof(I));
+  out.colind = Scratch(s, static_cast<size_t>(std::max<int64_t>(nnz, 1)) * sizeof(I));
+  sample_rowptr_kernel<I><<<blocks_for(rows + 1), kBlock, 0, s.stream()>>>(rowptr, A.rows, len, meta.as<int64_t>(),
+                                                                          out.rowptr.template as<I>());
+  check_launch("spmm.cusparse (sample rowptr)");
+  if (nnz > 0) {
+    sample_colind_kernel<I><<<blocks_for(nnz), kBlock, 0, s.stream()>>>(static_cast<const I*>(A.colind),
+                                                                       meta.as<int64_t>(), out.colind.template as<I>());
+    check_launch("spmm.cusparse (sample colind)");
+  }
+  out.csr = {rows, A.cols, nnz, out.rowptr.get(), out.colind.get(), nullptr, A.index_type, A.value_type};
+  return out;
+}
+
+bool sample_enabled() {
+  const char* v = std::getenv("SPARSEPORT_CUSPARSE_SAMPLE");
+  return v == nullptr || std::string(v) != "0";
 }
 
 // The plan's note (SPARSEPORT_LOG=cuda, diagnostics): what was timed and what runs.
@@ -293,11 +405,84 @@ std::string plan_key(const char* variant, const sparseport_spmm_args& a, size_t 
          (a.a.values == nullptr ? "pattern" : "values");
 }
 
+// ALG2 against ALG3 on `plan`'s descriptors (ALG3 only where A is canonical), the faster kept.
+template <class V>
+Race race_spmm(const State& s, SpmmVendorPlan& plan, bool alg3_ok, std::string& report, std::string& refused) {
+  const cudaDataType ct = VendorPlan::compute_type<V>();
+  const acc_t<V> one = 1, zero = 0;
+  const cusparseOperation_t N = CUSPARSE_OPERATION_NON_TRANSPOSE;
+  const auto bytes = [&](cusparseSpMMAlg_t alg, size_t* n) {
+    return cusparseSpMM_bufferSize(s.sparse(), N, N, &one, plan.a_, plan.b_, &zero, plan.c_, ct, alg, n);
+  };
+  const auto run = [&](cusparseSpMMAlg_t alg, void* buffer) {
+    return cusparseSpMM(s.sparse(), N, N, &one, plan.a_, plan.b_, &zero, plan.c_, ct, alg, buffer);
+  };
+  const auto start = [&](cusparseSpMMAlg_t alg, void* buffer) {
+    cusparseStatus_t st = CUSPARSE_STATUS_SUCCESS;
+    if (alg == CUSPARSE_SPMM_CSR_ALG3)
+      st = cusparseSpMM_preprocess(s.sparse(), N, N, &one, plan.a_, plan.b_, &zero, plan.c_, ct, alg, buffer);
+    return st == CUSPARSE_STATUS_SUCCESS ? run(alg, buffer) : st;
+  };
+  if (alg3_ok)
+    return keep_fastest(s, plan, {CUSPARSE_SPMM_CSR_ALG2, CUSPARSE_SPMM_CSR_ALG3}, bytes, start, run, "cusparseSpMM",
+                        report, refused);
+  return keep_fastest(s, plan, {CUSPARSE_SPMM_CSR_ALG2}, bytes, start, run, "cusparseSpMM", report, refused);
+}
+
+// The sample's race (kSampleNnz): where its loser took kSampleMargin x the winner's time or more,
+// `plan` takes the winner with its buffer sized (and ALG3 preprocessed) at full size, no call run,
+// and this returns true; else false (the race runs again at full size).
+template <class I, class V>
+bool decide_on_sample(const State& s, SpmmVendorPlan& plan, const sparseport_spmm_args& args, std::string& report,
+                      std::string& refused) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const SampleCsr<I> sample = sample_csr<I>(s, args.a);
+  SpmmVendorPlan trial(s);
+  trial.describe<I, V>(sample.csr);  // a pattern of ones: a timing does not depend on the values
+  const cudaDataType vt = VendorPlan::data_type<V>();
+  Scratch c(s, static_cast<size_t>(sample.csr.rows * args.c.ld) * sizeof(V));
+  check(cusparseCreateDnMat(&trial.b_, args.b.rows, args.b.cols, args.b.ld, const_cast<void*>(args.b.data), vt,
+                            CUSPARSE_ORDER_ROW),
+        "cusparseCreateDnMat (B, sample)");
+  check(cusparseCreateDnMat(&trial.c_, sample.csr.rows, args.c.cols, args.c.ld, c.get(), vt, CUSPARSE_ORDER_ROW),
+        "cusparseCreateDnMat (C, sample)");
+  std::string raced;
+  const Race r = race_spmm<V>(s, trial, true, raced, refused);
+  // (A runner-up of -1: cuSPARSE refused the other algorithm for these types, at any size.)
+  const bool decided = r.runner_up_ms < 0.0f || r.runner_up_ms >= kSampleMargin * r.best_ms;
+  char head[160];
+  std::snprintf(head, sizeof head, "sample of %lld rows (nnz %lld) %.1f ms: ", static_cast<long long>(sample.csr.rows),
+                static_cast<long long>(sample.csr.nnz),
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  report += head + raced + (decided ? "; decided by the sample" : "; too close, raced at full size: ");
+  if (!decided) return false;
+  // The winner at full size: its buffer, and ALG3's preprocessing (no warm-up: cuSPARSE took the
+  // algorithm for these types on the sample, and the plan's first call is the caller's).
+  const auto t1 = std::chrono::steady_clock::now();
+  const cudaDataType ct = VendorPlan::compute_type<V>();
+  const acc_t<V> one = 1, zero = 0;
+  const cusparseOperation_t N = CUSPARSE_OPERATION_NON_TRANSPOSE;
+  plan.alg_ = trial.alg_;
+  size_t n = 0;
+  cusparseStatus_t st = cusparseSpMM_bufferSize(s.sparse(), N, N, &one, plan.a_, plan.b_, &zero, plan.c_, ct, plan.alg_, &n);
+  if (st == CUSPARSE_STATUS_SUCCESS && n > 0)
+    check(cudaMallocFromPoolAsync(&plan.buffer_, n, s.pool(), s.stream()), "cudaMallocFromPoolAsync (cuSPARSE buffer)");
+  if (st == CUSPARSE_STATUS_SUCCESS && plan.alg_ == CUSPARSE_SPMM_CSR_ALG3)
+    st = cusparseSpMM_preprocess(s.sparse(), N, N, &one, plan.a_, plan.b_, &zero, plan.c_, ct, plan.alg_, plan.buffer_);
+  if (st != CUSPARSE_STATUS_SUCCESS) raise(st, std::string("cusparseSpMM ") + alg_name(plan.alg_) + " (full size)");
+  check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (cuSPARSE start)");
+  char tail[96];
+  std::snprintf(tail, sizeof tail, "; full-size start %.1f ms, %.1f MB buffer",
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count(),
+                static_cast<double>(n) / 1e6);
+  report += tail;
+  return true;
+}
+
 template <class I, class V>
 std::shared_ptr<SpmmVendorPlan> build_spmm_plan(const State& s, const sparseport_spmm_args& args) {
   const sparseport_csr& A = args.a;
   const cudaDataType vt = VendorPlan::data_type<V>();
-  const cudaDataType ct = VendorPlan::compute_type<V>();
   auto plan = std::make_shared<SpmmVendorPlan>(s);
   plan->describe<I, V>(A);
   check(cusparseCreateDnMat(&plan->b_, args.b.rows, args.b.cols, args.b.ld, const_cast<void*>(args.b.data), vt,
@@ -312,8 +497,6 @@ std::shared_ptr<SpmmVendorPlan> build_spmm_plan(const State& s, const sparseport
   }
   check(cusparseCreateDnMat(&plan->c_, args.c.rows, args.c.cols, args.c.ld, target, vt, CUSPARSE_ORDER_ROW),
         "cusparseCreateDnMat (C)");
-  const acc_t<V> one = 1, zero = 0;
-  const cusparseOperation_t N = CUSPARSE_OPERATION_NON_TRANSPOSE;
   std::string report, refused;
   const auto tc = std::chrono::steady_clock::now();
   const bool alg3_ok = canonical<I>(s, A);
@@ -322,23 +505,10 @@ std::shared_ptr<SpmmVendorPlan> build_spmm_plan(const State& s, const sparseport
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tc).count());
   report = checked;
   if (!alg3_ok) refused = "ALG3: not tried, columns not strictly increasing in every row";
-  const auto bytes = [&](cusparseSpMMAlg_t alg, size_t* n) {
-    return cusparseSpMM_bufferSize(s.sparse(), N, N, &one, plan->a_, plan->b_, &zero, plan->c_, ct, alg, n);
-  };
-  const auto run = [&](cusparseSpMMAlg_t alg, void* buffer) {
-    return cusparseSpMM(s.sparse(), N, N, &one, plan->a_, plan->b_, &zero, plan->c_, ct, alg, buffer);
-  };
-  const auto start = [&](cusparseSpMMAlg_t alg, void* buffer) {
-    cusparseStatus_t st = CUSPARSE_STATUS_SUCCESS;
-    if (alg == CUSPARSE_SPMM_CSR_ALG3)
-      st = cusparseSpMM_preprocess(s.sparse(), N, N, &one, plan->a_, plan->b_, &zero, plan->c_, ct, alg, buffer);
-    return st == CUSPARSE_STATUS_SUCCESS ? run(alg, buffer) : st;
-  };
-  if (alg3_ok)
-    keep_fastest(s, *plan, {CUSPARSE_SPMM_CSR_ALG2, CUSPARSE_SPMM_CSR_ALG3}, bytes, start, run, "cusparseSpMM", report,
-                 refused);
-  else
-    keep_fastest(s, *plan, {CUSPARSE_SPMM_CSR_ALG2}, bytes, start, run, "cusparseSpMM", report, refused);
+  // A sample's rows are A's rows, so canonical where A is.
+  const bool sampled =
+      alg3_ok && A.nnz >= kSampleNnz && sample_enabled() && decide_on_sample<I, V>(s, *plan, args, report, refused);
+  if (!sampled) race_spmm<V>(s, *plan, alg3_ok, report, refused);
   announce(s, "spmm.cusparse", A, args.b.cols, report, plan->alg_, refused);
   plan->watch(A.rowptr, static_cast<size_t>(A.rows + 1) * sizeof(I));
   plan->watch(A.colind, static_cast<size_t>(A.nnz) * sizeof(I));

@@ -679,6 +679,42 @@ TEST(CudaSpmm, CusparseTriesAlg3OnlyOnCanonicalRows) {
   }
 }
 
+// From 4M entries (kSampleNnz in spmm_cusparse.cu) the plan races ALG2 and ALG3 on a sample of A's
+// rows (16 runs of consecutive rows) and runs the race again at full size only where it was close:
+// either way the answer is the reference's, for int32 and int64 indices, and the note says what
+// the sample found. A's runs of rows differ (row lengths cycle, a hub every 4999 rows), so the
+// sample's rowptr and colind are built from pieces of A that start at different entries.
+TEST(CudaSpmm, CusparseRacesLargeInputsOnASample) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  auto matrix = [](auto index) {
+    using I = decltype(index);
+    HostCsr<I, float> a;
+    a.rows = 300000;
+    a.cols = 1 << 20;
+    a.rowptr.reserve(static_cast<size_t>(a.rows) + 1);
+    for (int64_t i = 0; i < a.rows; ++i) {
+      const int64_t len = i % 4999 == 17 ? 3000 : 2 + (i * 7) % 29;
+      const int64_t stride = a.cols / len;  // columns strictly increasing within the row
+      for (int64_t k = 0; k < len; ++k) {
+        a.colind.push_back(static_cast<I>(k * stride + (i * 131) % stride));
+        a.values.push_back(static_cast<float>((i + 3 * k) % 17) * 0.125f - 1.0f);
+      }
+      a.rowptr.push_back(static_cast<I>(a.colind.size()));
+    }
+    return a;
+  };
+  const auto check = [&](const auto& a) {
+    ASSERT_GE(a.colind.size(), size_t{1} << 22);
+    check_spmm(ctx, a, {{8, 8, 8, 0}}, kSeed + 171, {"spmm.cusparse"});
+    const std::string note = diagnostics(ctx).note;
+    EXPECT_NE(note.find("spmm.cusparse plan"), std::string::npos) << note;
+    EXPECT_NE(note.find("sample of 37488 rows"), std::string::npos) << note;  // 16 runs of 300000 / 128 rows
+  };
+  check(matrix(int32_t{}));
+  check(matrix(int64_t{}));
+}
+
 // ---- sddmm -------------------------------------------------------------------------------------
 
 template <class I, class V>
