@@ -58,10 +58,15 @@ constexpr float kTrialMs = 2.0f;
 // From kSampleNnz entries (where the two algorithms' warm-ups, timed calls and ALG3's preprocessing
 // cost tens of milliseconds) they race on kSampleBlocks runs of consecutive rows, 1/kSampleShare of
 // A's rows in all, spread over A (its row order's locality kept, hubs at about their share). The
-// sample decides where the loser took kSampleMargin x the winner's time or more: a margin no
-// sample-to-full-size change of a ratio has to be trusted within more closely than 25 %. A closer
-// race is run again at full size, as below kSampleNnz. SPARSEPORT_CUSPARSE_SAMPLE=0 races at full
-// size always (an A/B of this rule).
+// sample decides where the loser took kSampleMargin x the winner's time or more; a closer race is
+// run again at full size, as below kSampleNnz. Measured since (H100, session 40,
+// benchmarks/results/2026-12-07-s40.md): the products-sized graph's plans went from 160 and 200 ms
+// to 102 and 75 ms (ALG3's preprocessing on the sample still 42-84 ms: mostly a fixed cost); where
+// the race was close (rmat:20:16, mesh3d at F = 64) the lost sample race added 23-29 ms; and the
+// full size favoured ALG2 more than the sample did on all four inputs tried, by up to 1.38x (mesh3d:
+// ALG3 1.11x faster on the sample, ALG2 1.25x at full size), so a sample favouring ALG3 by less
+// than ~1.4x may pick it wrongly (none did). SPARSEPORT_CUSPARSE_SAMPLE=0 races at full size
+// always (an A/B of this rule).
 constexpr int64_t kSampleNnz = int64_t{1} << 22;
 constexpr int kSampleBlocks = 16;
 constexpr int64_t kSampleShare = 8;
