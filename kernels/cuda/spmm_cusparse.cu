@@ -510,9 +510,10 @@ std::shared_ptr<SpmmVendorPlan> build_spmm_plan(const State& s, const sparseport
                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - tc).count());
   report = checked;
   if (!alg3_ok) refused = "ALG3: not tried, columns not strictly increasing in every row";
-  // A sample's rows are A's rows, so canonical where A is.
-  const bool sampled =
-      alg3_ok && A.nnz >= kSampleNnz && sample_enabled() && decide_on_sample<I, V>(s, *plan, args, report, refused);
+  // A sample's rows are A's rows, so canonical where A is. From kSampleBlocks * kSampleShare rows
+  // its runs do not overlap, so it holds at most A's entries (no index overflow in a few giant rows).
+  const bool sampled = alg3_ok && A.nnz >= kSampleNnz && A.rows >= kSampleBlocks * kSampleShare && sample_enabled() &&
+                       decide_on_sample<I, V>(s, *plan, args, report, refused);
   if (!sampled) race_spmm<V>(s, *plan, alg3_ok, report, refused);
   announce(s, "spmm.cusparse", A, args.b.cols, report, plan->alg_, refused);
   plan->watch(A.rowptr, static_cast<size_t>(A.rows + 1) * sizeof(I));
