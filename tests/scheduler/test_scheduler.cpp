@@ -1785,7 +1785,7 @@ TEST(SchedulerShapeClass, AMatrixOfAKnownShapeReplaysItsClassAfterThreeCheckedMe
 // spmm's sum and mean run the same native kernels: a shape whose class exists for mean only (a GNN's
 // forward aggregation) starts its sum decisions (the backward's, over the transpose) from the mean
 // class's pick, checked at full size against the sum's own vendor, where a cold decision would probe
-// first. The vendor being the same, the mean member's full-size lead over it (about 50x here) is
+// first. The vendor being the same, the mean member's full-size lead over it (tens of times here) is
 // the check's evidence: the pick is timed (the op's own call) and the vendor left out. The check
 // teaches the sum's own class. max borrows nothing.
 TEST(SchedulerShapeClass, ASumWithoutAClassOfItsOwnStartsFromItsShapesMeanClassCheckedAgainstTheVendor) {
