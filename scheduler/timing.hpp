@@ -96,8 +96,8 @@ class ProbeSample {
   };
 
   ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
-              Structure& s, const SchedulerOptions& opt);  // widens s's rowptr
-  // A CSR op's sample of the given rows (s's rowptr widened already), described as `how`.
+              const Structure& s, const SchedulerOptions& opt);
+  // A CSR op's sample of the given rows, described as `how`.
   ProbeSample(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op, const void* args,
               const Structure& s, const Rows& pick, const std::string& how);
   ~ProbeSample();
@@ -110,6 +110,7 @@ class ProbeSample {
   double work_fraction() const { return work_fraction_; }
 
   static Rows sample_rows(const std::vector<int64_t>& rowptr, double frac, int64_t min_rows);
+  static Rows sample_rows(const Structure& s, double frac, int64_t min_rows);  // from rowptr as stored
   // `blocks` runs of consecutive whole rows, block k the rows that hold the entries within
   // frac / blocks / 2 of the entry quantile (2k + 1) / (2 blocks): the real rows' order, so the
   // real locality of B's reads, in a few places spread over the matrix (the full-size check's

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -556,6 +557,80 @@ TEST(SchedulerProbe, StratifiedSampleKeepsTheHubsShareOfTheWork) {
   const ProbeSample::Rows m = ProbeSample::sample_rows(mid, 0.03, 512);
   EXPECT_NEAR(static_cast<double>(m.rows.size()), 512, 2);
   EXPECT_TRUE(m.cut.empty());
+}
+
+// sample_rows picks in two passes over rowptr as stored; the reference below is the algorithm it
+// replaced (a vector of rows per stratum, then a sort). The same rows and cuts on generated graphs of
+// every shape class, from int32 and int64 storage.
+ProbeSample::Rows reference_sample_rows(const std::vector<int64_t>& rowptr, double frac, int64_t min_rows) {
+  const int64_t rows = static_cast<int64_t>(rowptr.size()) - 1;
+  ProbeSample::Rows out;
+  if (rows <= min_rows) {
+    for (int64_t i = 0; i < rows; ++i) out.rows.push_back(i);
+    return out;
+  }
+  const double f = std::min(1.0, std::max(frac, static_cast<double>(min_rows) / static_cast<double>(rows)));
+  std::vector<std::vector<int64_t>> strata(65);
+  for (int64_t i = 0; i < rows; ++i)
+    strata[std::bit_width(static_cast<uint64_t>(rowptr[static_cast<size_t>(i) + 1] - rowptr[static_cast<size_t>(i)]))]
+        .push_back(i);
+  for (size_t b = 0; b < strata.size(); ++b) {
+    const std::vector<int64_t>& st = strata[b];
+    if (st.empty()) continue;
+    const double want = f * static_cast<double>(st.size());
+    if (want < 0.5 && b >= 1 && f * std::ldexp(1.0, static_cast<int>(b) - 1) >= 1.0) {
+      for (const int64_t r : st)
+        out.cut.emplace_back(
+            r, std::max<int64_t>(1, std::llround(f * static_cast<double>(rowptr[static_cast<size_t>(r) + 1] -
+                                                                         rowptr[static_cast<size_t>(r)]))));
+      continue;
+    }
+    const auto size = static_cast<int64_t>(st.size());
+    const int64_t n = std::clamp<int64_t>(std::llround(want), 1, size);
+    for (int64_t j = 0; j < n; ++j) out.rows.push_back(st[static_cast<size_t>((j * size) / n)]);
+  }
+  std::sort(out.rows.begin(), out.rows.end());
+  std::sort(out.cut.begin(), out.cut.end());
+  if (out.rows.empty()) {
+    for (const auto& [r, k] : out.cut) out.rows.push_back(r);
+    out.cut.clear();
+  }
+  return out;
+}
+
+TEST(SchedulerProbe, StratifiedSampleIsTheReferencesFromEitherIndexWidth) {
+  int inputs = 0;
+  for (const char* spec : {"chunglu:200000:10:2.1", "chunglu:50000:16:2.5", "rmat:15:16", "er:30000:0.0003",
+                           "band:20000:5", "megarow:20000:4:0.2", "hubs:30000:4:20:3000"}) {
+    const HostCsr<int64_t, float> g = generate<int64_t, float>(spec);
+    std::vector<int32_t> narrow(g.rowptr.begin(), g.rowptr.end());
+    for (const double frac : {0.03, 0.25}) {
+      for (const int64_t min_rows : {int64_t{64}, int64_t{512}, int64_t{100000}}) {
+        const ProbeSample::Rows want = reference_sample_rows(g.rowptr, frac, min_rows);
+        Structure s;
+        s.rows = g.rows;
+        s.nnz = g.nnz();
+        s.index_type = SPARSEPORT_I32;
+        s.host_rowptr = narrow.data();
+        for (const ProbeSample::Rows& got : {ProbeSample::sample_rows(g.rowptr, frac, min_rows),
+                                             ProbeSample::sample_rows(s, frac, min_rows)}) {
+          EXPECT_EQ(got.rows, want.rows) << spec << " frac " << frac << " min " << min_rows;
+          EXPECT_EQ(got.cut, want.cut) << spec << " frac " << frac << " min " << min_rows;
+        }
+        ++inputs;
+      }
+    }
+  }
+  EXPECT_EQ(inputs, 42);
+  // A stratum whose rows are all cut beside one of whole rows; and rows of degree 0 only.
+  std::vector<int64_t> hubs{0};
+  for (int64_t i = 0; i < 2000; ++i) hubs.push_back(hubs.back() + (i % 500 == 7 ? 4000 : (i % 2)));
+  EXPECT_EQ(ProbeSample::sample_rows(hubs, 0.03, 64).cut, reference_sample_rows(hubs, 0.03, 64).cut);
+  EXPECT_EQ(ProbeSample::sample_rows(hubs, 0.03, 64).rows, reference_sample_rows(hubs, 0.03, 64).rows);
+  EXPECT_FALSE(ProbeSample::sample_rows(hubs, 0.03, 64).cut.empty());
+  const std::vector<int64_t> empty_rows(1001, 0);
+  EXPECT_EQ(ProbeSample::sample_rows(empty_rows, 0.03, 64).rows, reference_sample_rows(empty_rows, 0.03, 64).rows);
+  EXPECT_EQ(ProbeSample::sample_rows(empty_rows, 0.03, 64).rows.size(), 64u);
 }
 
 // On generated power-law graphs (Chung-Lu, the exponents of social graphs) the sample's share of
