@@ -426,13 +426,16 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
   // The vendor's first call comes first: its refusing the sample almost always means the caller's
   // arguments are wrong (host pointers on a GPU backend ...): stop deciding, run the vendor, and
   // let the op report it.
-  if (time_variant(*p.plugin, p.exec, p.op, d.vendor, sample->args(), 1, false, &error) < 0) {
+  const double t_vendor_first = time_variant(*p.plugin, p.exec, p.op, d.vendor, sample->args(), 1, false, &error);
+  if (t_vendor_first < 0) {
     p.verify_pending = false;
     finish(d.vendor, "unscheduled", std::string("the vendor failed on the probe sample: ") + error.message);
     return;
   }
-  // Then the natives, then the vendor's timing proper. A variant whose steady call already took
-  // kBeaten x the fastest native's time is left at that call, without the median of its repeats:
+  // Then the natives, then the vendor's timing proper, its first call standing in for its warm-up's
+  // first (the sample's first touch and the vendor's plan are made: one call fewer). A variant
+  // whose steady call already took kBeaten x the fastest native's time is left at that call,
+  // without the median of its repeats:
   // one call's noise is far below 2x (on the 2-core VM medians of 5 calls moved by up to 37 %), so
   // it can be neither the fastest native nor a vendor within the guardrail's alpha of it. On the
   // products-sized SAGE graph the vendor's stand-in (row_warp_vec4, 5-10x hub_split) was 7 calls of
@@ -448,8 +451,8 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
     times.emplace_back(v, t);
     candidate(p, v)->probe_ms = t * 1e3;
   }
-  const double t_vendor =
-      time_variant(*p.plugin, p.exec, p.op, d.vendor, sample->args(), p.opt.probe_repeats, true, &error, kBeaten * fastest);
+  const double t_vendor = time_variant(*p.plugin, p.exec, p.op, d.vendor, sample->args(), p.opt.probe_repeats, true,
+                                       &error, kBeaten * fastest, t_vendor_first);
   if (t_vendor < 0) {
     p.verify_pending = false;
     finish(d.vendor, "unscheduled", std::string("the vendor failed on the probe sample: ") + error.message);

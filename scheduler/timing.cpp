@@ -107,7 +107,7 @@ int calls_per_batch(double seconds_per_call, double target) {
 
 double time_variant(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op,
                     const std::string& variant, const void* args, int repeats, bool warmup, sparseport_status* failed,
-                    double beaten_at) {
+                    double beaten_at, double first_call) {
   const auto beaten = [&](double s) { return beaten_at > 0 && s > beaten_at; };
   const auto batch = [&](int calls) { return batch_seconds(plugin, exec, op, variant, args, calls, failed); };
   int calls = 1;
@@ -120,7 +120,7 @@ double time_variant(const PluginInfo& plugin, const sparseport_exec& exec, spars
     // large inputs each probed variant's calls are milliseconds (rmat:20:16 on the 2-core VM: 5-13
     // ms each, 7 calls each of 3 variants, ~180 ms: 0.8 full-size calls of the op).
     constexpr double kWarmCallBatches = 20;
-    const double first = batch(1);
+    const double first = first_call >= 0 ? first_call : batch(1);
     if (first < 0) return -1;
     if (first < kWarmCallBatches * batch_target(plugin)) {
       const double again = batch(1);

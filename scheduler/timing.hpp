@@ -33,10 +33,12 @@ int call_slot(const sparseport_plugin* t, sparseport_op op, const sparseport_exe
 // so host clock and synchronize overheads do not swamp short GPU kernels. Without: one call per
 // repeat. A failing call returns a negative time and its status in *failed. With `beaten_at` > 0:
 // the first steady time (the warm-up's second call, or a batch) above it is returned at once, no
-// median: a variant that slow has lost whatever its repeats would say.
+// median: a variant that slow has lost whatever its repeats would say. With `first_call` >= 0: the
+// variant's first call on these operands was made already and took that long, and stands in for
+// the warm-up's first call.
 double time_variant(const PluginInfo& plugin, const sparseport_exec& exec, sparseport_op op,
                     const std::string& variant, const void* args, int repeats, bool warmup, sparseport_status* failed,
-                    double beaten_at = 0);
+                    double beaten_at = 0, double first_call = -1);
 
 // An op that reads its output (spmm with beta != 0) gets it saved once and put back before every
 // timed call, so that timing leaves the caller's output as it found it for the call that counts.

@@ -514,15 +514,21 @@ TEST(SchedulerProbe, AVariantBeatenOnASteadyCallIsNotRepeated) {
   const sparseport_exec exec{};
   const sparseport_spmm_args args{};
   sparseport_status st{};
-  const auto timed = [&](double beaten_at) {
+  const auto timed = [&](double beaten_at, double first_call = -1) {
     g_sleepy_calls = 0;
-    const double s = time_variant(plugin, exec, SPARSEPORT_OP_SPMM, "slow", &args, 5, true, &st, beaten_at);
+    const double s = time_variant(plugin, exec, SPARSEPORT_OP_SPMM, "slow", &args, 5, true, &st, beaten_at, first_call);
     EXPECT_GE(s, 2e-3);
     return g_sleepy_calls;
   };
   EXPECT_EQ(timed(0), 6);     // the warm-up and 5 repeats
   EXPECT_EQ(timed(60.0), 6);  // not beaten: the same
   EXPECT_EQ(timed(1e-3), 2);  // beaten on the first repeat
+  // The probe's vendor: its argument-checking first call stands in for the warm-up's first.
+  EXPECT_EQ(timed(0, 2e-3), 5);
+  EXPECT_EQ(timed(1e-3, 2e-3), 1);
+  // A first call shorter than 20 batch targets (50 us on host memory): the warm-up's second call
+  // follows, as it would after the warm-up's own first.
+  EXPECT_EQ(timed(0, 1e-5), 6);
 }
 
 TEST(SchedulerProbe, StratifiedSampleKeepsTheHubsShareOfTheWork) {
