@@ -252,8 +252,9 @@ std::vector<FullSizeTime> time_full_size(const PluginInfo& plugin, const sparsep
 // strata, one picks. A stratum's picks are its elements (j * size) / n for j < n, a strictly
 // increasing sequence of positions, so a counter per stratum finds them in one pass and the rows
 // come out ascending. The same rows as the vector of rows per stratum and the sort that it replaced,
-// which cost 62 ms and the widened copy of rowptr 24 ms more on a 2.4M-row graph (2-core VM; on the
-// H100's host the probe sample of the products-sized SAGE graph took 30-46 ms per width).
+// which cost 62 ms and the widened copy of rowptr 24 ms more on a 2.4M-row graph (2-core VM; this
+// pass 17-20 ms). On an H100's host the probe sample of the products-sized SAGE graph (rowptr read
+// back, rows picked, sliced on the GPU) went from 30-46 to 11-22 ms per width (2026-12-07-s41.md).
 namespace {
 
 template <class I>
