@@ -423,23 +423,23 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
   if (!sample) sample.emplace(*p.plugin, p.exec, p.op, args, p.structure, p.opt);
   t_sample = since(t0) - t_model;
   sparseport_status error{};
-  // The vendor's first call comes first: its refusing the sample almost always means the caller's
-  // arguments are wrong (host pointers on a GPU backend ...): stop deciding, run the vendor, and
-  // let the op report it.
-  const double t_vendor_first = time_variant(*p.plugin, p.exec, p.op, d.vendor, sample->args(), 1, false, &error);
-  if (t_vendor_first < 0) {
+  // The vendor refusing the sample almost always means the caller's arguments are wrong (host
+  // pointers on a GPU backend ...): stop deciding, run the vendor, and let the op report it.
+  const auto vendor_failed = [&] {
     p.verify_pending = false;
     finish(d.vendor, "unscheduled", std::string("the vendor failed on the probe sample: ") + error.message);
-    return;
-  }
+  };
+  // The vendor's first call comes first, to catch that before anything else runs.
+  const double t_vendor_first = time_variant(*p.plugin, p.exec, p.op, d.vendor, sample->args(), 1, false, &error);
+  if (t_vendor_first < 0) return vendor_failed();
   // Then the natives, then the vendor's timing proper, its first call standing in for its warm-up's
   // first (the sample's first touch and the vendor's plan are made: one call fewer). A variant
   // whose steady call already took kBeaten x the fastest native's time is left at that call,
-  // without the median of its repeats:
-  // one call's noise is far below 2x (on the 2-core VM medians of 5 calls moved by up to 37 %), so
-  // it can be neither the fastest native nor a vendor within the guardrail's alpha of it. On the
-  // products-sized SAGE graph the vendor's stand-in (row_warp_vec4, 5-10x hub_split) was 7 calls of
-  // the probe's 7 x 4, 35 ms of 98 ms at F = 256 (H100, session 40).
+  // without the median of its repeats: one call's noise is far below 2x (on the 2-core VM medians
+  // of 5 calls moved by up to 37 %), so it can be neither the fastest native nor a vendor within
+  // the guardrail's alpha of it. On the products-sized SAGE graph the vendor's stand-in
+  // (row_warp_vec4, 5-10x hub_split) was 7 calls of the probe's 7 x 4, 35 ms of 98 ms at F = 256
+  // (H100, session 40).
   constexpr double kBeaten = 2;
   std::vector<std::pair<std::string, double>> times;
   double fastest = 0;
@@ -453,11 +453,7 @@ void decide(PlanState& p, const void* args, const std::vector<std::string>& appl
   }
   const double t_vendor = time_variant(*p.plugin, p.exec, p.op, d.vendor, sample->args(), p.opt.probe_repeats, true,
                                        &error, kBeaten * fastest, t_vendor_first);
-  if (t_vendor < 0) {
-    p.verify_pending = false;
-    finish(d.vendor, "unscheduled", std::string("the vendor failed on the probe sample: ") + error.message);
-    return;
-  }
+  if (t_vendor < 0) return vendor_failed();
   candidate(p, d.vendor)->probe_ms = t_vendor * 1e3;
   const Verdict v = guardrail(times, d.vendor, t_vendor, p.opt.alpha, "on the probe (" + sample->description() + ")");
   // The check's runner-up: the fastest other native on the probe; and the probe's evidence, with
