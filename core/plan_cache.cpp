@@ -15,6 +15,13 @@ std::shared_ptr<Plan> PlanCache::find(const std::string& key) {
   return nullptr;
 }
 
+std::shared_ptr<Plan> PlanCache::find_if(const std::function<bool(const Plan&)>& match) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [key, plan] : lru_)
+    if (match(*plan)) return plan;
+  return nullptr;
+}
+
 void PlanCache::insert(const std::string& key, std::shared_ptr<Plan> plan) {
   std::shared_ptr<Plan> dropped;  // destroyed outside the lock
   std::lock_guard<std::mutex> lock(mu_);

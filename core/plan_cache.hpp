@@ -54,6 +54,10 @@ class PlanCache {
   explicit PlanCache(size_t capacity, std::function<void()> on_first_insert = {})
       : capacity_(capacity), on_first_insert_(std::move(on_first_insert)) {}
   std::shared_ptr<Plan> find(const std::string& key);  // counts a hit or a miss
+  // The most recently used plan that `match` accepts, or null; counts nothing and moves nothing
+  // (a plan looked for by what it holds rather than by its key: cuda's hub_split plans of an equal
+  // rowptr at another address). `match` runs under the cache's lock: it must not call the cache.
+  std::shared_ptr<Plan> find_if(const std::function<bool(const Plan&)>& match) const;
   void insert(const std::string& key, std::shared_ptr<Plan> plan);
   void invalidate(const void* p, size_t bytes);
   void clear();

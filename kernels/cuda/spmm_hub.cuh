@@ -53,17 +53,31 @@ struct HubItem {
 constexpr int64_t kDetSpread = 1024;
 constexpr int kDetRanges = kBlock / 32;
 
+// The plan depends on rowptr's values only (and the threshold, chunk and spread of the call), so a
+// matrix whose rowptr holds the same values at another address shares it (shared_plan): the
+// transpose of a symmetric graph, which a GNN's backward multiplies by (the products-sized SAGE
+// twin's first epoch built the plan on A^T again, 22 ms, H100 session 40), or a copy of A. The
+// owner keeps a copy of the rowptr it was built from to compare against: the caller's array may be
+// freed behind the backend's back (torch's allocator), so it is never read once the call is over.
 class HubPlan : public Plan {
  public:
   // Frees on the state's stream of the moment (set_external may have changed it since).
   explicit HubPlan(const State& s) : state_(&s) {}
   ~HubPlan() override {
+    if (owner_ != nullptr) return;  // a shared plan: the arrays are its owner's
     if (items_ != nullptr) (void)cudaFreeAsync(items_, state_->stream());
     if (split_items_ != nullptr) (void)cudaFreeAsync(split_items_, state_->stream());
     if (split_first_ != nullptr) (void)cudaFreeAsync(split_first_, state_->stream());
     if (split_rows_ != nullptr) (void)cudaFreeAsync(split_rows_, state_->stream());
     if (order_ != nullptr) (void)cudaFreeAsync(order_, state_->stream());
+    if (rowptr_ != nullptr) (void)cudaFreeAsync(rowptr_, state_->stream());
   }
+  // What the plan was built from: the rowptr (a copy, I[rows_ + 1]), its shape, and the call's
+  // threshold, chunk and spread.
+  void* rowptr_ = nullptr;
+  int64_t rows_ = 0, nnz_ = 0, threshold_ = 0, chunk_ = 0, spread_ = 0;
+  size_t index_bytes_ = 0;
+  std::shared_ptr<const HubPlan> owner_;  // a shared plan's owner of the arrays; null where it owns them
   HubItem* items_ = nullptr;
   int32_t* split_items_ = nullptr;  // items per split hub
   int32_t* split_first_ = nullptr;  // the first slot of each split hub (deterministic mode)
@@ -176,9 +190,80 @@ std::shared_ptr<HubPlan> build_plan(const State& s, const sparseport_csr& a, int
     check(cudaMemcpyAsync(plan->order_, order.data(), order.size() * sizeof(I), cudaMemcpyHostToDevice, s.stream()),
           "cudaMemcpyAsync (hub_split row order)");
   }
+  const size_t rowptr_bytes = static_cast<size_t>(a.rows + 1) * sizeof(I);
+  check(cudaMallocFromPoolAsync(&plan->rowptr_, rowptr_bytes, s.pool(), s.stream()),
+        "cudaMallocFromPoolAsync (hub_split rowptr copy)");
+  check(cudaMemcpyAsync(plan->rowptr_, a.rowptr, rowptr_bytes, cudaMemcpyDeviceToDevice, s.stream()),
+        "cudaMemcpyAsync (hub_split rowptr copy)");
+  plan->rows_ = a.rows;
+  plan->nnz_ = a.nnz;
+  plan->threshold_ = threshold;
+  plan->chunk_ = chunk;
+  plan->spread_ = spread;
+  plan->index_bytes_ = sizeof(I);
   // The host vectors die here; the copies from pageable memory must be done with them.
   check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (hub_split plan)");
-  plan->watch(a.rowptr, static_cast<size_t>(a.rows + 1) * sizeof(I));
+  plan->watch(a.rowptr, rowptr_bytes);
+  return plan;
+}
+
+// Sets *differs where a[i] != b[i] for some i < n (*differs is 0 before).
+template <class I>
+__global__ void __launch_bounds__(kBlock) differ_kernel(const I* a, const I* b, int64_t n, unsigned* differs) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kBlock;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x; i < n; i += step)
+    if (a[i] != b[i]) {
+      *differs = 1;
+      return;
+    }
+}
+
+// The plan of a matrix whose rowptr holds the same values as a cached plan's (same shape and
+// parameters), sharing that plan's arrays, or null where there is none. One comparison on the
+// device (a pass over two rowptrs and a 4-byte read back: tens of microseconds) against the
+// plan's build, a pass over rowptr on the host. It watches a's rowptr, as a plan of its own would.
+template <class I>
+std::shared_ptr<HubPlan> shared_plan(const State& s, const sparseport_csr& a, int64_t threshold, int64_t chunk,
+                                     int64_t spread) {
+  const std::shared_ptr<Plan> found = s.plans().find_if([&](const Plan& p) {
+    const auto* h = dynamic_cast<const HubPlan*>(&p);
+    return h != nullptr && h->rowptr_ != nullptr && h->rows_ == a.rows && h->nnz_ == a.nnz &&
+           h->index_bytes_ == sizeof(I) && h->threshold_ == threshold && h->chunk_ == chunk && h->spread_ == spread;
+  });
+  if (found == nullptr) return nullptr;
+  const auto& other = static_cast<const HubPlan&>(*found);
+  const int64_t n = a.rows + 1;
+  Scratch flag(s, sizeof(unsigned));
+  check(cudaMemsetAsync(flag.get(), 0, sizeof(unsigned), s.stream()), "cudaMemsetAsync (hub_split rowptr compare)");
+  const unsigned grid = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(n, kBlock), 1, int64_t{8} * s.info().sms));
+  differ_kernel<I><<<grid, kBlock, 0, s.stream()>>>(static_cast<const I*>(other.rowptr_),
+                                                    static_cast<const I*>(a.rowptr), n, flag.as<unsigned>());
+  check_launch("spmm.hub_split (rowptr compare)");
+  unsigned differs = 1;
+  check(cudaMemcpyAsync(&differs, flag.get(), sizeof(unsigned), cudaMemcpyDeviceToHost, s.stream()),
+        "cudaMemcpyAsync (hub_split rowptr compare)");
+  check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (hub_split rowptr compare)");
+  if (differs != 0) return nullptr;
+  auto plan = std::make_shared<HubPlan>(s);
+  plan->owner_ = other.owner_ != nullptr ? other.owner_ : std::static_pointer_cast<const HubPlan>(found);
+  const HubPlan& o = *plan->owner_;
+  plan->items_ = o.items_;
+  plan->split_items_ = o.split_items_;
+  plan->split_first_ = o.split_first_;
+  plan->split_rows_ = o.split_rows_;
+  plan->order_ = o.order_;
+  plan->norder_ = o.norder_;
+  plan->nitems_ = o.nitems_;
+  plan->nslots_ = o.nslots_;
+  plan->nsplit_ = o.nsplit_;
+  plan->rowptr_ = o.rowptr_;
+  plan->rows_ = o.rows_;
+  plan->nnz_ = o.nnz_;
+  plan->threshold_ = o.threshold_;
+  plan->chunk_ = o.chunk_;
+  plan->spread_ = o.spread_;
+  plan->index_bytes_ = o.index_bytes_;
+  plan->watch(a.rowptr, static_cast<size_t>(n) * sizeof(I));
   return plan;
 }
 
@@ -378,7 +463,8 @@ void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold, bo
                             std::to_string(chunk) + "|" + std::to_string(spread);
     std::shared_ptr<HubPlan> plan = std::static_pointer_cast<HubPlan>(s.plans().find(key));
     if (plan == nullptr) {
-      plan = build_plan<I>(s, a.a, threshold, chunk, spread);
+      plan = shared_plan<I>(s, a.a, threshold, chunk, spread);
+      if (plan == nullptr) plan = build_plan<I>(s, a.a, threshold, chunk, spread);
       s.plans().insert(key, plan);
     }
     SpmmParams<I, V> p = spmm_params<I, V>(a);
@@ -418,7 +504,8 @@ void launch(const State& s, const sparseport_spmm_args& a, int64_t threshold, bo
       const bool masked = det ? kMaskedRows<true, VEC, S, STRIDED> : kMaskedRows<false, VEC, S, STRIDED>;
       s.set_note(std::string("spmm.hub_split: ") +
                  (masked ? "a row's last entries in masked batches" : "a row's last entries one at a time") +
-                 (STRIDED ? ", " + std::to_string(VEC) + " strided columns a lane" : std::string()));
+                 (STRIDED ? ", " + std::to_string(VEC) + " strided columns a lane" : std::string()) +
+                 (plan->owner_ != nullptr ? ", the plan shared with an equal rowptr's" : ""));
       if (det && plan->nsplit_ > 0) {
         const unsigned folds = static_cast<unsigned>(std::min<int64_t>(plan->nsplit_, 65535));
         det_fold_kernel<R, I, V><<<folds, kBlock, 0, s.stream()>>>(p, plan->split_rows_, plan->split_items_,

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "backends/cuda/preload.hpp"
@@ -623,6 +624,58 @@ TEST(CudaSpmm, HubSplitStridedColumns) {
     EXPECT_EQ(std::memcmp(strided.data.data(), scalar.data.data(), strided.data.size() * sizeof(float)), 0)
         << "strided columns and scalar lanes differ in bits";
   }
+}
+
+// spmm.hub_split's plan depends on rowptr's values only: a matrix whose rowptr holds the same values
+// at another address (the transpose of a symmetric graph, a copy of A) shares the cached plan, with
+// its own columns and values; one of the same shape whose rowptr differs (A's rows reversed) builds
+// its own. The shared plan outlives the matrix it was built for. Each against float64, every
+// reduction, both index types.
+template <class I>
+void check_shared_hub_plan(const Context& ctx, uint64_t seed) {
+  const auto a = power_law_csr<I, float>(scaled(20000, 5000), 8000, 400, seed, true, false);
+  HostCsr<I, float> same = a, other = a;
+  for (size_t e = 0; e < same.colind.size(); ++e) {
+    same.colind[e] = static_cast<I>((static_cast<int64_t>(same.colind[e]) * 7 + 3) % same.cols);
+    same.values[e] = -0.5f * same.values[e];
+  }
+  other.colind.clear();
+  other.values.clear();
+  other.rowptr.assign(1, 0);
+  for (int64_t r = a.rows - 1; r >= 0; --r) {
+    for (I e = a.rowptr[static_cast<size_t>(r)]; e < a.rowptr[static_cast<size_t>(r) + 1]; ++e) {
+      other.colind.push_back(a.colind[static_cast<size_t>(e)]);
+      other.values.push_back(a.values[static_cast<size_t>(e)]);
+    }
+    other.rowptr.push_back(static_cast<I>(other.colind.size()));
+  }
+  ASSERT_NE(other.rowptr, a.rowptr);
+  const std::string shared = "the plan shared with an equal rowptr's";
+  const auto note = [&] { return std::string(diagnostics(ctx).note); };
+  const std::vector<Width> width{{32, 32, 32, 0}};
+  std::optional<DevCsr<I, float>> da(to_device(ctx, a));
+  const DevDense<float> db = to_device(ctx, random_dense<float>(a.cols, 32, 32, seed + 1));
+  DevDense<float> dc = to_device(ctx, random_dense<float>(a.rows, 32, 32, seed + 2));
+  spmm(ctx, da->view, db.view(), dc.mut(), {Reduce::sum, 1.0, 0.0, "spmm.hub_split"});
+  EXPECT_EQ(note().find(shared), std::string::npos) << note();
+  check_spmm(ctx, same, width, seed + 3, {"spmm.hub_split"});
+  EXPECT_NE(note().find(shared), std::string::npos) << note();
+  check_spmm(ctx, other, width, seed + 4, {"spmm.hub_split"});
+  EXPECT_EQ(note().find(shared), std::string::npos) << note();
+  // A's arrays freed (its plan dropped from the cache): the copy's shared plan keeps the arrays.
+  const auto dsame = to_device(ctx, same);
+  spmm(ctx, dsame.view, db.view(), dc.mut(), {Reduce::sum, 1.0, 0.0, "spmm.hub_split"});
+  EXPECT_NE(note().find(shared), std::string::npos) << note();
+  da.reset();
+  check_spmm(ctx, same, width, seed + 5, {"spmm.hub_split"});  // another copy, at other addresses again
+  EXPECT_NE(note().find(shared), std::string::npos) << note();
+}
+
+TEST(CudaSpmm, HubSplitSharesThePlanOfAnEqualRowptr) {
+  CUDA_TEST_REQUIRE_GPU();
+  Context ctx = Context::create("cuda");
+  check_shared_hub_plan<int32_t>(ctx, kSeed + 167);
+  check_shared_hub_plan<int64_t>(ctx, kSeed + 168);
 }
 
 TEST(CudaSpmm, MatrixWithoutEntriesScalesC) {
