@@ -108,6 +108,17 @@ inline int64_t hub_chunk(int64_t nnz) {
 // The item length of deterministic mode: hub_chunk without its environment override.
 inline int64_t det_chunk(int64_t nnz) { return nnz <= kSmallNnz ? kSmallHubChunk : kHubChunk; }
 
+// Sets *differs where a[i] != b[i] for some i < n (*differs is 0 before).
+template <class I>
+__global__ void __launch_bounds__(kBlock) differ_kernel(const I* a, const I* b, int64_t n, unsigned* differs) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kBlock;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x; i < n; i += step)
+    if (a[i] != b[i]) {
+      *differs = 1;
+      return;
+    }
+}
+
 template <class I>
 std::shared_ptr<HubPlan> build_plan(const State& s, const sparseport_csr& a, int64_t threshold, int64_t chunk,
                                     int64_t spread) {
@@ -201,21 +212,15 @@ std::shared_ptr<HubPlan> build_plan(const State& s, const sparseport_csr& a, int
   plan->chunk_ = chunk;
   plan->spread_ = spread;
   plan->index_bytes_ = sizeof(I);
+  // The comparison kernel of shared_plan, loaded now: under the runtime's lazy loading a kernel's
+  // first launch loads it, and a load waits for the whole device (preload.hpp), where a build
+  // already synchronises. Asking for its attributes loads it.
+  cudaFuncAttributes attr{};
+  check(cudaFuncGetAttributes(&attr, differ_kernel<I>), "cudaFuncGetAttributes (hub_split rowptr compare)");
   // The host vectors die here; the copies from pageable memory must be done with them.
   check(cudaStreamSynchronize(s.stream()), "cudaStreamSynchronize (hub_split plan)");
   plan->watch(a.rowptr, rowptr_bytes);
   return plan;
-}
-
-// Sets *differs where a[i] != b[i] for some i < n (*differs is 0 before).
-template <class I>
-__global__ void __launch_bounds__(kBlock) differ_kernel(const I* a, const I* b, int64_t n, unsigned* differs) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * kBlock;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kBlock + threadIdx.x; i < n; i += step)
-    if (a[i] != b[i]) {
-      *differs = 1;
-      return;
-    }
 }
 
 // The plan of a matrix whose rowptr holds the same values as a cached plan's (same shape and

@@ -322,8 +322,10 @@ TEST(CudaExternal, ScratchComesFromTheLentAllocator) {
 // thread with a deadline, so that a wait for the device fails the test instead of hanging it. A
 // first pass outside the gate loads the kernels and builds the plans of a first copy of A (the
 // CUDA runtime's lazy loading of a kernel, and cuSPARSE building its plan, are not this test's
-// subject); under the gate hub_split also builds a plan for a second copy (a host read of rowptr),
-// csr_transpose on int32 checks its total on the host, then a copy and synchronize().
+// subject); under the gate hub_split also builds a plan for A with its rows reversed (a host read
+// of rowptr), shares the first copy's plan with a second copy (a comparison of rowptrs on the
+// device, 4 bytes read back), csr_transpose on int32 checks its total on the host, then a copy and
+// synchronize().
 TEST(CudaExternal, NothingWaitsForTheWholeDevice) {
   CUDA_TEST_REQUIRE_GPU();
   Context ctx = Context::create("cuda");
@@ -337,19 +339,36 @@ TEST(CudaExternal, NothingWaitsForTheWholeDevice) {
   TestStream other, lent;
   const Buffer pm = ctx.allocate(a.colind.size() * 4), rp = ctx.allocate(static_cast<size_t>(a.cols + 1) * 4),
                ci = ctx.allocate(a.colind.size() * 4), vv = ctx.allocate(a.values.size() * 4);
-  std::vector<DevCsr<int32_t, float>> fresh;  // a new copy of A per gated pass: a plan to build
-  for (int k = 0; k < 2; ++k) fresh.push_back(to_device(ctx, a));
+  // Per gated pass: A with its rows reversed (another rowptr: a plan to build), and a new copy of A
+  // (an equal rowptr: the first copy's plan to share).
+  HostCsr<int32_t, float> reversed = a;
+  reversed.colind.clear();
+  reversed.values.clear();
+  reversed.rowptr.assign(1, 0);
+  for (int64_t r = a.rows - 1; r >= 0; --r) {
+    for (int32_t e = a.rowptr[static_cast<size_t>(r)]; e < a.rowptr[static_cast<size_t>(r) + 1]; ++e) {
+      reversed.colind.push_back(a.colind[static_cast<size_t>(e)]);
+      reversed.values.push_back(a.values[static_cast<size_t>(e)]);
+    }
+    reversed.rowptr.push_back(static_cast<int32_t>(reversed.colind.size()));
+  }
+  std::vector<DevCsr<int32_t, float>> fresh, rows_reversed;
+  for (int k = 0; k < 2; ++k) {
+    fresh.push_back(to_device(ctx, a));
+    rows_reversed.push_back(to_device(ctx, reversed));
+  }
   std::vector<float> h(static_cast<size_t>(a.rows * F));
-  auto work = [&](bool lend, const CsrView* hub_matrix) {
+  auto work = [&](bool lend, const CsrView* hub_matrix, const CsrView* hub_other) {
     if (lend) {
       const sparseport_external ext{lent.get(), nullptr, nullptr, nullptr};
       set_external(ctx, &ext);
     }
     for (const std::string& v : plugin("cuda").variants_of(SPARSEPORT_OP_SPMM))
       spmm_slot(ctx, v, {abi_of(da.view), abi_of(db.view()), abi_of(dc.mut()), SPARSEPORT_REDUCE_SUM, 1.0, 0.0, nullptr, 0});
-    if (hub_matrix != nullptr)
-      spmm_slot(ctx, "spmm.hub_split",
-                {abi_of(*hub_matrix), abi_of(db.view()), abi_of(dc.mut()), SPARSEPORT_REDUCE_SUM, 1.0, 0.0, nullptr, 0});
+    for (const CsrView* m : {hub_other, hub_matrix})  // the copy of A last: C is A B
+      if (m != nullptr)
+        spmm_slot(ctx, "spmm.hub_split",
+                  {abi_of(*m), abi_of(db.view()), abi_of(dc.mut()), SPARSEPORT_REDUCE_SUM, 1.0, 0.0, nullptr, 0});
     const sparseport_transpose_args t{abi_of(da.view),
                                       {a.cols, a.rows, a.nnz(), rp.data(), ci.data(), vv.data(), SPARSEPORT_I32,
                                        SPARSEPORT_F32},
@@ -361,12 +380,13 @@ TEST(CudaExternal, NothingWaitsForTheWholeDevice) {
     ctx.synchronize();
     if (lend) set_external(ctx, nullptr);
   };
-  work(false, nullptr);
+  work(false, nullptr, nullptr);
   for (bool lend : {false, true}) {
     SCOPED_TRACE(lend ? "on a lent stream" : "on the plugin's stream");
     Gate gate(other.get());
     gate.close();
-    EXPECT_TRUE(returns_while_shut(gate, [&] { work(lend, &fresh[lend ? 1 : 0].view); }))
+    const size_t k = lend ? 1 : 0;
+    EXPECT_TRUE(returns_while_shut(gate, [&] { work(lend, &fresh[k].view, &rows_reversed[k].view); }))
         << "the context's work waited for another stream (a wait for the whole device)";
   }
   EXPECT_TRUE(close_to(to_host(ctx, dc), spmm_oracle(a, b, Reduce::sum), F));
