@@ -178,10 +178,13 @@ def train_epoch(opt, fwd: Callable[[], torch.Tensor], region, y: torch.Tensor) -
     return loss
 
 
-def profile_epoch(epoch: Callable[[], object], device: torch.device, top: int) -> List[Dict]:
-    """One more epoch under torch.profiler: the `top` ops (kernels on CUDA) by their own device time
+def profile_epoch(epoch: Callable[[], object], device: torch.device, top: int, host: bool = False) -> List[Dict]:
+    """One epoch under torch.profiler: the `top` ops (kernels on CUDA) by their own device time
     (CPU time on the CPU), each with its calls and milliseconds in that epoch. Where a steady epoch's
-    time goes, for the kernel work (issue 33: the products-sized SAGE epoch against PyG's)."""
+    time goes, for the kernel work (issue 33: the products-sized SAGE epoch against PyG's).
+    host=True ranks by the host time of their own instead, the CUDA runtime's calls (cudaMalloc,
+    module loads, synchronisations) among them: where a first epoch's wall time goes beyond the
+    device's work (issue 35: the first epoch against the median)."""
     from torch.profiler import ProfilerActivity, profile
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     sync(device)
@@ -189,7 +192,7 @@ def profile_epoch(epoch: Callable[[], object], device: torch.device, top: int) -
         epoch()
         sync(device)
     def own_us(e) -> float:
-        if device.type != "cuda":
+        if host or device.type != "cuda":
             return e.self_cpu_time_total
         return getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0.0)
     rows = sorted(prof.key_averages(), key=own_us, reverse=True)
@@ -226,10 +229,16 @@ def run_one(kind: str, impl: str, mode: str, init_state, args, inp: Inputs, g: t
             else:
                 target = model
             fwd = forward_fn(kind, impl, target, inp)
-            for _ in range(args.epochs):
+            for epoch in range(args.epochs):
                 sync(device)
                 t0 = time.perf_counter()
-                loss = train_epoch(opt, fwd, region, inp.y)
+                if epoch == 0 and args.profile_first:
+                    box = []
+                    rec["first_profile"] = profile_epoch(lambda: box.append(train_epoch(opt, fwd, region, inp.y)),
+                                                         device, args.profile_first, host=True)
+                    loss = box[0]
+                else:
+                    loss = train_epoch(opt, fwd, region, inp.y)
                 sync(device)
                 rec["epoch_s"].append(time.perf_counter() - t0)
                 rec["losses"].append(loss.item())
@@ -381,6 +390,12 @@ def print_table(runs: List[Dict], comps: List[Dict], checks: Dict, device: torch
             print(f"{r['model']} {r['impl']}/{_tag(r['mode'], r.get('autocast'))} losses: "
                   + " ".join(f"{x:.5f}" for x in r["losses"]))
     for r in runs:
+        if r.get("first_profile"):
+            print(f"\n{r['model']} {r['impl']}/{_tag(r['mode'], r.get('autocast'))}: the first epoch (profiled, "
+                  f"{1e3 * r['first_epoch_s']:.0f} ms), the ops and runtime calls with the most host time of their own")
+            for p in r["first_profile"]:
+                print(f"  {p['ms']:9.3f} ms {p['calls']:5d} calls  {p['name']}")
+    for r in runs:
         if r.get("profile"):
             unit = "device" if device.type == "cuda" else "CPU"
             print(f"\n{r['model']} {r['impl']}/{_tag(r['mode'], r.get('autocast'))}: one profiled epoch, the ops with "
@@ -421,6 +436,10 @@ def parse_args(argv=None):
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="after the timed epochs, one more under torch.profiler: print the N ops (CUDA: kernels) "
                          "with the most device time of their own (CPU: CPU time), per run")
+    ap.add_argument("--profile-first", type=int, default=0, metavar="N",
+                    help="run the first epoch under torch.profiler and print the N ops and CUDA runtime calls with "
+                         "the most host time of their own (what a first epoch pays beyond a steady one; the "
+                         "profiler's own cost is in that epoch's time), per run")
     ap.add_argument("--verbose", action="store_true", help="print tracebacks of failed runs")
     return ap.parse_args(argv)
 

@@ -98,3 +98,20 @@ def test_training_under_autocast(tmp_path):
             assert r["fp32_over_amp_epoch"] > 0 and r["max_abs_loss_diff_vs_fp32"] < 0.02, r
         ours, pyg = runs[(kind, "sparseport", "bf16")], runs[(kind, "pyg", "bf16")]
         torch.testing.assert_close(torch.tensor(ours["losses"]), torch.tensor(pyg["losses"]), rtol=0, atol=0.02)
+
+
+def test_first_epoch_profile_ranks_host_time(tmp_path):
+    """--profile-first: the first epoch runs under torch.profiler and the run keeps the ops with the
+    most host time of their own, ranked, with the sparseport op among them; the epoch still trains
+    (its loss is recorded and the next epoch's is lower)."""
+    res = train_vs_pyg.main(["--graph", "tiny", "--device", "cpu", "--epochs", "2", "--no-compile", "--no-stats",
+                             "--model", "sage", "--impl", "sparseport", "--profile-first", "200",
+                             "--json", str(tmp_path / "first.json")])
+    (run,) = res["runs"]
+    assert run["status"] == "ok", run["error"]
+    assert len(run["losses"]) == 2 and run["losses"][1] < run["losses"][0], run["losses"]
+    prof = run["first_profile"]
+    assert prof and all(p["ms"] > 0 and p["calls"] >= 1 for p in prof), prof
+    assert [p["ms"] for p in prof] == sorted((p["ms"] for p in prof), reverse=True)
+    assert any("sparseport" in p["name"] for p in prof), [p["name"] for p in prof]
+    assert "profile" not in run  # --profile (a steady epoch's device time) was not asked for

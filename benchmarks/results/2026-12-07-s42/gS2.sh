@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Session 42's second GPU call (issue 35): where the products-sized SAGE twin's first epoch goes.
+# The Python package built (cuda), then the twin twice: a fresh decision cache (run 1), then the same
+# cache in a new process (run 2: the first epoch of a user's second run), each first epoch under
+# torch.profiler (--profile-first: the ops and CUDA runtime calls with the most host time).
+set -u
+OUT=${OUT:-/tmp/gS2}; mkdir -p $OUT
+nvidia-smi -L; W=$PWD/.device-data/wheels
+python3 -m pip install -q --no-index --find-links $W nanobind scikit-build-core >$OUT/pip.log 2>&1
+CMAKE_BUILD_PARALLEL_LEVEL=16 timeout 330 python3 -m pip install -q --no-build-isolation --force-reinstall --no-deps \
+  -C build-dir=$PWD/build-python/gpu -C cmake.define.SPARSEPORT_ENABLE_CUDA=ON -C cmake.define.SPARSEPORT_WERROR=OFF \
+  -C cmake.define.CMAKE_CUDA_ARCHITECTURES=90 ./python >>$OUT/pip.log 2>&1; echo "python build rc $? at ${SECONDS}s"
+export SPARSEPORT_CACHE_DIR=$(mktemp -d)
+for run in 1 2; do
+  impl=sparseport,pyg-csr; [ $run = 2 ] && impl=sparseport
+  SPARSEPORT_LOG=scheduler,cuda timeout 150 python3 examples/gnn/train_vs_pyg.py --graph products \
+    --model sage --device cuda --epochs 6 --no-compile --impl $impl --profile-first 30 --json $OUT/sage$run.json \
+    --cache-dir /tmp/gnn >$OUT/sage$run.log 2>$OUT/sage$run.err
+  echo "sage run $run rc $? at ${SECONDS}s"; grep -A3 "^model impl" $OUT/sage$run.log
+  sed -n '/the first epoch (profiled/,/^$/p' $OUT/sage$run.log | cut -c1-200
+  grep -E "beyond the op|probe \(|\[[0-9.]+ ms: features|class ->|checked at full" $OUT/sage$run.err | cut -c1-300
+done
