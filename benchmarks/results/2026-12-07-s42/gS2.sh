@@ -2,10 +2,13 @@
 # Session 42's second GPU call (issue 35): where the products-sized SAGE twin's first epoch goes.
 # The Python package built (cuda), then the twin twice: a fresh decision cache (run 1), then the same
 # cache in a new process (run 2: the first epoch of a user's second run), each first epoch under
-# torch.profiler (--profile-first: the ops and CUDA runtime calls with the most host time).
+# torch.profiler (--profile-first: the ops and CUDA runtime calls with the most host time). First,
+# cusparse_start.cu: a cuSPARSE plan's start step by step in a new process (first uses, sizes).
 set -u
 OUT=${OUT:-/tmp/gS2}; mkdir -p $OUT
 nvidia-smi -L; W=$PWD/.device-data/wheels
+S=benchmarks/results/2026-12-07-s42
+nvcc -O2 -arch=sm_90 $S/cusparse_start.cu -lcusparse -o /tmp/cs && { /tmp/cs; echo "-- eager"; CUDA_MODULE_LOADING=EAGER /tmp/cs | head -3; }
 python3 -m pip install -q --no-index --find-links $W nanobind scikit-build-core >$OUT/pip.log 2>&1
 CMAKE_BUILD_PARALLEL_LEVEL=16 timeout 330 python3 -m pip install -q --no-build-isolation --force-reinstall --no-deps \
   -C build-dir=$PWD/build-python/gpu -C cmake.define.SPARSEPORT_ENABLE_CUDA=ON -C cmake.define.SPARSEPORT_WERROR=OFF \
