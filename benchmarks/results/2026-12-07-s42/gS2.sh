@@ -17,7 +17,7 @@ CMAKE_BUILD_PARALLEL_LEVEL=16 timeout 330 python3 -m pip install -q --no-build-i
 C1=$(mktemp -d); C2=$(mktemp -d)
 for run in 1 2; do
   case $run in 1) impl=sparseport,pyg-csr; C=$C1;; 2) impl=pyg-csr,sparseport; C=$C2;; 3) impl=sparseport; C=$C2;; esac
-  [ $((SECONDS + 100)) -gt 530 ] && { echo "run $run: no time left"; continue; }
+  [ $((SECONDS + 100)) -gt ${LIMIT:-530} ] && { echo "run $run: no time left"; continue; }
   SPARSEPORT_CACHE_DIR=$C SPARSEPORT_LOG=scheduler,cuda timeout 100 python3 examples/gnn/train_vs_pyg.py --graph products \
     --model sage --device cuda --epochs 6 --no-compile --no-stats --impl $impl --profile-first 30 --json $OUT/sage$run.json \
     --cache-dir /tmp/gnn >$OUT/sage$run.log 2>$OUT/sage$run.err
