@@ -13,12 +13,15 @@ CMAKE_BUILD_PARALLEL_LEVEL=16 timeout 330 python3 -m pip install -q --no-build-i
   -C build-dir=$PWD/build-python/gpu -C cmake.define.SPARSEPORT_ENABLE_CUDA=ON -C cmake.define.SPARSEPORT_WERROR=OFF \
   -C cmake.define.CMAKE_CUDA_ARCHITECTURES=90 ./python >>$OUT/pip.log 2>&1; echo "python build rc $? at ${SECONDS}s"
 # run 1: ours first, a fresh decision cache; run 2: PyG first (torch's own first calls are then PyG's),
-# another fresh cache.
+# another fresh cache; run 3: ours alone, a fresh cache (with one implementation there is no forward
+# check at init, so the forward's decisions fall in the first epoch, as in a user's loop); run 4: the
+# same with CUDA_MODULE_LOADING=EAGER (how much of it is lazy module loads, torch's and cuSPARSE's).
 C1=$(mktemp -d); C2=$(mktemp -d)
-for run in 1 2; do
-  case $run in 1) impl=sparseport,pyg-csr; C=$C1;; 2) impl=pyg-csr,sparseport; C=$C2;; 3) impl=sparseport; C=$C2;; esac
+for run in 1 2 3 4; do
+  case $run in 1) impl=sparseport,pyg-csr; C=$C1;; 2) impl=pyg-csr,sparseport; C=$C2;; 3|4) impl=sparseport; C=$(mktemp -d);; esac
+  EAGER=; [ $run = 4 ] && EAGER=EAGER
   [ $((SECONDS + 100)) -gt ${LIMIT:-530} ] && { echo "run $run: no time left"; continue; }
-  SPARSEPORT_CACHE_DIR=$C SPARSEPORT_LOG=scheduler,cuda timeout 100 python3 examples/gnn/train_vs_pyg.py --graph products \
+  CUDA_MODULE_LOADING=${EAGER:-LAZY} SPARSEPORT_CACHE_DIR=$C SPARSEPORT_LOG=scheduler,cuda timeout 100 python3 examples/gnn/train_vs_pyg.py --graph products \
     --model sage --device cuda --epochs 6 --no-compile --no-stats --impl $impl --profile-first 30 --json $OUT/sage$run.json \
     --cache-dir /tmp/gnn >$OUT/sage$run.log 2>$OUT/sage$run.err
   echo "sage run $run ($impl) rc $? at ${SECONDS}s"; grep -A3 "^model impl" $OUT/sage$run.log
