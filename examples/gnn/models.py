@@ -44,25 +44,41 @@ class SAGEConv(nn.Module):
     the narrower side (before the projection when in <= out, after it otherwise). Same math;
     float32 rounding differs at the 1e-7 relative level."""
 
-    def __init__(self, in_channels: int, out_channels: int):
+    def __init__(self, in_channels: int, out_channels: int, fused: bool = False):
         super().__init__()
-        self.in_channels, self.out_channels = in_channels, out_channels
+        self.in_channels, self.out_channels, self.fused = in_channels, out_channels, fused
         self.lin_l = nn.Linear(in_channels, out_channels, bias=True)
         self.lin_r = nn.Linear(in_channels, out_channels, bias=False)
 
     def forward(self, x: Tensor, A: spt.CSR) -> Tensor:
+        if self.fused and not torch.is_autocast_enabled(x.device.type):
+            return self._forward_fused(x, A)
         if self.in_channels <= self.out_channels:
             h = self.lin_l(spt.spmm(A, x, "mean"))
         else:
             h = spt.spmm(A, F.linear(x, self.lin_l.weight), "mean") + self.lin_l.bias
         return h + self.lin_r(x)
 
+    def _forward_fused(self, x: Tensor, A: spt.CSR) -> Tensor:
+        """The same sums with fewer passes over the N x out result (an experiment, `--sage-fused`,
+        session 42; issue 33's steady epoch). In <= out: lin_r's GEMM adds into lin_l's result in
+        place (beta = 1) instead of a separate add (nothing saves lin_l's output, so autograd allows
+        it). In > out: both projections are one GEMM over [W_l; W_r], so x is read once and the
+        backward's dx is one GEMM instead of two and an add; spmm reads its half through the row
+        stride. float32 only: under autocast the in-place GEMM would mix dtypes (forward() then
+        takes the other path)."""
+        if self.in_channels <= self.out_channels:
+            return self.lin_l(spt.spmm(A, x, "mean")).addmm_(x, self.lin_r.weight.t())
+        y = F.linear(x, torch.cat([self.lin_l.weight, self.lin_r.weight]))
+        y_l, y_r = y.split(self.out_channels, dim=1)
+        return spt.spmm(A, y_l, "mean") + y_r + self.lin_l.bias
+
 
 class SAGE(nn.Module):
-    def __init__(self, in_channels: int, hidden: int, out_channels: int, num_layers: int = 3):
+    def __init__(self, in_channels: int, hidden: int, out_channels: int, num_layers: int = 3, fused: bool = False):
         super().__init__()
         dims = [in_channels] + [hidden] * (num_layers - 1) + [out_channels]
-        self.convs = nn.ModuleList(SAGEConv(a, b) for a, b in zip(dims[:-1], dims[1:]))
+        self.convs = nn.ModuleList(SAGEConv(a, b, fused) for a, b in zip(dims[:-1], dims[1:]))
 
     def forward(self, x: Tensor, A: spt.CSR) -> Tensor:
         for i, conv in enumerate(self.convs):
@@ -232,12 +248,13 @@ def pyg_twin(ours: nn.Module) -> nn.Module:
 
 
 def build(kind: str, in_channels: int, num_classes: int, *, layers: int = 3, hidden: int = 256, heads: int = 4,
-          head_dim: int = 64, seed: int = 0) -> nn.Module:
-    """SAGE(in, hidden, classes) or GAT(in, head_dim x heads, classes), initialised from ``seed``."""
+          head_dim: int = 64, seed: int = 0, sage_fused: bool = False) -> nn.Module:
+    """SAGE(in, hidden, classes) or GAT(in, head_dim x heads, classes), initialised from ``seed``;
+    sage_fused: SAGEConv's fused projections (SAGEConv._forward_fused; same parameters)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         if kind == "sage":
-            return SAGE(in_channels, hidden, num_classes, layers)
+            return SAGE(in_channels, hidden, num_classes, layers, sage_fused)
         if kind == "gat":
             return GAT(in_channels, head_dim, num_classes, layers, heads)
     raise ValueError(f"unknown model '{kind}' (sage or gat)")

@@ -159,7 +159,7 @@ def forward_fn(kind: str, impl: str, model: torch.nn.Module, inp: Inputs) -> Cal
 def make_model(kind: str, impl: str, init_state: Dict[str, torch.Tensor], args, in_dim: int, classes: int,
                device: torch.device) -> torch.nn.Module:
     ours = models.build(kind, in_dim, classes, layers=args.layers, hidden=args.hidden, heads=args.heads,
-                        head_dim=args.head_dim)
+                        head_dim=args.head_dim, sage_fused=args.sage_fused)
     ours.load_state_dict(init_state)
     ours = ours.to(device)
     return ours if impl == "sparseport" else models.pyg_twin(ours)
@@ -440,6 +440,9 @@ def parse_args(argv=None):
                     help="run the first epoch under torch.profiler and print the N ops and CUDA runtime calls with "
                          "the most host time of their own (what a first epoch pays beyond a steady one; the "
                          "profiler's own cost is in that epoch's time), per run")
+    ap.add_argument("--sage-fused", action="store_true",
+                    help="sparseport's SAGE with fused projections (models.SAGEConv._forward_fused: lin_r's GEMM "
+                         "adds into lin_l's result; one GEMM over both weights where in > out); float32 only")
     ap.add_argument("--verbose", action="store_true", help="print tracebacks of failed runs")
     return ap.parse_args(argv)
 
@@ -468,7 +471,7 @@ def main(argv=None) -> Dict:
         device=str(device), device_name=torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor(),
         torch=torch.__version__, torch_threads=torch.get_num_threads(), python=platform.python_version(),
         torch_geometric=None if reason else __import__("torch_geometric").__version__,
-        epochs=args.epochs, lr=args.lr, autocast=args.autocast, layers=args.layers, hidden=args.hidden, heads=args.heads, head_dim=args.head_dim,
+        epochs=args.epochs, lr=args.lr, autocast=args.autocast, sage_fused=args.sage_fused, layers=args.layers, hidden=args.hidden, heads=args.heads, head_dim=args.head_dim,
         env={k: v for k, v in os.environ.items() if k.startswith("SPARSEPORT_")},
         runs=[], init_forward=dict(), loss_comparisons=[])
     if not args.no_stats:

@@ -115,3 +115,29 @@ def test_first_epoch_profile_ranks_host_time(tmp_path):
     assert [p["ms"] for p in prof] == sorted((p["ms"] for p in prof), reverse=True)
     assert any("sparseport" in p["name"] for p in prof), [p["name"] for p in prof]
     assert "profile" not in run  # --profile (a steady epoch's device time) was not asked for
+
+
+def test_fused_sage_equals_sage_and_its_gradients(tiny):
+    """models.SAGEConv._forward_fused (--sage-fused): both of its paths (in <= out: lin_r's GEMM adds
+    into lin_l's result in place; in > out: one GEMM over [W_l; W_r], spmm on a strided half) give the
+    output and every gradient of the plain layers, from the same parameters; under autocast the
+    fused model takes the plain path."""
+    A = models.csr_of(tiny)
+    plain = models.build("sage", tiny.x.shape[1], tiny.num_classes, hidden=32, seed=3)
+    fused = models.build("sage", tiny.x.shape[1], tiny.num_classes, hidden=32, seed=3, sage_fused=True)
+    dims = [(c.in_channels, c.out_channels) for c in fused.convs]
+    assert any(i <= o for i, o in dims) and any(i > o for i, o in dims), dims
+    outs, grads = [], []
+    for m in (plain, fused):
+        x = tiny.x.clone().requires_grad_(True)
+        out = m(x, A)
+        (out * torch.linspace(-1, 1, out.numel()).view_as(out)).sum().backward()
+        outs.append(out.detach())
+        grads.append([x.grad] + [p.grad for p in m.parameters()])
+    # float32 sums in another order (one GEMM of K = 2 out against two and an add): a few ulps of
+    # the largest magnitude, not of each element
+    for got, want in zip([outs[1]] + grads[1], [outs[0]] + grads[0]):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5 * float(want.abs().max()))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got, want = fused(tiny.x, A), plain(tiny.x, A)
+    assert got.dtype == want.dtype and torch.equal(got, want)

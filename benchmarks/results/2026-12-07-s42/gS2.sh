@@ -16,14 +16,16 @@ CMAKE_BUILD_PARALLEL_LEVEL=16 timeout 330 python3 -m pip install -q --no-build-i
 # another fresh cache; run 3: ours alone with CUDA_MODULE_LOADING=EAGER and a fresh cache (how much of
 # the first epoch is lazy module loads, torch's and cuSPARSE's included). Since 2026-12-07 (session
 # 42) the forward check at init runs after the training runs, so every first epoch includes the
-# forward's decisions, as a user's loop does.
+# forward's decisions, as a user's loop does. Run 4 (second in order): ours alone with --sage-fused
+# (issue 33: the fused projections' steady epoch against run 1's).
 C1=$(mktemp -d); C2=$(mktemp -d)
-for run in 1 2 3; do
-  case $run in 1) impl=sparseport,pyg-csr; C=$C1;; 2) impl=pyg-csr,sparseport; C=$C2;; 3) impl=sparseport; C=$(mktemp -d);; esac
+for run in 1 4 2 3; do
+  case $run in 1) impl=sparseport,pyg-csr; C=$C1;; 2) impl=pyg-csr,sparseport; C=$C2;; 3|4) impl=sparseport; C=$(mktemp -d);; esac
+  FUSED=; [ $run = 4 ] && FUSED=--sage-fused
   EAGER=; [ $run = 3 ] && EAGER=EAGER
   [ $((SECONDS + 100)) -gt ${LIMIT:-530} ] && { echo "run $run: no time left"; continue; }
   CUDA_MODULE_LOADING=${EAGER:-LAZY} SPARSEPORT_CACHE_DIR=$C SPARSEPORT_LOG=scheduler,cuda timeout 100 python3 examples/gnn/train_vs_pyg.py --graph products \
-    --model sage --device cuda --epochs 6 --no-compile --no-stats --impl $impl --profile-first 30 --json $OUT/sage$run.json \
+    --model sage --device cuda --epochs 6 --no-compile --no-stats --impl $impl --profile-first 30 $FUSED --json $OUT/sage$run.json \
     --cache-dir /tmp/gnn >$OUT/sage$run.log 2>$OUT/sage$run.err
   echo "sage run $run ($impl) rc $? at ${SECONDS}s"; grep -A3 "^model impl" $OUT/sage$run.log
   sed -n '/the first epoch (profiled/,/^$/p' $OUT/sage$run.log | cut -c1-170
