@@ -715,6 +715,37 @@ def _transpose(rowptr: Tensor, col: Tensor, n_cols: int):
     return t if hit is None else (hit[2], hit[3], hit[4])
 
 
+_mean_weights: dict = {}  # (the transpose's key, dtype) -> (rowptr, col, weights); as many as _transposes
+
+
+def _folds_mean(reduce: str, grad: Tensor, rows: int, nnz: int, valued: bool) -> bool:
+    """Whether mean's backward puts its 1/deg on A^T's values instead of dividing dC: by bytes, a
+    division pass reads and writes dC (2 x rows x F elements) where the weights add nnz reads to the
+    spmm (a valued A: 3 x nnz, the product of A's values and the weights made per call). 16 bits
+    keep the division in float32, rounded once (1/deg is not exact in a 16-bit weight)."""
+    if reduce != "mean" or grad.dtype in _HALF:
+        return False
+    return 2 * rows * grad.shape[1] > (3 if valued else 1) * nnz
+
+
+def _mean_weights_t(rowptr: Tensor, col: Tensor, n_cols: int, t_col: Tensor, dtype) -> Tensor:
+    """1/deg(i) for every entry of A^T, where i (A^T's column) is the row of A it came from: mean's
+    backward weights, built once per graph and dtype in eager mode (the entry keeps A's arrays alive,
+    as the transpose's does, so that no other A can meet it at their addresses)."""
+    compiling = torch.compiler.is_compiling()
+    key = None if compiling else (_transpose_key(rowptr, col, n_cols), dtype)
+    hit = None if key is None else _mean_weights.get(key)
+    if hit is not None:
+        return hit[2]
+    inv = 1.0 / (rowptr[1:] - rowptr[:-1]).clamp_min(1).to(dtype)
+    w = inv.index_select(0, t_col)
+    if key is not None:
+        if len(_mean_weights) >= _TRANSPOSE_CACHE:
+            _mean_weights.pop(next(iter(_mean_weights)))
+        _mean_weights[key] = (rowptr, col, w)
+    return w
+
+
 def _spmm_setup(ctx, inputs, output):
     rowptr, col, values, n_cols, B, reduce = inputs
     ctx.n_cols, ctx.reduce = n_cols, reduce
@@ -739,14 +770,20 @@ def _spmm_backward(ctx, grad):
         # spmm_arg, which keeps them from the forward).
         _, arg = _ops.spmm_arg(rowptr, col, values, n_cols, B, reduce)
         return _arg_grads(ctx, rowptr, col, values, B, grad, arg)
+    nnz = col.shape[0]
+    fold = need_b and _folds_mean(reduce, grad, rows, nnz, values is not None)
     g = grad
-    if reduce == "mean":
+    if reduce == "mean" and (need_values or not fold):
         deg = (rowptr[1:] - rowptr[:-1]).clamp_min(1)
         # 16 bits: divided in float32 and rounded once (a degree above 256 is not a bfloat16)
         g = (grad.float() / deg[:, None]).to(grad.dtype) if grad.dtype in _HALF else grad / deg.to(grad.dtype)[:, None]
     if need_b:  # dB = A^T . dC (the transpose built once per call for now)
         t_rowptr, t_col, perm = _transpose(rowptr, col, n_cols)
-        d_b = _ops.spmm(t_rowptr, t_col, None if values is None else values[perm], rows, g, "sum")
+        t_values = None if values is None else values[perm]
+        if fold:  # dB = A^T diag(1/deg) dC: mean's weights on A^T's values, not a pass over dC
+            w = _mean_weights_t(rowptr, col, n_cols, t_col, grad.dtype)
+            t_values = w if t_values is None else t_values.mul_(w)
+        d_b = _ops.spmm(t_rowptr, t_col, t_values, rows, grad if fold else g, "sum")
     if need_values:  # dA.values = sddmm(pattern, dC, B)
         d_values = _ops.sddmm(rowptr, col, None, n_cols, g, B)
     return None, None, d_values, None, d_b, None

@@ -178,6 +178,26 @@ def test_grads_match_reference(reduce, dtype, index_dtype):
                       grads(lambda s: ref_reduce(s, index, 60, reduce), src), dtype)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("values", [True, False])
+def test_mean_backward_weights_or_division(dtype, values):
+    """mean's dB puts 1/deg on A^T's values where that moves fewer bytes than dividing dC (wide F),
+    and divides dC where it does not (F = 1 under many entries a row): both against the reference,
+    with empty rows and a hub row; the weights are built once per graph and dtype, not per call."""
+    A = random_csr(80, 60, seed=seed_of("mean-fold", dtype, values), dtype=dtype, values=values, max_degree=12)
+    nnz = A.col.shape[0]
+    spt._mean_weights.clear()
+    for F, folds in [(1, False), (40, True)]:
+        assert (2 * 80 * F > (3 if values else 1) * nnz) == folds  # the regime this case is meant to test
+        B = rand(60, F, seed=F, dtype=dtype)
+        with_values = (lambda fn: lambda v, b: fn(A.with_values(v), b)) if values else (lambda fn: lambda b: fn(A, b))
+        args = (A.values, B) if values else (B,)
+        for _ in range(2):
+            assert_same_grads(grads(with_values(lambda a, b: spt.spmm(a, b, "mean")), *args),
+                              grads(with_values(lambda a, b: ref_spmm(a, b, "mean")), *args), dtype)
+        assert len(spt._mean_weights) == (1 if folds else 0)
+
+
 def test_max_ties_go_to_the_lowest_entry():
     src = torch.tensor([[1.0], [3.0], [3.0], [2.0]], dtype=torch.float64, requires_grad=True)
     index = torch.tensor([0, 0, 0, 1])
