@@ -49,6 +49,10 @@ def parse():
     ap.add_argument("--keep-ops", metavar="MODEL",
                     help="copy into the output the ops these records have none of, from MODEL (a model of the same "
                          "device class and inputs): one op retrained alone, the others kept as they were")
+    ap.add_argument("--keep-variants", metavar="MODEL",
+                    help="for the ops these records train, keep MODEL's variant models, margin and sigma, and add "
+                         "only the variants MODEL has no model of (a vendor collected later, beside variants "
+                         "trained on another corpus)")
     return ap.parse_args()
 
 
@@ -108,6 +112,8 @@ def build_json(variants, margins, sigmas, data, train_idx, args):
         doc["ops"][op] = {"margin": m,
                           "sigma": round(sigmas.get(op, 0.0), 4),
                           "variants": variants[op]}
+    if getattr(args, "kept_variants", None):
+        doc["trained_on"] += f"; {args.kept_variants}"
     kept = args.kept
     if kept:
         doc["ops"].update(kept["ops"])
@@ -116,23 +122,55 @@ def build_json(variants, margins, sigmas, data, train_idx, args):
     return doc
 
 
-def keep_ops(args, data):
-    """--keep-ops: the ops of args.keep_ops that these records have none of, and where they came from.
-    The trees name their inputs by position in the file's "features" list, so that list must be this
-    training's: a model trained on other inputs is refused, naming the difference."""
-    with open(args.keep_ops) as fh:
+def load_same_inputs(path, flag, args, data):
+    """The model file `path` (given with `flag`). The trees name their inputs by position in the
+    file's "features" list, so that list must be this training's: a model trained on other inputs
+    is refused, naming the difference."""
+    with open(path) as fh:
         old = json.load(fh)
     if old.get("device_class") != args.device_class:
-        raise SystemExit(f"--keep-ops: {args.keep_ops} is of device class {old.get('device_class')}, "
-                         f"not {args.device_class}")
+        raise SystemExit(f"{flag}: {path} is of device class {old.get('device_class')}, not {args.device_class}")
     if old.get("features") != data.features:
         gone = sorted(set(old.get("features", [])) - set(data.features))
         new = sorted(set(data.features) - set(old.get("features", [])))
-        raise SystemExit(f"--keep-ops: {args.keep_ops} has other inputs than these records "
+        raise SystemExit(f"{flag}: {path} has other inputs than these records "
                          f"(only there: {gone or 'none'}; only here: {new or 'none'}; or another order)")
+    return old
+
+
+def keep_ops(args, data):
+    """--keep-ops: the ops of args.keep_ops that these records have none of, and where they came from."""
+    old = load_same_inputs(args.keep_ops, "--keep-ops", args, data)
     trained = set(data.op.tolist())
     ops = {op: v for op, v in old["ops"].items() if op not in trained}
     return {"ops": ops, "from": f"{os.path.basename(args.keep_ops)} ({old.get('created')}: {old.get('trained_on')})"}
+
+
+def keep_variants(args, data, variants, margins, sigmas):
+    """--keep-variants: for every op trained here that args.keep_variants has, its variant models,
+    margin and sigma replace this training's, and only the variants it lacks are added from here.
+    Why: a margin decides when the model picks alone, and it comes from the held-out errors of the
+    variants that compete; a vendor far behind them (GraphBLAS on the CPU, 6.4x the best native on
+    the s43 corpus) changes none of the picks, only the evidence the full-size check weighs, so
+    adding its trees should not also retrain the natives on a corpus of other noise. Returns the
+    (op, variant) models kept from the file in place of this training's."""
+    old = load_same_inputs(args.keep_variants, "--keep-variants", args, data)
+    added, replaced = [], set()
+    for op in sorted(variants):
+        if op not in old["ops"]:
+            continue
+        merged = dict(old["ops"][op]["variants"])
+        replaced |= {(op, name) for name in merged}
+        for name, entry in sorted(variants[op].items()):
+            if name not in merged:
+                merged[name] = entry
+                added.append(f"{op}/{name}")
+        variants[op] = dict(sorted(merged.items()))
+        margins[op] = old["ops"][op]["margin"]
+        sigmas[op] = old["ops"][op]["sigma"]
+    args.kept_variants = (f"{', '.join(added) or 'nothing'} added to the other models, margins and sigmas of "
+                          f"{os.path.basename(args.keep_variants)} ({old.get('created')}: {old.get('trained_on')})")
+    return replaced
 
 
 def crossval(data, idx, splits, args, rounds, candidates):
@@ -314,6 +352,10 @@ def main():
         real = summarize_ops(rows_real, args.top_k, margins)
 
     # 3-4. Export.
+    written = {key for key in models}
+    if args.keep_variants:
+        written -= keep_variants(args, data, variants, margins, sigmas)
+        C.log(f"--keep-variants: {args.kept_variants}")
     doc = build_json(variants, margins, sigmas, data, train_idx, args)
     text = C.dumps_compact(doc)
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
@@ -324,12 +366,14 @@ def main():
         back = json.load(fh)
     worst = 0.0
     for (op, name), m in models.items():
+        if (op, name) not in written:  # a model kept from --keep-variants's file, not this booster
+            continue
         sel = train_idx[data.op[train_idx] == op][:200]
         worst = max(worst, float(np.max(np.abs(C.eval_rows(back["ops"][op]["variants"][name], data.X[sel]) -
                                                m.predict(data.X[sel])))))
     assert worst <= 1e-6, worst
     ntrees = sum(len(v["trees"]) for o in doc["ops"].values() for v in o["variants"].values())
-    C.log(f"wrote {args.out}: {len(text) + 1} bytes, {len(models)} models, {ntrees} trees, "
+    C.log(f"wrote {args.out}: {len(text) + 1} bytes, {len(written)} models of this training, {ntrees} trees, "
           f"max |file - booster| = {worst:.2g}")
 
     for op, s in cv.items():
@@ -350,8 +394,11 @@ def main():
              f"the model alone is within 5% on >= 97% of held-out problems; *confident*: problems above it; "
              f"*policy*: model alone when confident, else the best measured of the top {args.top_k}; "
              "*old estimate*: argmin of the hand-written estimate; *vendor*: always the vendor variant. "
-             "Problems with a single measured variant are left out.", "",
-             f"## Held out by graph (GroupKFold, {len(splits)} folds)", ""]
+             "Problems with a single measured variant are left out.", ""]
+        if getattr(args, "kept_variants", None):
+            L += [f"The file written holds {args.kept_variants}: the held-out scores below are this training's "
+                  "own models, not those kept.", ""]
+        L += [f"## Held out by graph (GroupKFold, {len(splits)} folds)", ""]
         L += table(cv)
         if sweep:
             L += ["", "Trees per model (first k trees; held out, all ops): " +
