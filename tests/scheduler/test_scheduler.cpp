@@ -967,11 +967,13 @@ TEST(SchedulerPipeline, AVendorFarBehindOnTheProbeIsNotTimedAtFullSize) {
 // spin's overrun: at 2 against 3 ms, four busy threads on the 2-core CPU (ctest -j4) stretched both
 // to 6-10 ms, the ratio fell under the guardrail's 0.95 and the vendor was kept, half the runs.
 std::atomic<bool> g_stateful_built{false};
+std::atomic<int> g_stateful_calls{0};  // spmm.stateful's calls at full size
 int stateful_spmm(const sparseport_exec* x, const char* variant, const sparseport_spmm_args* a, sparseport_status* st) {
   const std::string v = variant;
   const bool big = a->a.rows > 5000;
   if (v == "spmm.vendor") spin(big ? 0.050 : 0.015);
   if (v == "spmm.stateful") spin(!big ? 0.010 : g_stateful_built.exchange(true) ? 0.001 : 0.150);
+  if (v == "spmm.stateful" && big) ++g_stateful_calls;
   return plugin("reference").table->spmm(x, "spmm.serial", a, st);
 }
 
@@ -1097,6 +1099,7 @@ TEST(SchedulerPipeline, TheBlockSampleLeavesTheVendorOutOnlyWhereItLostThereByTh
 
   asked = 0;
   // 1 ms extrapolated from 0.6 ms on the blocks: under 1.5x the pick's call (1 ms of spin at least).
+  g_stateful_calls = 0;
   const CheckResult timed = check_with(1, &asked, 0.6e-3);
   EXPECT_EQ(asked, 1);
   EXPECT_FALSE(timed.vendor_skipped) << timed.note;
@@ -1105,6 +1108,9 @@ TEST(SchedulerPipeline, TheBlockSampleLeavesTheVendorOutOnlyWhereItLostThereByTh
   EXPECT_TRUE(vendor_timed) << "1 ms extrapolated is under the margin: the vendor is timed at full size";
   EXPECT_EQ(timed.variant, "spmm.stateful") << timed.note;
   EXPECT_EQ(pb.c.data, reference_result(pb)) << "the last call is the kept variant's";
+  EXPECT_EQ(g_stateful_calls.load(), 2) << "the op's own call, then after the vendor's the one that leaves its "
+                                           "result; not a second call before the vendor's: "
+                                        << timed.note;
 
   // 10 s extrapolated, but from a call of 0.1 ms on the blocks: the vendor's fixed costs could make
   // up most of it, so it leaves nothing out.
