@@ -601,7 +601,8 @@ def _csr_transpose(rowptr: Tensor, col: Tensor, n_cols: int) -> Tuple[Tensor, Te
         _C.csr_transpose(_ctx(device), rowptr.shape[0] - 1, n_cols, nnz, rowptr.data_ptr(), col.data_ptr(), itag,
                          t_rowptr.data_ptr(), t_col.data_ptr(), perm.data_ptr())
         # The cache keeps A's arrays alive too, so their addresses cannot be reused by another A.
-        hit = (rowptr, col, t_rowptr, t_col, perm.long())
+        # The dict: mean's backward weights on A^T per dtype (_mean_weights_t), dropped with it.
+        hit = (rowptr, col, t_rowptr, t_col, perm.long(), {})
         if len(_transposes) >= _TRANSPOSE_CACHE:
             _transposes.pop(next(iter(_transposes)))
         _transposes[key] = hit
@@ -715,9 +716,6 @@ def _transpose(rowptr: Tensor, col: Tensor, n_cols: int):
     return t if hit is None else (hit[2], hit[3], hit[4])
 
 
-_mean_weights: dict = {}  # (the transpose's key, dtype) -> (rowptr, col, weights); as many as _transposes
-
-
 def _folds_mean(reduce: str, grad: Tensor, rows: int, nnz: int, valued: bool) -> bool:
     """Whether mean's backward puts its 1/deg on A^T's values instead of dividing dC: by bytes, a
     division pass reads and writes dC (2 x rows x F elements) where the weights add nnz reads to the
@@ -730,19 +728,20 @@ def _folds_mean(reduce: str, grad: Tensor, rows: int, nnz: int, valued: bool) ->
 
 def _mean_weights_t(rowptr: Tensor, col: Tensor, n_cols: int, t_col: Tensor, dtype) -> Tensor:
     """1/deg(i) for every entry of A^T, where i (A^T's column) is the row of A it came from: mean's
-    backward weights, built once per graph and dtype in eager mode (the entry keeps A's arrays alive,
-    as the transpose's does, so that no other A can meet it at their addresses)."""
-    compiling = torch.compiler.is_compiling()
-    key = None if compiling else (_transpose_key(rowptr, col, n_cols), dtype)
-    hit = None if key is None else _mean_weights.get(key)
-    if hit is not None:
-        return hit[2]
+    backward weights, kept per dtype in the cached transpose's entry in eager mode (built once per
+    graph, dropped with the transpose); made per call where traced."""
+    hit = None
+    if not torch.compiler.is_compiling():
+        try:
+            hit = _transposes.get(_transpose_key(rowptr, col, n_cols))
+        except RuntimeError:
+            hit = None
+    if hit is not None and dtype in hit[5]:
+        return hit[5][dtype]
     inv = 1.0 / (rowptr[1:] - rowptr[:-1]).clamp_min(1).to(dtype)
     w = inv.index_select(0, t_col)
-    if key is not None:
-        if len(_mean_weights) >= _TRANSPOSE_CACHE:
-            _mean_weights.pop(next(iter(_mean_weights)))
-        _mean_weights[key] = (rowptr, col, w)
+    if hit is not None:
+        hit[5][dtype] = w
     return w
 
 
