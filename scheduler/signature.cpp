@@ -86,14 +86,33 @@ DeviceSignature make_signature(std::vector<std::pair<std::string, std::string>> 
   return s;
 }
 
+namespace {
+
+// Entries are never erased, and a std::map's nodes do not move: the references handed out stay valid.
+// A function's static, so that a context made during static initialisation finds it constructed.
+struct Signatures {
+  std::mutex mu;
+  std::map<std::tuple<const sparseport_plugin*, void*, int32_t>, DeviceSignature> made;
+};
+Signatures& signatures() {
+  static Signatures s;
+  return s;
+}
+
+}  // namespace
+
+bool device_signature_made(const PluginInfo& plugin, const sparseport_exec& exec) {
+  Signatures& s = signatures();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return s.made.count(std::make_tuple(plugin.table, exec.state, exec.threads)) != 0;
+}
+
 const DeviceSignature& device_signature(const PluginInfo& plugin, const sparseport_exec& exec) {
-  // Entries are never erased, and a std::map's nodes do not move: the references handed out stay valid.
-  static std::mutex mu;
-  static std::map<std::tuple<const sparseport_plugin*, void*, int32_t>, DeviceSignature> memo;
+  Signatures& memo = signatures();
   const auto key = std::make_tuple(plugin.table, exec.state, exec.threads);
   {
-    std::lock_guard<std::mutex> lock(mu);
-    if (auto it = memo.find(key); it != memo.end()) return it->second;
+    std::lock_guard<std::mutex> lock(memo.mu);
+    if (auto it = memo.made.find(key); it != memo.made.end()) return it->second;
   }
   std::string text;
   std::string buf(4096, '\0');
@@ -124,8 +143,8 @@ const DeviceSignature& device_signature(const PluginInfo& plugin, const sparsepo
   fields.emplace_back("abi_version",
                       std::to_string(SPARSEPORT_ABI_VERSION_MAJOR) + "." + std::to_string(SPARSEPORT_ABI_VERSION_MINOR));
   DeviceSignature sig = make_signature(std::move(fields));
-  std::lock_guard<std::mutex> lock(mu);
-  return memo.emplace(key, std::move(sig)).first->second;
+  std::lock_guard<std::mutex> lock(memo.mu);
+  return memo.made.emplace(key, std::move(sig)).first->second;
 }
 
 // ---- problems -----------------------------------------------------------------------------------

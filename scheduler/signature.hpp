@@ -35,6 +35,10 @@ struct DeviceSignature {
 // stays valid as long as the process runs. Every decision reads it, and a copy of its ~20 string
 // pairs was a measurable part of a mini-batch's class decision (issue 35).
 const DeviceSignature& device_signature(const PluginInfo& plugin, const sparseport_exec& exec);
+// Whether this process has made the signature for this plugin, state and thread count already
+// (the next device_signature() then costs a map lookup): for the test that contexts make it before
+// the first op's decision.
+bool device_signature_made(const PluginInfo& plugin, const sparseport_exec& exec);
 // For tests: a signature from explicit fields.
 DeviceSignature make_signature(std::vector<std::pair<std::string, std::string>> fields);
 
