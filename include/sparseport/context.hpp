@@ -137,6 +137,8 @@ class Context {
   bool device_memory() const;  // true when op pointers must be device pointers
 
   // Threads for CPU backends; 0 (the default) means the backend's own default (OMP_NUM_THREADS).
+  // Decisions are cached per thread count: a new count's device signature is made here (tens of
+  // microseconds on a small VM), not in the first op's decision.
   void set_threads(int threads);
   int threads() const;
 
