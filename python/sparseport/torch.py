@@ -693,27 +693,30 @@ def _row_of_entries(rowptr: Tensor, nnz) -> Tensor:
     return torch.repeat_interleave(torch.arange(rows, device=rowptr.device), deg, output_size=nnz)
 
 
+def _cached_transpose(rowptr: Tensor, col: Tensor, n_cols: int):
+    """A's entry in _transposes in eager mode, or None: not built yet, or traced (compile; fake or
+    functional tensors, which have no address to key by)."""
+    if torch.compiler.is_compiling():
+        return None
+    try:
+        return _transposes.get(_transpose_key(rowptr, col, n_cols))
+    except RuntimeError:
+        return None
+
+
 def _transpose(rowptr: Tensor, col: Tensor, n_cols: int):
     # Eager: the cached arrays themselves (read only here), so their addresses stay the same from
     # call to call: the library's once-per-operand index check and its plans see a known operand,
     # and a backward captured in a CUDA graph does no check (no host wait) after the warm-up.
-    # Traced (compile; fake or functional tensors, which have no address): the op's copies.
-    if not torch.compiler.is_compiling():
-        try:
-            hit = _transposes.get(_transpose_key(rowptr, col, n_cols))
-        except RuntimeError:
-            hit = None
-        if hit is not None:
-            return hit[2], hit[3], hit[4]
-    t = _ops.csr_transpose(rowptr, col, n_cols)  # fills the cache on a miss
-    if torch.compiler.is_compiling():
-        return t
-    try:
-        hit = _transposes.get(_transpose_key(rowptr, col, n_cols))
-    except RuntimeError:
-        hit = None
-    # None: traced, or an index array was copied on the way in (no stable address to key by).
-    return t if hit is None else (hit[2], hit[3], hit[4])
+    # Traced: the op's copies.
+    hit = _cached_transpose(rowptr, col, n_cols)
+    if hit is None:
+        t = _ops.csr_transpose(rowptr, col, n_cols)  # fills the cache on a miss
+        hit = _cached_transpose(rowptr, col, n_cols)
+        # None: traced, or an index array was copied on the way in (no stable address to key by).
+        if hit is None:
+            return t
+    return hit[2], hit[3], hit[4]
 
 
 def _folds_mean(reduce: str, grad: Tensor, rows: int, nnz: int, valued: bool) -> bool:
@@ -730,12 +733,7 @@ def _mean_weights_t(rowptr: Tensor, col: Tensor, n_cols: int, t_col: Tensor, dty
     """1/deg(i) for every entry of A^T, where i (A^T's column) is the row of A it came from: mean's
     backward weights, kept per dtype in the cached transpose's entry in eager mode (built once per
     graph, dropped with the transpose); made per call where traced."""
-    hit = None
-    if not torch.compiler.is_compiling():
-        try:
-            hit = _transposes.get(_transpose_key(rowptr, col, n_cols))
-        except RuntimeError:
-            hit = None
+    hit = _cached_transpose(rowptr, col, n_cols)
     if hit is not None and dtype in hit[5]:
         return hit[5][dtype]
     inv = 1.0 / (rowptr[1:] - rowptr[:-1]).clamp_min(1).to(dtype)
