@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <system_error>
 #include <thread>
 #include <utility>
@@ -142,16 +143,25 @@ void count_blocks(const I* rowptr, const I* colind, const sparseport_csr& a, con
 // cold decisions each, the arms alternating; benchmarks/results/2026-12-06-cpu-cold-vendor-blocks.md).
 // Below ~1 ms of work (2^18 rows + entries) a thread's start is not worth it: with 2^17, two parts
 // made the features of cit-HepPh and wing slower in the median (2.98 against 2.24 ms, 2.57 against
-// 1.60; bimodal: 1.5 or 4-5 ms, likely the second thread waiting behind the op's OpenMP workers,
-// which spin a while after a parallel region, not measured).
+// 1.60; bimodal: 1.5 or 4-5 ms).
+// That bimodality was the op's OpenMP workers: libgomp's spin after a parallel region holds a core
+// while the scheduler's second thread wants it. With OMP_WAIT_POLICY=passive copter2's features
+// took 3.5-4.4 ms against 4.9-7.0 (2026-12-08, 4 runs each). So where a host plugin has the
+// run_parts slot (the openmp plugin, ABI 1.10) its own team counts the parts: no thread to start,
+// no worker to compete with, and parts pay from 2^13 rows + entries. Measured (the 2-core VM, F =
+// 64, medians of 4-5 alternating cold decisions; benchmarks/results/2026-12-08-s45.md): copter2's
+// features 5.95 -> 3.32 ms on the team at the same split; with parts from 2^15 instead of 2^18,
+// cit-HepPh 4.04 -> 2.42, wing 2.62 -> 1.64, astro-ph 2.20 -> 1.33; from 2^13 instead of 2^15,
+// polblogs (19k) 0.35 -> 0.23, no input slower beyond the noise (~0.1 ms).
 // Every number is an integer count or sum (or a maximum), so the parts added up give the same
 // numbers in any split.
-constexpr int64_t kEntriesPerThread = int64_t{1} << 18;
+constexpr int64_t kEntriesPerThread = int64_t{1} << 18, kEntriesPerTeamPart = int64_t{1} << 13;
 template <class I>
 void count_parallel(const I* rowptr, const I* colind, const sparseport_csr& a, const SampledBlocks& sb, int threads,
-                    sparseport_csr_summary& s) {
+                    const PartRunner& runner, sparseport_csr_summary& s) {
   const int64_t work = a.rows + a.nnz;
-  const int64_t parts = std::clamp<int64_t>(std::min<int64_t>(threads, work / kEntriesPerThread), 1, 64);
+  const int64_t per_part = runner.run_parts != nullptr ? kEntriesPerTeamPart : kEntriesPerThread;
+  const int64_t parts = std::clamp<int64_t>(std::min<int64_t>(threads, work / per_part), 1, 64);
   // Part p starts at the first row whose rows + entries before it reach p / parts of the work.
   std::vector<int64_t> first(static_cast<size_t>(parts + 1), a.rows);
   first[0] = 0;
@@ -171,17 +181,39 @@ void count_parallel(const I* rowptr, const I* colind, const sparseport_csr& a, c
     count_blocks(rowptr, colind, a, sb, sb.sampled * static_cast<int64_t>(p) / parts,
                  sb.sampled * static_cast<int64_t>(p + 1) / parts, part[p]);
   };
-  std::vector<std::thread> helpers;
-  helpers.reserve(static_cast<size_t>(parts - 1));
-  for (size_t p = 1; p < part.size(); ++p) {
-    try {
-      helpers.emplace_back(count, p);
-    } catch (const std::system_error&) {  // no thread to be had: this one counts the part
-      count(p);
+  if (runner.run_parts != nullptr && parts > 1) {
+    // On the plugin's threads (ABI 1.10). The slot's fn must not throw (a C interface): a part's
+    // exception (the stamps' allocation) is kept and the first one rethrown here.
+    struct Job {
+      const decltype(count)* part;
+      std::vector<std::exception_ptr> errors;
+    } job{&count, std::vector<std::exception_ptr>(static_cast<size_t>(parts))};
+    const auto one_part = [](int64_t p, void* arg) {
+      auto* j = static_cast<Job*>(arg);
+      try {
+        (*j->part)(static_cast<size_t>(p));
+      } catch (...) {
+        j->errors[static_cast<size_t>(p)] = std::current_exception();
+      }
+    };
+    sparseport_status st{};
+    if (runner.run_parts(runner.exec, parts, one_part, &job, &st) != SPARSEPORT_OK)
+      detail::throw_status(st, "sparseport scheduler: the plugin's run_parts for the FEATURES pass");
+    for (const std::exception_ptr& e : job.errors)
+      if (e) std::rethrow_exception(e);
+  } else {
+    std::vector<std::thread> helpers;
+    helpers.reserve(static_cast<size_t>(parts - 1));
+    for (size_t p = 1; p < part.size(); ++p) {
+      try {
+        helpers.emplace_back(count, p);
+      } catch (const std::system_error&) {  // no thread to be had: this one counts the part
+        count(p);
+      }
     }
+    count(0);
+    for (std::thread& t : helpers) t.join();
   }
-  count(0);
-  for (std::thread& t : helpers) t.join();
   for (const sparseport_csr_summary& q : part) {
     s.max_degree = std::max(s.max_degree, q.max_degree);
     for (int b = 0; b < SPARSEPORT_SUMMARY_BUCKETS; ++b) {
@@ -196,7 +228,7 @@ void count_parallel(const I* rowptr, const I* colind, const sparseport_csr& a, c
 }
 
 template <class I>
-sparseport_csr_summary summarize_typed(const sparseport_csr& a, uint32_t want, int threads) {
+sparseport_csr_summary summarize_typed(const sparseport_csr& a, uint32_t want, int threads, const PartRunner& runner) {
   const auto* rowptr = static_cast<const I*>(a.rowptr);
   const auto* colind = static_cast<const I*>(a.colind);
   sparseport_csr_summary s{};
@@ -217,16 +249,16 @@ sparseport_csr_summary summarize_typed(const sparseport_csr& a, uint32_t want, i
   }
   const int64_t nblocks = (a.rows + 31) / 32;
   const SampledBlocks sb{nblocks, std::min<int64_t>(nblocks, SPARSEPORT_SUMMARY_BLOCKS)};
-  count_parallel(rowptr, colind, a, sb, threads, s);
+  count_parallel(rowptr, colind, a, sb, threads, runner, s);
   s.blocks = sb.sampled;
   return s;
 }
 
 }  // namespace
 
-sparseport_csr_summary summarize_host(const sparseport_csr& a, uint32_t want, int threads) {
-  return a.index_type == SPARSEPORT_I64 ? summarize_typed<int64_t>(a, want, threads)
-                                        : summarize_typed<int32_t>(a, want, threads);
+sparseport_csr_summary summarize_host(const sparseport_csr& a, uint32_t want, int threads, const PartRunner& runner) {
+  return a.index_type == SPARSEPORT_I64 ? summarize_typed<int64_t>(a, want, threads, runner)
+                                        : summarize_typed<int32_t>(a, want, threads, runner);
 }
 
 sparseport_csr_summary summarize(const PluginInfo& plugin, const sparseport_exec& exec, const sparseport_csr& a,
@@ -249,7 +281,8 @@ sparseport_csr_summary summarize(const PluginInfo& plugin, const sparseport_exec
     if ((want & SPARSEPORT_SUMMARY_FEATURES) == 0) return 1;
     return backend_threads > 0 ? backend_threads : static_cast<int>(std::thread::hardware_concurrency());
   };
-  if (t->memory_space != SPARSEPORT_MEMORY_DEVICE) return summarize_host(a, want, threads(exec.threads));
+  if (t->memory_space != SPARSEPORT_MEMORY_DEVICE)
+    return summarize_host(a, want, threads(exec.threads), PartRunner{t->run_parts, &exec});
   // A device plugin without the slot: copy rowptr and colind to the host (the features need every entry).
   const size_t isz = a.index_type == SPARSEPORT_I64 ? 8 : 4;
   std::vector<char> rowptr(static_cast<size_t>(a.rows + 1) * isz), colind(static_cast<size_t>(a.nnz) * isz);

@@ -45,10 +45,18 @@ constexpr int summary_bucket(uint64_t x) {
   return std::min(static_cast<int>(std::bit_width(x)), SPARSEPORT_SUMMARY_BUCKETS - 1);
 }
 
+// Where the FEATURES pass's parts run: through a host plugin's run_parts slot (ABI 1.10) when it is
+// set, else on threads the scheduler starts.
+struct PartRunner {
+  int (*run_parts)(const sparseport_exec*, int64_t, void (*)(int64_t, void*), void*, sparseport_status*) = nullptr;
+  const sparseport_exec* exec = nullptr;
+};
+
 // The summary of a CSR whose arrays are in host memory (a.index_type SPARSEPORT_I32 or I64). The
 // FEATURES pass over the entries runs on up to `threads` threads where the input is large enough;
-// the numbers are the same for any count.
-sparseport_csr_summary summarize_host(const sparseport_csr& a, uint32_t want, int threads = 1);
+// the numbers are the same for any count and either runner.
+sparseport_csr_summary summarize_host(const sparseport_csr& a, uint32_t want, int threads = 1,
+                                      const PartRunner& runner = {});
 
 // The summary through the plugin: its summarize_csr slot when it has one and its memory is device
 // memory, else on the host (the arrays copied first when they are in device memory). Throws

@@ -20,6 +20,12 @@ int resolve_threads(const sparseport_exec* exec) {
   return omp_get_max_threads();
 }
 
+void run_parts(const sparseport_exec* exec, int64_t parts, void (*fn)(int64_t part, void* arg), void* arg) {
+  const int threads = static_cast<int>(std::clamp<int64_t>(parts, 1, resolve_threads(exec)));
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+  for (int64_t p = 0; p < parts; ++p) fn(p, arg);
+}
+
 namespace {
 
 // The CPU's marketing name where the OS tells it (Linux), else "host".

@@ -13,6 +13,11 @@ namespace sparseport::openmp {
 // one thread per available core.
 int resolve_threads(const sparseport_exec* exec);
 
+// fn(part, arg) for every part in [0, parts) on the team of an OpenMP parallel region of at most
+// resolve_threads(exec) threads (the run_parts slot, ABI 1.10): the workers the ops run on, which
+// spin a while after each region, take the parts at once.
+void run_parts(const sparseport_exec* exec, int64_t parts, void (*fn)(int64_t part, void* arg), void* arg);
+
 // "AMD EPYC ...: 2 hardware threads, OpenMP default 2 threads".
 std::string describe_host();
 

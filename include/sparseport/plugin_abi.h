@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define SPARSEPORT_ABI_VERSION_MAJOR 1
-#define SPARSEPORT_ABI_VERSION_MINOR 9
+#define SPARSEPORT_ABI_VERSION_MINOR 10
 #define SPARSEPORT_ABI_VERSION ((SPARSEPORT_ABI_VERSION_MAJOR << 16) | SPARSEPORT_ABI_VERSION_MINOR)
 
 /* ABI 1.7: F16 (IEEE binary16) and BF16 (bfloat16), 16-bit storage with float32 arithmetic. Only
@@ -474,6 +474,14 @@ typedef struct sparseport_plugin {
    * front end converts host memory itself). */
   int (*convert)(const sparseport_exec*, const sparseport_dense* src, const sparseport_dense_mut* dst,
                  sparseport_status*);
+  /* ABI 1.10: calls fn(part, arg) once for every part in [0, parts) on the plugin's host threads (at
+   * most the context's thread count at a time) and returns when all have returned. fn neither throws
+   * nor fails. The scheduler splits the FEATURES pass over host memory this way where the slot is
+   * set: a host backend's own workers (OpenMP's spin a while after each op) then count the parts,
+   * where threads started by the scheduler would compete with them for the cores. Null: the
+   * scheduler starts threads of its own. */
+  int (*run_parts)(const sparseport_exec*, int64_t parts, void (*fn)(int64_t part, void* arg), void* arg,
+                   sparseport_status*);
   /* Append new fields here only. */
 } sparseport_plugin;
 

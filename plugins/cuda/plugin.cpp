@@ -676,6 +676,7 @@ const sparseport_plugin kTable = {
     &set_external,
     &csr_softmax,
     &convert,
+    nullptr,  // run_parts: device memory, summarized on the device (summarize_csr)
 };
 
 }  // namespace

@@ -330,6 +330,7 @@ const sparseport_plugin kTable = {
     [](const sparseport_exec*, const sparseport_dense* src, const sparseport_dense_mut* dst, sparseport_status* st) {
       return serialised(st, [&] { kk::convert(*src, *dst); });
     },
+    nullptr,  // run_parts: the scheduler's own threads count the FEATURES pass over host memory
 };
 
 }  // namespace

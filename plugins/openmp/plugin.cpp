@@ -292,6 +292,11 @@ const sparseport_plugin kTable = {
       return detail::guarded(st, [&] { kernels().csr_softmax(*a, omp::resolve_threads(x)); });
     },
     nullptr,  // convert: host memory, the front end converts 16-bit values itself
+    // run_parts: the scheduler's FEATURES pass split over this backend's OpenMP workers
+    // (backends/openmp/device.cpp), not over threads of its own that would compete with them
+    [](const sparseport_exec* x, int64_t parts, void (*fn)(int64_t, void*), void* arg, sparseport_status* st) {
+      return detail::guarded(st, [&] { omp::run_parts(x, parts, fn, arg); });
+    },
 };
 
 }  // namespace

@@ -98,6 +98,7 @@ const sparseport_plugin kTable = {
       return detail::guarded(st, [&] { reference::csr_softmax(*a); });
     },
     nullptr,  // convert: host memory, the front end converts 16-bit values itself
+    nullptr,  // run_parts: the scheduler's own threads count the FEATURES pass
 };
 
 }  // namespace

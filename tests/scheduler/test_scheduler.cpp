@@ -2675,7 +2675,20 @@ TEST(SchedulerSummary, TheBlockCountsAreTheAbisDefinition) {
 // mega-row with half the entries where a part boundary falls inside it, runs of empty rows, square
 // and rectangular (the scaled diagonal), both index types, and columns enough that one thread
 // counts the blocks by stamps and four, each with a quarter of the sampled entries, by sorting.
+// Each split is counted twice: on threads the scheduler starts, and through a plugin's run_parts
+// slot (ABI 1.10): the openmp plugin's OpenMP team where it is compiled in, and a slot that runs the
+// parts on the calling thread last part first (any order of the parts gives the same numbers).
 TEST(SchedulerSummary, TheEntryPassGivesTheSameNumbersOnAnyNumberOfThreads) {
+  using RunParts = decltype(PartRunner::run_parts);
+  std::vector<std::pair<std::string, RunParts>> runners{{"the scheduler's threads", nullptr}};
+  const RunParts backwards = [](const sparseport_exec*, int64_t parts, void (*fn)(int64_t, void*), void* arg,
+                                sparseport_status*) {
+    for (int64_t p = parts - 1; p >= 0; --p) fn(p, arg);
+    return int{SPARSEPORT_OK};
+  };
+  runners.emplace_back("one thread, the last part first", backwards);
+  if (plugin("openmp").table != nullptr) runners.emplace_back("the openmp plugin's team", plugin("openmp").table->run_parts);
+  else std::printf("the openmp plugin is not compiled in: its run_parts slot not checked here\n");
   std::mt19937_64 rng(23);
   const auto check = [&](auto index, int64_t rows, int64_t cols, bool mega, const std::string& what) {
     using I = decltype(index);
@@ -2694,9 +2707,11 @@ TEST(SchedulerSummary, TheEntryPassGivesTheSameNumbersOnAnyNumberOfThreads) {
     const uint32_t want = SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_FEATURES;
     const sparseport_csr_summary one = summarize_host(a, want, 1);
     ASSERT_GT(one.distance_sum, 0u) << what;
+    for (const auto& [runner, run_parts] : runners)
     for (const int threads : {2, 3, 4}) {
-      const sparseport_csr_summary got = summarize_host(a, want, threads);
-      const std::string at = what + ", " + std::to_string(threads) + " threads";
+      const sparseport_exec exec{nullptr, threads, 0};
+      const sparseport_csr_summary got = summarize_host(a, want, threads, PartRunner{run_parts, &exec});
+      const std::string at = what + ", " + std::to_string(threads) + " threads, " + runner;
       EXPECT_EQ(got.max_degree, one.max_degree) << at;
       EXPECT_EQ(got.distance_sum, one.distance_sum) << at;
       for (int b = 0; b < SPARSEPORT_SUMMARY_BUCKETS; ++b) {
@@ -2716,6 +2731,51 @@ TEST(SchedulerSummary, TheEntryPassGivesTheSameNumbersOnAnyNumberOfThreads) {
   check(int64_t{}, 150'000, 90'000, false, "rectangular, int64");
   check(int64_t{}, 100'000, 100'000, true, "a mega-row, square, int64");
   check(int32_t{}, 150'000, 2'000'000, false, "wide: the blocks by stamps on one thread, by sorts on four");
+}
+
+// Where a plugin has the run_parts slot, the FEATURES pass's parts go through it, each part once, in
+// one call (the numbers alone could not tell: the scheduler's own threads give the same); a slot that
+// fails gives the plugin's message, and where the pass comes from. rmat:17:8 (1.1M rows + entries)
+// splits 4 ways on 4 threads.
+TEST(SchedulerSummary, TheFeaturesPassRunsItsPartsThroughThePluginsRunPartsSlot) {
+  static std::vector<int64_t> ran;
+  static int calls = 0;
+  ran.clear();
+  calls = 0;
+  const auto counting = [](const sparseport_exec* x, int64_t parts, void (*fn)(int64_t, void*), void* arg,
+                           sparseport_status*) {
+    ++calls;
+    EXPECT_EQ(x->threads, 4);
+    for (int64_t p = 0; p < parts; ++p) {
+      ran.push_back(p);
+      fn(p, arg);
+    }
+    return int{SPARSEPORT_OK};
+  };
+  const auto m = generate<int32_t, float>("rmat:17:8");
+  const sparseport_csr a{m.rows, m.cols, m.nnz(), m.rowptr.data(), m.colind.data(), nullptr, SPARSEPORT_I32, SPARSEPORT_F32};
+  ASSERT_GE(a.rows + a.nnz, 4 * (int64_t{1} << 18));
+  const uint32_t want = SPARSEPORT_SUMMARY_SIGNATURE | SPARSEPORT_SUMMARY_FEATURES;
+  const sparseport_exec exec{nullptr, 4, 0};
+  const sparseport_csr_summary got = summarize_host(a, want, 4, PartRunner{counting, &exec});
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(ran, (std::vector<int64_t>{0, 1, 2, 3}));
+  const sparseport_csr_summary one = summarize_host(a, want, 1);
+  EXPECT_EQ(got.distance_sum, one.distance_sum);
+  EXPECT_EQ(got.block_distinct, one.block_distinct);
+
+  const auto failing = [](const sparseport_exec*, int64_t, void (*)(int64_t, void*), void*, sparseport_status* st) {
+    st->code = SPARSEPORT_ERR_BACKEND;
+    std::snprintf(st->message, sizeof st->message, "no worker threads to be had (test)");
+    return int{SPARSEPORT_ERR_BACKEND};
+  };
+  try {
+    summarize_host(a, want, 4, PartRunner{failing, &exec});
+    ADD_FAILURE() << "a failing run_parts slot gave a summary";
+  } catch (const BackendError& e) {
+    EXPECT_NE(std::string(e.what()).find("no worker threads to be had (test)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("run_parts"), std::string::npos) << e.what();
+  }
 }
 
 // The class's row-length pass: up to 4096 rows it gives summarize_host's degree histogram and
