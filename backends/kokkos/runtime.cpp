@@ -179,6 +179,13 @@ PlanCache& plans() {
   return *cache;
 }
 
+void run_parts(int64_t parts, void (*fn)(int64_t part, void* arg), void* arg) {
+  Kokkos::parallel_for("sparseport::run_parts",
+                       Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace, Kokkos::IndexType<int64_t>>(0, parts),
+                       [=](int64_t p) { fn(p, arg); });
+  Kokkos::DefaultHostExecutionSpace().fence();
+}
+
 std::string describe() {
   std::string line = "Kokkos " + version_string() + ", execution space " + ExecSpace::name();
   if (Kokkos::is_initialized())

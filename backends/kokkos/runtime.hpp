@@ -47,6 +47,10 @@ using detail::PlanStats;
 // cache empties itself in a Kokkos finalize hook (a View must not outlive Kokkos).
 PlanCache& plans();
 
+// fn(part, arg) for every part in [0, parts) on the host execution space, then a fence (the run_parts
+// slot, ABI 1.10; offered where space.hpp's kRunParts holds).
+void run_parts(int64_t parts, void (*fn)(int64_t part, void* arg), void* arg);
+
 // "Kokkos 3.4.1, execution space Serial (concurrency 1), memory space HostSpace (host memory), ...".
 std::string describe();
 

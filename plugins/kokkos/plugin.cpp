@@ -214,6 +214,11 @@ int summarize_csr(const sparseport_exec*, const sparseport_csr* a, uint32_t want
   });
 }
 
+// ABI 1.10: the scheduler's FEATURES parts on Kokkos's host threads (offered where kk::kRunParts).
+int run_parts(const sparseport_exec*, int64_t parts, void (*fn)(int64_t, void*), void* arg, sparseport_status* st) {
+  return serialised(st, [&] { kk::run_parts(parts, fn, arg); });
+}
+
 int context_create(int32_t device, void** state, sparseport_status* st) {
   const int rc = kk::context_create(device, state, st);
   if (rc == SPARSEPORT_OK) note_master();
@@ -330,7 +335,9 @@ const sparseport_plugin kTable = {
     [](const sparseport_exec*, const sparseport_dense* src, const sparseport_dense_mut* dst, sparseport_status* st) {
       return serialised(st, [&] { kk::convert(*src, *dst); });
     },
-    nullptr,  // run_parts: the scheduler's own threads count the FEATURES pass over host memory
+    // run_parts: on Kokkos-OpenMP the scheduler's FEATURES parts run on Kokkos's OpenMP threads, whose
+    // spin after each kernel would hold the cores from threads of the scheduler's own (space.hpp)
+    kk::kRunParts ? &run_parts : nullptr,
 };
 
 }  // namespace

@@ -15,8 +15,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -309,6 +311,33 @@ void csr_reports_equal_the_host_check() {
     SCOPED_TRACE("no rows, rowptr[0] " + std::to_string(rowptr0) + ", nnz " + std::to_string(nnz));
     expect_same(call_check(ctx, csr_check(dev)), ops::host_report(csr_check(host)));
   }
+}
+
+// The run_parts slot (ABI 1.10): offered on Kokkos-OpenMP alone (backends/kokkos/space.hpp,
+// kRunParts), where it runs every part exactly once; the scheduler's summary of host memory through
+// it (rmat:14:8, 147k rows + entries: split on 2 threads and more) is the definition's.
+TEST(KokkosSummary, RunPartsIsOfferedOnKokkosOpenMPAndRunsEveryPartOnce) {
+  const Context ctx = Context::create("kokkos");
+  const sparseport_plugin& t = *ctx.plugin().table;
+  const sparseport_exec x = ctx.exec();
+  char sig[1024] = {};
+  sparseport_status st{};
+  ASSERT_EQ(t.device_signature(x.state, sig, sizeof sig, &st), SPARSEPORT_OK) << st.message;
+  const bool openmp = std::string(sig).find("exec_space=OpenMP\n") != std::string::npos;
+  ASSERT_EQ(t.run_parts != nullptr, openmp) << sig;
+  if (!openmp) {
+    std::printf("run_parts is null here, as it must be off Kokkos-OpenMP; not run\n");
+    return;
+  }
+  static std::atomic<int> runs[64];
+  for (std::atomic<int>& r : runs) r = 0;
+  ASSERT_EQ(t.run_parts(&x, 64, [](int64_t p, void*) { ++runs[p]; }, nullptr, &st), SPARSEPORT_OK) << st.message;
+  for (int p = 0; p < 64; ++p) EXPECT_EQ(runs[p].load(), 1) << "part " << p;
+  const HostCsr<int32_t, float> a = generate<int32_t, float>("rmat:14:8");
+  const Staged<int32_t> m(ctx, a);
+  sparseport_exec threads4 = x;
+  threads4.threads = 4;
+  expect_same(sch::summarize(ctx.plugin(), threads4, m.host, kSig | kFeat), sch::summarize_host(m.host, kSig | kFeat));
 }
 
 TEST(KokkosCheckIndices, CsrReportsEqualTheHostCheckInt32) { csr_reports_equal_the_host_check<int32_t>(); }
