@@ -156,6 +156,24 @@ void count_blocks(const I* rowptr, const I* colind, const sparseport_csr& a, con
 // Every number is an integer count or sum (or a maximum), so the parts added up give the same
 // numbers in any split.
 constexpr int64_t kEntriesPerThread = int64_t{1} << 18, kEntriesPerTeamPart = int64_t{1} << 13;
+
+// The run_parts of a plugin without the slot: part 0 on the calling thread, the others on threads
+// started here (the calling thread counts a part itself where no thread is to be had).
+int own_threads(const sparseport_exec*, int64_t parts, void (*fn)(int64_t, void*), void* arg, sparseport_status*) {
+  std::vector<std::thread> helpers;
+  helpers.reserve(static_cast<size_t>(parts - 1));
+  for (int64_t p = 1; p < parts; ++p) {
+    try {
+      helpers.emplace_back(fn, p, arg);
+    } catch (const std::system_error&) {
+      fn(p, arg);
+    }
+  }
+  fn(0, arg);
+  for (std::thread& t : helpers) t.join();
+  return SPARSEPORT_OK;
+}
+
 template <class I>
 void count_parallel(const I* rowptr, const I* colind, const sparseport_csr& a, const SampledBlocks& sb, int threads,
                     const PartRunner& runner, sparseport_csr_summary& s) {
@@ -181,9 +199,12 @@ void count_parallel(const I* rowptr, const I* colind, const sparseport_csr& a, c
     count_blocks(rowptr, colind, a, sb, sb.sampled * static_cast<int64_t>(p) / parts,
                  sb.sampled * static_cast<int64_t>(p + 1) / parts, part[p]);
   };
-  if (runner.run_parts != nullptr && parts > 1) {
-    // On the plugin's threads (ABI 1.10). The slot's fn must not throw (a C interface): a part's
-    // exception (the stamps' allocation) is kept and the first one rethrown here.
+  if (parts == 1) {
+    count(0);
+  } else {
+    // On the plugin's threads (ABI 1.10) or the scheduler's own. fn must not throw (a C interface,
+    // or a thread's end): a part's exception (the stamps' allocation) is kept and the first one
+    // rethrown here.
     struct Job {
       const decltype(count)* part;
       std::vector<std::exception_ptr> errors;
@@ -196,23 +217,12 @@ void count_parallel(const I* rowptr, const I* colind, const sparseport_csr& a, c
         j->errors[static_cast<size_t>(p)] = std::current_exception();
       }
     };
+    const auto run = runner.run_parts != nullptr ? runner.run_parts : own_threads;
     sparseport_status st{};
-    if (runner.run_parts(runner.exec, parts, one_part, &job, &st) != SPARSEPORT_OK)
+    if (run(runner.exec, parts, one_part, &job, &st) != SPARSEPORT_OK)
       detail::throw_status(st, "sparseport scheduler: the plugin's run_parts for the FEATURES pass");
     for (const std::exception_ptr& e : job.errors)
       if (e) std::rethrow_exception(e);
-  } else {
-    std::vector<std::thread> helpers;
-    helpers.reserve(static_cast<size_t>(parts - 1));
-    for (size_t p = 1; p < part.size(); ++p) {
-      try {
-        helpers.emplace_back(count, p);
-      } catch (const std::system_error&) {  // no thread to be had: this one counts the part
-        count(p);
-      }
-    }
-    count(0);
-    for (std::thread& t : helpers) t.join();
   }
   for (const sparseport_csr_summary& q : part) {
     s.max_degree = std::max(s.max_degree, q.max_degree);

@@ -48,7 +48,7 @@ constexpr int summary_bucket(uint64_t x) {
 // Where the FEATURES pass's parts run: through a host plugin's run_parts slot (ABI 1.10) when it is
 // set, else on threads the scheduler starts.
 struct PartRunner {
-  int (*run_parts)(const sparseport_exec*, int64_t, void (*)(int64_t, void*), void*, sparseport_status*) = nullptr;
+  decltype(sparseport_plugin::run_parts) run_parts = nullptr;
   const sparseport_exec* exec = nullptr;
 };
 
